@@ -1,0 +1,65 @@
+# make            build the library and every example (optimized, OpenMP, -Wall -Wextra)
+# make test       build and run the doctest suite
+# make bench      build and run the benchmarks in bench/
+# make sanitize   run the test suite under AddressSanitizer + UndefinedBehaviorSanitizer
+# make clean
+CXX      ?= g++
+ARCH     ?= -march=native
+OPT      ?= -O3
+CXXFLAGS ?= -std=c++20 $(OPT) $(ARCH) -fopenmp -Wall -Wextra -I. -MMD -MP
+LDFLAGS  ?= -fopenmp
+BUILD    ?= build
+
+# The framework: every .cpp under these folders goes into one static library.
+LIB_SRCS := $(wildcard autograd/*.cpp nn/*.cpp optim/*.cpp models/*.cpp)
+# Helpers shared by the examples (argument parsing, progress, SVG, text data).
+EXLIB_SRCS := $(wildcard examples/common/*.cpp examples/data/*.cpp)
+EXAMPLES := $(patsubst %.cpp,%,$(wildcard examples/*.cpp))
+TEST_SRCS := $(wildcard tests/*.cpp)
+BENCHES := $(patsubst bench/%.cpp,$(BUILD)/bench/%,$(wildcard bench/*.cpp))
+
+LIB   := $(BUILD)/libtransformer.a
+EXLIB := $(BUILD)/libexamples.a
+TESTS := $(BUILD)/tests/run_tests
+
+all: $(LIB) $(EXLIB) $(EXAMPLES)
+
+$(BUILD)/%.o: %.cpp
+	@mkdir -p $(dir $@)
+	$(CXX) $(CXXFLAGS) -c $< -o $@
+
+$(LIB): $(LIB_SRCS:%.cpp=$(BUILD)/%.o)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(EXLIB): $(EXLIB_SRCS:%.cpp=$(BUILD)/%.o)
+	@rm -f $@
+	ar rcs $@ $^
+
+examples/%: $(BUILD)/examples/%.o $(EXLIB) $(LIB)
+	$(CXX) $< $(EXLIB) $(LIB) $(LDFLAGS) -o $@
+
+$(TESTS): $(TEST_SRCS:%.cpp=$(BUILD)/%.o) $(EXLIB) $(LIB)
+	$(CXX) $(filter %.o,$^) $(EXLIB) $(LIB) $(LDFLAGS) -o $@
+
+test: $(TESTS)
+	./$(TESTS)
+
+$(BUILD)/bench/%: $(BUILD)/bench/%.o $(EXLIB) $(LIB)
+	$(CXX) $< $(EXLIB) $(LIB) $(LDFLAGS) -o $@
+
+bench: $(BENCHES) $(EXAMPLES)
+	@for b in $(BENCHES); do echo "== $$b"; OMP_NUM_THREADS=2 ./$$b || exit 1; done
+
+# The whole suite with ASan + UBSan (+ LeakSanitizer, part of ASan on Linux), in its own build dir.
+sanitize:
+	$(MAKE) test BUILD=build-sanitize OPT="-O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined" \
+	    LDFLAGS="-fopenmp -fsanitize=address,undefined"
+
+clean:
+	rm -rf $(BUILD) build-sanitize $(EXAMPLES)
+
+.PHONY: all test bench sanitize clean
+.SECONDARY:
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -1,0 +1,55 @@
+#include "autograd/anomaly.h"
+
+#include <cmath>
+#include <stdexcept>
+#include <string>
+
+#include "autograd/tensor.h"
+
+namespace autograd {
+
+static thread_local bool g_anomaly = false;
+
+bool anomaly_mode_enabled() { return g_anomaly; }
+DetectAnomalyGuard::DetectAnomalyGuard() : prev_(g_anomaly) { g_anomaly = true; }
+DetectAnomalyGuard::~DetectAnomalyGuard() { g_anomaly = prev_; }
+
+// index of the first NaN/Inf, or -1
+static int64_t first_non_finite(const float* x, int64_t n) {
+    for (int64_t i = 0; i < n; i++)
+        if (!std::isfinite(x[i])) return i;
+    return -1;
+}
+
+static std::string describe(float v) { return std::isnan(v) ? "NaN" : (v > 0 ? "+Inf" : "-Inf"); }
+
+void check_finite(const Node& out, const char* op, const char* phase, const std::vector<Tensor>& inputs) {
+    const int64_t bad = first_non_finite(out.data->data(), out.numel());
+    if (bad < 0) return;
+    std::string shapes;
+    bool inputs_bad = false;
+    for (const Tensor& t : inputs) {
+        shapes += (shapes.empty() ? "" : ", ") + shape_str(t.shape());
+        inputs_bad = inputs_bad || first_non_finite(t.data(), t.numel()) >= 0;
+    }
+    // masked_fill with -inf and softmax over fully masked rows produce infinities on purpose
+    throw std::runtime_error(std::string("anomaly: ") + phase + " of '" + op + "' produced " +
+                             describe((*out.data)[bad]) + " at flat index " + std::to_string(bad) +
+                             " of its output " + shape_str(out.shape) + " (inputs: " + shapes + ")" +
+                             (inputs_bad ? "; an input already held NaN/Inf" : ""));
+}
+
+void check_parent_grads_finite(const Node& node) {
+    for (size_t i = 0; i < node.parents.size(); i++) {
+        const Node& p = *node.parents[i];
+        if (p.grad.empty()) continue;
+        const int64_t bad = first_non_finite(p.grad.data(), static_cast<int64_t>(p.grad.size()));
+        if (bad < 0) continue;
+        throw std::runtime_error(std::string("anomaly: backward of '") + node.op + "' (output " +
+                                 shape_str(node.shape) + ") produced " + describe(p.grad[bad]) +
+                                 " in the gradient of its input " + std::to_string(i) + " " +
+                                 shape_str(p.shape) + " at flat index " + std::to_string(bad));
+    }
+}
+
+}  // namespace autograd

@@ -1,0 +1,8 @@
+// Everything in autograd/: include this one header.
+#pragma once
+#include "autograd/anomaly.h"
+#include "autograd/gemm.h"
+#include "autograd/gradcheck.h"
+#include "autograd/ops.h"
+#include "autograd/random.h"
+#include "autograd/tensor.h"

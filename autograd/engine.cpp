@@ -1,0 +1,118 @@
+// The backward engine: record the graph as ops run, then walk it in reverse.
+#include <stdexcept>
+#include <string>
+#include <unordered_set>
+
+#include "autograd/anomaly.h"
+#include "autograd/tensor.h"
+
+namespace autograd {
+
+// ---------------------------------------------------------------- grad mode
+
+static thread_local bool g_grad_enabled = true;
+
+bool is_grad_enabled() { return g_grad_enabled; }
+NoGradGuard::NoGradGuard() : prev_(g_grad_enabled) { g_grad_enabled = false; }
+NoGradGuard::~NoGradGuard() { g_grad_enabled = prev_; }
+
+void record(Tensor& out, std::vector<Tensor> inputs, const char* op, std::function<void(Node&)> fn) {
+    Node& n = out.node();
+    n.op = op;
+    if (anomaly_mode_enabled()) check_finite(n, op, "forward", inputs);
+    if (!g_grad_enabled) return;
+    bool any = false;
+    for (const Tensor& t : inputs) any = any || t.requires_grad();
+    if (!any) return;
+    n.requires_grad = true;
+    n.parents.reserve(inputs.size());
+    for (Tensor& t : inputs) n.parents.push_back(t.node_ptr());
+    n.backward = std::move(fn);
+}
+
+// ---------------------------------------------------------------- backward
+
+// Post-order depth-first search with an explicit stack (a recursive one overflows on deep graphs,
+// e.g. a chain of 100,000 ops). Returns nodes so that every node comes after all its inputs.
+static std::vector<std::shared_ptr<Node>> topo_order(const std::shared_ptr<Node>& root) {
+    std::vector<std::shared_ptr<Node>> order;
+    std::unordered_set<Node*> visited;
+    std::vector<std::pair<Node*, size_t>> stack;   // node, index of the next parent to visit
+    std::vector<std::shared_ptr<Node>> owners;     // keeps pushed nodes alive (parallel to stack)
+    stack.push_back({root.get(), 0});
+    owners.push_back(root);
+    visited.insert(root.get());
+    while (!stack.empty()) {
+        auto& [node, next] = stack.back();
+        if (node->released)
+            throw std::logic_error(
+                std::string("backward: the graph through '") + node->op +
+                "' was already freed by an earlier backward(); pass retain_graph = true to the "
+                "first backward() to backpropagate through the same graph twice");
+        if (next < node->parents.size()) {
+            const std::shared_ptr<Node>& p = node->parents[next++];
+            if (p->requires_grad && !visited.count(p.get())) {
+                visited.insert(p.get());
+                stack.push_back({p.get(), 0});
+                owners.push_back(p);
+            }
+        } else {
+            order.push_back(owners.back());
+            stack.pop_back();
+            owners.pop_back();
+        }
+    }
+    return order;
+}
+
+static void run_backward(Node& root, const float* seed, bool retain_graph) {
+    if (!root.requires_grad)
+        throw std::logic_error("backward: this tensor does not require grad (no input of the ops that made it "
+                               "requires grad, or it was made under NoGradGuard)");
+    std::shared_ptr<Node> root_ptr(std::shared_ptr<Node>{}, &root);   // non-owning alias for the walk
+    std::vector<std::shared_ptr<Node>> order = topo_order(root_ptr);
+    // Gradients flowing through non-leaf nodes belong to this call only. A grad kept from an
+    // earlier call (retain_grad) is set aside and added back at the end, so it is not sent twice.
+    std::vector<std::pair<Node*, std::vector<float>>> kept;
+    for (auto& n : order)
+        if (n->backward && !n->grad.empty()) kept.emplace_back(n.get(), std::move(n->grad)), n->grad.clear();
+    float* g = root.grad_buffer();
+    for (int64_t i = 0; i < root.numel(); i++) g[i] += seed[i];
+    const bool anomaly = anomaly_mode_enabled();
+    for (auto it = order.rbegin(); it != order.rend(); ++it) {
+        Node& n = **it;
+        if (!n.backward) continue;                      // a leaf: its grad is the result
+        if (n.grad.empty()) continue;                   // nothing flowed here
+        n.backward(n);
+        if (anomaly) check_parent_grads_finite(n);
+        if (!retain_graph) {                            // free the graph as we go
+            n.backward = nullptr;
+            n.parents.clear();
+            n.released = true;
+        }
+        if (!n.retains_grad) std::vector<float>().swap(n.grad);   // non-leaf grads are temporary
+    }
+    for (auto& [n, old] : kept)
+        if (n->retains_grad) {
+            float* dst = n->grad_buffer();
+            for (size_t i = 0; i < old.size(); i++) dst[i] += old[i];
+        }
+}
+
+void Tensor::backward(bool retain_graph) {
+    if (numel() != 1)
+        throw std::logic_error("backward: called without a gradient on a tensor of shape " + shape_str(shape()) +
+                               "; backward() needs a one-element tensor (e.g. a loss), or pass the gradient "
+                               "of the same shape: t.backward(grad)");
+    const float one = 1.0f;
+    run_backward(node(), &one, retain_graph);
+}
+
+void Tensor::backward(const Tensor& grad, bool retain_graph) {
+    if (grad.shape() != shape())
+        throw std::invalid_argument("backward: gradient of shape " + shape_str(grad.shape()) +
+                                    " does not match the tensor's shape " + shape_str(shape()));
+    run_backward(node(), grad.data(), retain_graph);
+}
+
+}  // namespace autograd

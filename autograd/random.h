@@ -1,0 +1,35 @@
+// Our own seeded random numbers. std:: distributions produce different streams on different
+// standard libraries, so every draw here is our own arithmetic: the same seed gives the same
+// numbers on every machine.
+#pragma once
+#include <cstdint>
+
+namespace autograd {
+
+// xoshiro256** (Blackman & Vigna): small state, fast, statistically strong; seeded via splitmix64.
+class Generator {
+public:
+    explicit Generator(uint64_t seed = 0) { seed_(seed); }
+    void seed_(uint64_t seed);
+    uint64_t next_u64();
+    float uniform();                       // [0, 1), 24 random bits: every float is exactly representable
+    float uniform(float lo, float hi) { return lo + (hi - lo) * uniform(); }
+    float normal();                        // mean 0, std 1 (Box-Muller)
+    uint32_t below(uint32_t n);            // integer in [0, n), unbiased (rejection)
+
+    struct State { uint64_t s[4]; float spare; bool has_spare; };
+    State state() const { return {{s_[0], s_[1], s_[2], s_[3]}, spare_, has_spare_}; }
+    void set_state(const State& st);
+
+private:
+    uint64_t s_[4];
+    float spare_ = 0.0f;      // Box-Muller makes two normals; the second waits here
+    bool has_spare_ = false;
+};
+
+// The process-wide generator used by rand/randn/uniform, dropout and init.
+Generator& default_generator();
+// Reseed the default generator: every run after manual_seed(n) draws the same numbers.
+void manual_seed(uint64_t seed);
+
+}  // namespace autograd

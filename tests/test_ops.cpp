@@ -1,0 +1,247 @@
+// Every differentiable op against finite differences (gradcheck), plus forward values and errors.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <limits>
+
+#include "autograd/autograd.h"
+
+using namespace autograd;
+
+static Tensor param(const Shape& s, float lo = -1.0f, float hi = 1.0f) { return Tensor::uniform(s, lo, hi).requires_grad_(); }
+#define CHECK_GRAD(fn, ...)                                       \
+    do {                                                          \
+        const GradcheckResult r_ = gradcheck(fn, {__VA_ARGS__});  \
+        INFO(r_.report);                                          \
+        CHECK(r_.ok);                                             \
+    } while (0)
+
+TEST_CASE("gradcheck itself catches a wrong backward") {
+    // a deliberately wrong op: forward 2x, backward claims 3x
+    auto wrong = [](const std::vector<Tensor>& x) {
+        Tensor y = Tensor::empty(x[0].shape());
+        for (int64_t i = 0; i < y.numel(); i++) y.data()[i] = 2.0f * x[0].data()[i];
+        record(y, {x[0]}, "wrong", [](Node& self) {
+            float* dx = self.parent_grad(0);
+            for (int64_t i = 0; i < self.numel(); i++) dx[i] += 3.0f * self.grad[i];
+        });
+        return y;
+    };
+    manual_seed(0);
+    CHECK_FALSE(gradcheck(wrong, {param({3})}).ok);
+}
+
+TEST_CASE("elementwise binary ops with broadcasting") {
+    manual_seed(1);
+    const std::vector<std::pair<Shape, Shape>> shapes = {
+        {{3, 4}, {3, 4}}, {{3, 4}, {4}}, {{2, 3, 4}, {3, 1}}, {{1, 4}, {3, 1}}, {{2, 1, 4}, {1, 3, 1}}, {{}, {2, 3}}};
+    for (const auto& [sa, sb] : shapes) {
+        CAPTURE(shape_str(sa));
+        CAPTURE(shape_str(sb));
+        CHECK_GRAD([](const std::vector<Tensor>& x) { return x[0] + x[1]; }, param(sa), param(sb));
+        CHECK_GRAD([](const std::vector<Tensor>& x) { return x[0] - x[1]; }, param(sa), param(sb));
+        CHECK_GRAD([](const std::vector<Tensor>& x) { return x[0] * x[1]; }, param(sa), param(sb));
+        CHECK_GRAD([](const std::vector<Tensor>& x) { return x[0] / x[1]; }, param(sa), param(sb, 0.5f, 2.0f));
+    }
+    // only one side requires grad
+    CHECK_GRAD([](const std::vector<Tensor>& x) { return x[0] * x[1]; }, param({2, 3}), Tensor::randn({3}));
+}
+
+TEST_CASE("broadcast forward values follow NumPy") {
+    const Tensor a = Tensor::from_vector({1, 2, 3}, {3, 1});
+    const Tensor b = Tensor::from_vector({10, 20}, {1, 2});
+    CHECK((a + b).shape() == Shape{3, 2});
+    CHECK((a + b).to_vector() == std::vector<float>{11, 21, 12, 22, 13, 23});
+    CHECK_THROWS_WITH_AS(Tensor::ones({2, 3}) + Tensor::ones({4}), doctest::Contains("add: shapes (2, 3) and (4,)"),
+                         std::invalid_argument);
+}
+
+TEST_CASE("elementwise scalar and unary ops") {
+    manual_seed(2);
+    using V = const std::vector<Tensor>&;
+    CHECK_GRAD([](V x) { return x[0] + 2.5f; }, param({2, 3}));
+    CHECK_GRAD([](V x) { return x[0] * -1.5f; }, param({2, 3}));
+    CHECK_GRAD([](V x) { return 1.0f - x[0]; }, param({2, 3}));
+    CHECK_GRAD([](V x) { return x[0] / 4.0f; }, param({2, 3}));
+    CHECK_GRAD([](V x) { return 3.0f / x[0]; }, param({2, 3}, 0.5f, 2.0f));
+    CHECK_GRAD([](V x) { return -x[0]; }, param({2, 3}));
+    CHECK_GRAD([](V x) { return pow(x[0], 3.0f); }, param({2, 3}));
+    CHECK_GRAD([](V x) { return pow(x[0], -0.5f); }, param({2, 3}, 0.5f, 2.0f));
+    CHECK_GRAD([](V x) { return exp(x[0]); }, param({2, 3}));
+    CHECK_GRAD([](V x) { return log(x[0]); }, param({2, 3}, 0.5f, 2.0f));
+    CHECK_GRAD([](V x) { return sqrt(x[0]); }, param({2, 3}, 0.5f, 2.0f));
+    CHECK_GRAD([](V x) { return tanh(x[0]); }, param({2, 3}));
+    CHECK_GRAD([](V x) { return gelu(x[0]); }, param({2, 3}, -3.0f, 3.0f));
+    // relu has a kink at 0: keep the inputs away from it
+    Tensor r = Tensor::from_vector({-1.5f, -0.3f, 0.2f, 0.9f, 2.0f, -2.0f}, {2, 3}).requires_grad_();
+    CHECK_GRAD([](V x) { return relu(x[0]); }, r);
+}
+
+TEST_CASE("unary forward values") {
+    const Tensor x = Tensor::from_vector({-1.0f, 0.0f, 1.0f}, {3});
+    CHECK(relu(x).to_vector() == std::vector<float>{0, 0, 1});
+    // torch.nn.functional.gelu(torch.tensor([-1., 0., 1.])) = [-0.1587, 0.0000, 0.8413]
+    CHECK(gelu(x).data()[0] == doctest::Approx(-0.158655));
+    CHECK(gelu(x).data()[2] == doctest::Approx(0.841345));
+}
+
+TEST_CASE("masked_fill: masked positions take the value and pass no gradient") {
+    manual_seed(3);
+    Mask m({0, 1, 0, 0, 1, 1}, {2, 3});
+    Tensor x = param({2, 3});
+    Tensor y = masked_fill(x, m, -5.0f);
+    CHECK(y.at({0, 1}) == -5.0f);
+    CHECK(y.at({0, 0}) == x.at({0, 0}));
+    CHECK_GRAD([&](const std::vector<Tensor>& v) { return masked_fill(v[0], m, -5.0f); }, param({2, 3}));
+    // a (B, 1, S) padding mask broadcast over (B, T, S) scores
+    Mask pad({0, 0, 1, 0, 1, 1}, {2, 1, 3});
+    CHECK_GRAD([&](const std::vector<Tensor>& v) { return masked_fill(v[0], pad, 0.0f); }, param({2, 4, 3}));
+    Tensor z = Tensor::ones({2, 4, 3}).requires_grad_();
+    sum(masked_fill(z, pad, 0.0f)).backward();
+    CHECK(z.grad().at({1, 2, 1}) == 0.0f);
+    CHECK(z.grad().at({1, 2, 0}) == 1.0f);
+    CHECK_THROWS_AS(masked_fill(x, Mask::full({3, 3}, 0), 0.0f), std::invalid_argument);
+}
+
+TEST_CASE("reductions: sum, mean, max, var, all and along a dim, keepdim") {
+    manual_seed(4);
+    using V = const std::vector<Tensor>&;
+    CHECK_GRAD([](V x) { return sum(x[0]); }, param({2, 3, 4}));
+    CHECK_GRAD([](V x) { return mean(x[0]); }, param({2, 3, 4}));
+    CHECK_GRAD([](V x) { return max(x[0]); }, param({2, 3, 4}));
+    CHECK_GRAD([](V x) { return var(x[0]); }, param({2, 3, 4}));
+    CHECK_GRAD([](V x) { return var(x[0], false); }, param({2, 3, 4}));
+    for (int dim : {0, 1, 2, -1}) {
+        for (bool keep : {false, true}) {
+            CAPTURE(dim);
+            CAPTURE(keep);
+            CHECK_GRAD([=](V x) { return sum(x[0], dim, keep); }, param({2, 3, 4}));
+            CHECK_GRAD([=](V x) { return mean(x[0], dim, keep); }, param({2, 3, 4}));
+            CHECK_GRAD([=](V x) { return max(x[0], dim, keep); }, param({2, 3, 4}));
+            CHECK_GRAD([=](V x) { return var(x[0], dim, true, keep); }, param({2, 3, 4}));
+            CHECK_GRAD([=](V x) { return var(x[0], dim, false, keep); }, param({2, 3, 4}));
+        }
+    }
+    const Tensor t = Tensor::from_vector({1, 5, 3, 4, 2, 6}, {2, 3});
+    CHECK(sum(t, 1).to_vector() == std::vector<float>{9, 12});
+    CHECK(sum(t, 1, true).shape() == Shape{2, 1});
+    CHECK(sum(t, 0).to_vector() == std::vector<float>{5, 7, 9});
+    CHECK(mean(t, -1).to_vector() == std::vector<float>{3, 4});
+    CHECK(max(t, 1).to_vector() == std::vector<float>{5, 6});
+    CHECK(argmax(t, 1).data == std::vector<int32_t>{1, 2});
+    CHECK(var(t, 1, true).to_vector() == std::vector<float>{4, 4});              // torch.var(unbiased)
+    CHECK(var(t, 1, false).data()[0] == doctest::Approx(8.0 / 3.0));            // torch.var(unbiased=False)
+    CHECK(sum(t).dim() == 0);
+    CHECK_THROWS_AS(sum(t, 2), std::out_of_range);
+    CHECK_THROWS_AS(var(Tensor::ones({3, 1}), 1, true), std::invalid_argument);
+}
+
+TEST_CASE("matmul: 2-D, batched, broadcast batch dims, transposes") {
+    manual_seed(5);
+    using V = const std::vector<Tensor>&;
+    CHECK_GRAD([](V x) { return matmul(x[0], x[1]); }, param({3, 4}), param({4, 5}));
+    CHECK_GRAD([](V x) { return matmul(x[0], x[1]); }, param({2, 3, 4}), param({2, 4, 5}));
+    CHECK_GRAD([](V x) { return matmul(x[0], x[1]); }, param({2, 3, 4}), param({4, 5}));      // x @ W
+    CHECK_GRAD([](V x) { return matmul(x[0], x[1]); }, param({2, 1, 3, 4}), param({3, 4, 2}));  // batch broadcast
+    CHECK_GRAD([](V x) { return matmul(x[0], x[1]); }, param({4, 3}), param({2, 2, 3, 5}));
+    for (bool ta : {false, true})
+        for (bool tb : {false, true}) {
+            CAPTURE(ta);
+            CAPTURE(tb);
+            const Shape sa = ta ? Shape{2, 4, 3} : Shape{2, 3, 4}, sb = tb ? Shape{2, 5, 4} : Shape{2, 4, 5};
+            CHECK_GRAD([=](V x) { return matmul(x[0], x[1], ta, tb); }, param(sa), param(sb));
+            CHECK_GRAD([=](V x) { return matmul(x[0], x[1], ta, tb); }, param(sa), param(Shape(sb.begin() + 1, sb.end())));
+        }
+    const Tensor a = Tensor::from_vector({1, 2, 3, 4, 5, 6}, {2, 3});
+    const Tensor b = Tensor::from_vector({1, 0, 0, 1, 1, 1}, {3, 2});
+    CHECK(matmul(a, b).to_vector() == std::vector<float>{4, 5, 10, 11});
+    CHECK(matmul(a, a, false, true).to_vector() == std::vector<float>{14, 32, 32, 77});   // a a^T
+    CHECK(matmul(a, a, true, false).shape() == Shape{3, 3});                              // a^T a
+    CHECK_THROWS_WITH_AS(matmul(Tensor::ones({2, 3}), Tensor::ones({4, 5})),
+                         doctest::Contains("matmul: shapes (2, 3) and (4, 5)"), std::invalid_argument);
+    CHECK_THROWS_AS(matmul(Tensor::ones({3}), Tensor::ones({3, 2})), std::invalid_argument);
+    CHECK_THROWS_AS(matmul(Tensor::ones({2, 2, 3}), Tensor::ones({3, 3, 2})), std::invalid_argument);
+}
+
+TEST_CASE("matmul with many small batches equals per-batch products") {
+    manual_seed(6);
+    const Tensor a = Tensor::randn({4, 8, 10, 16}), b = Tensor::randn({4, 8, 10, 16});   // (B, H, T, Dk)
+    const Tensor s = matmul(a, b, false, true);                                           // (B, H, T, T)
+    const Tensor a0 = narrow(narrow(a, 0, 3, 1), 1, 5, 1).reshape({10, 16});
+    const Tensor b0 = narrow(narrow(b, 0, 3, 1), 1, 5, 1).reshape({10, 16});
+    const Tensor s0 = matmul(a0, b0, false, true);
+    for (int i = 0; i < 10; i++)
+        for (int j = 0; j < 10; j++) CHECK(s.at({3, 5, i, j}) == doctest::Approx(s0.at({i, j})));
+}
+
+TEST_CASE("shape ops") {
+    manual_seed(7);
+    using V = const std::vector<Tensor>&;
+    CHECK_GRAD([](V x) { return reshape(x[0], {4, 6}) * 2.0f; }, param({2, 3, 4}));
+    CHECK_GRAD([](V x) { return permute(x[0], {2, 0, 1}); }, param({2, 3, 4}));
+    CHECK_GRAD([](V x) { return transpose(x[0], 1, -1); }, param({2, 3, 4}));
+    CHECK_GRAD([](V x) { return unsqueeze(x[0], 1) * 1.5f; }, param({2, 3}));
+    CHECK_GRAD([](V x) { return squeeze(x[0], 1) * 1.5f; }, param({2, 1, 3}));
+    CHECK_GRAD([](V x) { return cat({x[0], x[1], x[0]}, 1); }, param({2, 3, 2}), param({2, 1, 2}));
+    CHECK_GRAD([](V x) { return cat({x[0], x[1]}, 0); }, param({2, 3}), param({1, 3}));
+    CHECK_GRAD([](V x) { return narrow(x[0], 1, 1, 2); }, param({2, 4, 3}));
+    CHECK_GRAD([](V x) { return slice(x[0], -1, 1, 3); }, param({2, 4}));
+
+    const Tensor t = Tensor::arange(24).reshape({2, 3, 4});
+    const Tensor p = permute(t, {2, 0, 1});
+    CHECK(p.shape() == Shape{4, 2, 3});
+    CHECK(p.at({3, 1, 2}) == t.at({1, 2, 3}));
+    CHECK(transpose(t, 0, 2).at({3, 2, 1}) == t.at({1, 2, 3}));
+    CHECK(unsqueeze(t, -1).shape() == Shape{2, 3, 4, 1});
+    CHECK(cat({t, t}, -1).shape() == Shape{2, 3, 8});
+    CHECK(cat({t, t}, -1).at({1, 2, 7}) == t.at({1, 2, 3}));
+    CHECK(narrow(t, 2, 1, 2).at({1, 1, 0}) == t.at({1, 1, 1}));
+    CHECK_THROWS_AS(narrow(t, 2, 3, 2), std::out_of_range);
+    CHECK_THROWS_AS(permute(t, {0, 0, 1}), std::invalid_argument);
+    CHECK_THROWS_AS(squeeze(t, 0), std::invalid_argument);
+    CHECK_THROWS_AS(cat({t, Tensor::ones({2, 2, 2})}, 1), std::invalid_argument);
+    CHECK_THROWS_AS(transpose(t, 0, 3), std::out_of_range);
+}
+
+TEST_CASE("index_select gathers rows by integer ids; repeated ids accumulate") {
+    manual_seed(8);
+    Tensor table = param({5, 3});                  // (V, D)
+    const Tokens ids({4, 1, 1, 0}, {2, 2});        // (B, T), id 1 twice
+    const Tensor e = index_select(table, 0, ids);  // (B, T, D)
+    CHECK(e.shape() == Shape{2, 2, 3});
+    CHECK(e.at({0, 0, 2}) == table.at({4, 2}));
+    CHECK_GRAD([&](const std::vector<Tensor>& x) { return index_select(x[0], 0, ids); }, table);
+    CHECK_GRAD([&](const std::vector<Tensor>& x) { return index_select(x[0], 1, Tokens({2, 0, 2}, {3})); }, param({2, 3, 2}));
+    sum(index_select(table, 0, ids)).backward();
+    CHECK(table.grad().at({1, 0}) == 2.0f);       // used twice
+    CHECK(table.grad().at({2, 0}) == 0.0f);       // never used
+    CHECK_THROWS_WITH_AS(index_select(table, 0, Tokens({5}, {1})), doctest::Contains("id 5"), std::out_of_range);
+    CHECK_THROWS_AS(index_select(table, 0, Tokens({-1}, {1})), std::out_of_range);
+}
+
+TEST_CASE("softmax and log_softmax: gradcheck, stability, masked rows") {
+    manual_seed(9);
+    using V = const std::vector<Tensor>&;
+    CHECK_GRAD([](V x) { return softmax(x[0]); }, param({3, 5}, -3.0f, 3.0f));
+    CHECK_GRAD([](V x) { return log_softmax(x[0]); }, param({2, 3, 5}, -3.0f, 3.0f));
+    // softmax rows sum to 1; logits of 1e4 neither overflow nor NaN
+    const Tensor big = Tensor::from_vector({1e4f, 0.0f, -1e4f, 1e4f}, {1, 4});
+    const Tensor s = softmax(big);
+    CHECK(s.at({0, 0}) == doctest::Approx(0.5));
+    CHECK(s.at({0, 1}) == 0.0f);
+    const Tensor ls = log_softmax(big);
+    CHECK(ls.at({0, 0}) == doctest::Approx(-std::log(2.0)));
+    CHECK(std::isfinite(ls.at({0, 2})));
+    // a fully masked row (all -inf) gives zeros from softmax, not NaN
+    const float inf = std::numeric_limits<float>::infinity();
+    Tensor masked = Tensor::from_vector({-inf, -inf, -inf, 1.0f, 2.0f, -inf}, {2, 3}).requires_grad_();
+    const Tensor sm = softmax(masked);
+    for (int j = 0; j < 3; j++) CHECK(sm.at({0, j}) == 0.0f);
+    CHECK(sm.at({1, 2}) == 0.0f);
+    CHECK(sm.at({1, 0}) + sm.at({1, 1}) == doctest::Approx(1.0));
+    sum(sm * Tensor::randn({2, 3})).backward();
+    for (float g : masked.grad().to_vector()) CHECK_FALSE(std::isnan(g));
+    // gradient through masked_fill + softmax: masked positions get exactly zero
+    Mask m({0, 0, 1, 0, 1, 1}, {2, 3});
+    CHECK_GRAD([&](V x) { return softmax(masked_fill(x[0], m, -inf)); }, param({2, 3}));
+}
