@@ -1,0 +1,78 @@
+// Self-contained SVG charts for the example programs: loss curves and attention heatmaps.
+// The files need no fonts, stylesheets or scripts and open in any browser.
+//
+//   common::Series train{"train", steps, train_loss}, val{"validation", val_steps, val_loss};
+//   common::write_line_plot("loss.svg", "Copy task", "step", "loss", {train, val},
+//                           {.log_y = true});
+//
+//   std::vector<common::Heatmap> maps;   // e.g. one per (layer, head)
+//   maps.push_back({"layer 0 head 0", tgt_tokens, src_tokens, weights});   // (T, S) row-major
+//   common::write_heatmaps("attention.svg", "Encoder-decoder attention", maps, /*columns=*/4);
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace common {
+
+// One curve. x and y have the same length; points whose x or y is NaN or infinite (or y <= 0
+// on a log axis) are skipped, and the line breaks there.
+struct Series {
+    std::string name;
+    std::vector<double> x, y;
+};
+
+struct PlotOptions {
+    bool log_y = false;   // logarithmic y axis (ticks at 1-2-5 x 10^k)
+    int width = 800;      // pixels
+    int height = 500;
+};
+
+// One matrix: values has row_labels.size() * col_labels.size() entries, row-major, in 0..1
+// (clamped; NaN is drawn grey). For attention, rows are queries and columns are keys.
+struct Heatmap {
+    std::string title;
+    std::vector<std::string> row_labels, col_labels;
+    std::vector<float> values;
+};
+
+// The SVG text, for callers that want it in memory (and for tests).
+std::string line_plot_svg(const std::string& title, const std::string& x_label,
+                          const std::string& y_label, const std::vector<Series>& series,
+                          const PlotOptions& options = {});
+std::string heatmaps_svg(const std::string& title, const std::vector<Heatmap>& maps, int columns);
+
+// The same, written to `path`. Throws std::runtime_error naming the path if it cannot be
+// written, std::invalid_argument if a Series or Heatmap has inconsistent sizes.
+void write_line_plot(const std::string& path, const std::string& title, const std::string& x_label,
+                     const std::string& y_label, const std::vector<Series>& series,
+                     const PlotOptions& options = {});
+void write_heatmaps(const std::string& path, const std::string& title,
+                    const std::vector<Heatmap>& maps, int columns);
+
+// Write `text` to `path` in one go. Throws std::runtime_error naming the path on failure.
+void write_text_file(const std::string& path, const std::string& text);
+
+// ---- text helpers shared by the SVG and terminal writers -----------------------------------
+
+// Valid UTF-8: each malformed byte becomes U+FFFD, and control characters (which XML forbids)
+// become U+FFFD too, except tab. Tokens from a byte-level tokenizer may be partial characters.
+std::string sanitize_utf8(const std::string& text);
+
+// sanitize_utf8, then & < > " ' as entities: safe inside SVG text and attribute values.
+std::string xml_escape(const std::string& text);
+
+// Number of code points in valid UTF-8 text (what a terminal shows, for most scripts).
+int utf8_length(const std::string& text);
+
+// At most `max_points` code points; a cut label ends in "…" (counted in max_points).
+std::string utf8_truncate(const std::string& text, int max_points);
+
+// Heatmap colour for a value in 0..1: white at 0, through light blue, to dark blue at 1.
+// As 8-bit channels.
+struct Rgb {
+    int r, g, b;
+};
+Rgb heat_color(float value);
+
+}  // namespace common

@@ -1,0 +1,15 @@
+#include "nn/feed_forward.h"
+
+namespace nn {
+
+PositionwiseFeedForward::PositionwiseFeedForward(int64_t d_model, int64_t d_ff, float dropout) : dropout_p(dropout) {
+    w_1 = register_module("w_1", std::make_shared<Linear>(d_model, d_ff));
+    w_2 = register_module("w_2", std::make_shared<Linear>(d_ff, d_model));
+}
+
+Tensor PositionwiseFeedForward::forward(const Tensor& x) const {
+    Tensor hidden = linear(x, w_1->weight, w_1->bias, Activation::relu);   // (B, T, F), bias + ReLU fused
+    return w_2->forward(dropout(hidden, dropout_p, is_training()));       // (B, T, D)
+}
+
+}  // namespace nn

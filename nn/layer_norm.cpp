@@ -1,0 +1,81 @@
+#include "nn/layer_norm.h"
+
+#include <cmath>
+#include <stdexcept>
+
+namespace nn {
+
+using autograd::Node;
+using autograd::shape_str;
+
+Tensor layer_norm(const Tensor& x, const Tensor& gain, const Tensor& bias, float eps) {
+    const int64_t C = x.dim() ? x.size(-1) : 0;
+    if (C == 0 || gain.shape() != Shape{C} || bias.shape() != Shape{C})
+        throw std::invalid_argument("layer_norm: input " + shape_str(x.shape()) + " needs gain and bias of shape (" +
+                                    std::to_string(C) + ",), got " + shape_str(gain.shape()) + " and " + shape_str(bias.shape()));
+    const int64_t R = x.numel() / C;
+    Tensor y = Tensor::empty(x.shape());                        // (..., C)
+    auto stats = std::make_shared<std::vector<float>>(2 * R);   // per row: mean, 1/std
+    const float *px = x.data(), *pg = gain.data(), *pb = bias.data();
+    float* py = y.data();
+    #pragma omp parallel for if (R * C > (1 << 15))
+    for (int64_t r = 0; r < R; r++) {
+        const float* xr = px + r * C;
+        float mean = 0.0f, var = 0.0f;
+        for (int64_t i = 0; i < C; i++) mean += xr[i];
+        mean /= static_cast<float>(C);
+        for (int64_t i = 0; i < C; i++) var += (xr[i] - mean) * (xr[i] - mean);
+        const float rstd = 1.0f / std::sqrt(var / static_cast<float>(C) + eps);
+        for (int64_t i = 0; i < C; i++) py[r * C + i] = (xr[i] - mean) * rstd * pg[i] + pb[i];
+        (*stats)[2 * r] = mean;
+        (*stats)[2 * r + 1] = rstd;
+    }
+    // backward, per row, with xhat = (x - mean) * rstd and g = dy * gain:
+    //   dx = rstd * (g - mean(g) - xhat * mean(g * xhat))
+    // (the two mean terms are the gradient flowing through the row's mean and variance),
+    //   dgain += sum over rows of dy * xhat,   dbias += sum over rows of dy.
+    autograd::record(y, {x, gain, bias}, "layer_norm", [R, C, stats](Node& self) {
+        const float *px = self.parent_data(0), *pg = self.parent_data(1), *dy = self.grad.data();
+        const float* st = stats->data();
+        if (float* dx = self.parent_grad(0)) {
+            #pragma omp parallel for if (R * C > (1 << 15))
+            for (int64_t r = 0; r < R; r++) {
+                const float mean = st[2 * r], rstd = st[2 * r + 1];
+                const float *xr = px + r * C, *gr = dy + r * C;
+                float mg = 0.0f, mgx = 0.0f;
+                for (int64_t i = 0; i < C; i++) {
+                    const float g = gr[i] * pg[i];
+                    mg += g;
+                    mgx += g * (xr[i] - mean) * rstd;
+                }
+                mg /= static_cast<float>(C);
+                mgx /= static_cast<float>(C);
+                for (int64_t i = 0; i < C; i++)
+                    dx[r * C + i] += rstd * (gr[i] * pg[i] - mg - (xr[i] - mean) * rstd * mgx);
+            }
+        }
+        float* dg = self.parent_grad(1);
+        float* db = self.parent_grad(2);
+        if (dg || db) {
+            #pragma omp parallel for if (R * C > (1 << 15))
+            for (int64_t i = 0; i < C; i++) {     // each thread owns whole columns: fixed summation order
+                float sg = 0.0f, sb = 0.0f;
+                for (int64_t r = 0; r < R; r++) {
+                    sg += dy[r * C + i] * (px[r * C + i] - st[2 * r]) * st[2 * r + 1];
+                    sb += dy[r * C + i];
+                }
+                if (dg) dg[i] += sg;
+                if (db) db[i] += sb;
+            }
+        }
+    });
+    return y;
+}
+
+LayerNorm::LayerNorm(int64_t features, float eps_) : eps(eps_) {
+    if (features <= 0) throw std::invalid_argument("LayerNorm: features must be positive, got " + std::to_string(features));
+    gain = register_parameter("gain", Tensor::ones({features}));
+    bias = register_parameter("bias", Tensor::zeros({features}));
+}
+
+}  // namespace nn

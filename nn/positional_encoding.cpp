@@ -1,0 +1,31 @@
+#include "nn/positional_encoding.h"
+
+#include <cmath>
+#include <stdexcept>
+
+namespace nn {
+
+PositionalEncoding::PositionalEncoding(int64_t d, float dropout, int64_t max_len_) : d_model(d), max_len(max_len_), dropout_p(dropout) {
+    if (d <= 0 || max_len <= 0) throw std::invalid_argument("PositionalEncoding: d_model and max_len must be positive");
+    pe = Tensor::zeros({max_len, d});
+    for (int64_t pos = 0; pos < max_len; pos++)
+        for (int64_t i = 0; i < d; i += 2) {
+            // 1 / 10000^(i/D), computed in double: the wavelengths span four orders of magnitude
+            const double angle = static_cast<double>(pos) * std::exp(-std::log(10000.0) * static_cast<double>(i) / static_cast<double>(d));
+            pe.data()[pos * d + i] = static_cast<float>(std::sin(angle));
+            if (i + 1 < d) pe.data()[pos * d + i + 1] = static_cast<float>(std::cos(angle));
+        }
+}
+
+Tensor PositionalEncoding::forward(const Tensor& x) const {
+    if (x.dim() != 3 || x.size(-1) != d_model)
+        throw std::invalid_argument("PositionalEncoding: expected (B, T, " + std::to_string(d_model) + "), got " +
+                                    autograd::shape_str(x.shape()));
+    const int64_t T = x.size(1);
+    if (T > max_len)
+        throw std::invalid_argument("PositionalEncoding: sequence length " + std::to_string(T) + " exceeds max_len " +
+                                    std::to_string(max_len));
+    return dropout(x + autograd::narrow(pe, 0, 0, T), dropout_p, is_training());   // (B, T, D)
+}
+
+}  // namespace nn

@@ -1,0 +1,21 @@
+// Sinusoidal positional encoding (Vaswani et al. 2017, section 3.5). Attention itself ignores
+// order; adding these fixed vectors tells the model where each token sits:
+//     PE(pos, 2i) = sin(pos / 10000^(2i/D)),   PE(pos, 2i+1) = cos(pos / 10000^(2i/D))
+// Each dimension pair is a sinusoid of a different wavelength (2 pi to 10000 * 2 pi), so a
+// fixed offset k is a linear function (a rotation) of PE(pos): relative positions are easy to use.
+#pragma once
+#include "nn/dropout.h"
+#include "nn/module.h"
+
+namespace nn {
+
+class PositionalEncoding : public Module {
+public:
+    PositionalEncoding(int64_t d_model, float dropout = 0.1f, int64_t max_len = 5000);
+    Tensor forward(const Tensor& x) const;   // x (B, T, D) -> dropout(x + PE[:T]) (B, T, D)
+    int64_t d_model, max_len;
+    Tensor pe;                               // (max_len, D); a constant, not a parameter
+    float dropout_p;
+};
+
+}  // namespace nn

@@ -1,0 +1,432 @@
+// safetensors reader and writer: see safetensors.h for the file layout.
+#include "nn/safetensors.h"
+
+#include <algorithm>
+#include <bit>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <limits>
+#include <numeric>
+#include <stdexcept>
+#include <unordered_set>
+
+#include <fcntl.h>      // POSIX I/O: the C++ streams cannot fsync, and fsync is what makes
+#include <sys/stat.h>   // "rename over the old file" safe after a power cut
+#include <unistd.h>
+
+#include "nn/json.h"
+
+// Tensor bytes are copied between memory and file as-is, which is only right on a little-endian
+// machine (x86-64, ARM64 in practice). The header length is decoded byte by byte regardless.
+static_assert(std::endian::native == std::endian::little, "safetensors data is little-endian");
+
+namespace nn {
+
+// ---------------------------------------------------------------------------------------------
+// Small helpers shared by save and load
+
+constexpr uint64_t kMaxHeaderBytes = 100'000'000;  // a real header is KBs; refuse to malloc GBs
+constexpr double kMaxJsonInt = 9007199254740992.0;  // 2^53: larger integers aren't exact in JSON
+
+size_t dtype_size(const std::string& dtype) {
+    static const std::pair<const char*, size_t> table[] = {
+        {"BOOL", 1}, {"U8", 1},  {"I8", 1},  {"F8_E4M3", 1}, {"F8_E5M2", 1},
+        {"I16", 2},  {"U16", 2}, {"F16", 2}, {"BF16", 2},    {"I32", 4},
+        {"U32", 4},  {"F32", 4}, {"I64", 8}, {"U64", 8},     {"F64", 8},
+    };
+    for (const auto& [name, size] : table)
+        if (dtype == name) return size;
+    return 0;
+}
+
+// "[2, 3]", for error messages.
+static std::string shape_text(const std::vector<int64_t>& shape) {
+    std::string s = "[";
+    for (size_t i = 0; i < shape.size(); i++) s += (i ? ", " : "") + std::to_string(shape[i]);
+    return s + "]";
+}
+
+// A name in double quotes with JSON escapes, so odd names can't garble a message.
+static std::string name_text(const std::string& name) {
+    return json::is_valid_utf8(name) ? json::dump(json::Value(name)) : "<non-UTF-8 name>";
+}
+
+// product(shape) * elem_size into `bytes`; false if a dim is negative or the product overflows.
+static bool shape_bytes(const std::vector<int64_t>& shape, size_t elem_size, uint64_t& bytes) {
+    uint64_t n = elem_size;
+    for (int64_t d : shape) {
+        if (d < 0) return false;
+        const uint64_t u = static_cast<uint64_t>(d);
+        if (u != 0 && n > std::numeric_limits<uint64_t>::max() / u) return false;
+        n *= u;
+    }
+    bytes = n;
+    return true;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Saving
+
+// Everything that could make the file unreadable is checked before the disk is touched.
+static void check_records(const std::vector<TensorRecord>& tensors,
+                          const std::map<std::string, std::string>& metadata) {
+    auto bad = [](const std::string& what) {
+        throw std::runtime_error("save_safetensors: " + what);
+    };
+    for (const auto& [key, value] : metadata)
+        if (!json::is_valid_utf8(key) || !json::is_valid_utf8(value))
+            bad("metadata key or value is not valid UTF-8");
+    std::unordered_set<std::string> names;
+    uint64_t total = 0;
+    for (const TensorRecord& r : tensors) {
+        const std::string t = "tensor " + name_text(r.name) + ": ";
+        if (r.name.empty()) bad("a tensor has an empty name");
+        if (!json::is_valid_utf8(r.name)) bad("a tensor name is not valid UTF-8");
+        if (r.name == "__metadata__") bad(t + "the name is reserved for metadata");
+        if (!names.insert(r.name).second) bad(t + "duplicate name");
+        const size_t elem = dtype_size(r.dtype);
+        if (elem == 0) bad(t + "unknown dtype '" + r.dtype + "'");
+        uint64_t need = 0;
+        if (!shape_bytes(r.shape, elem, need)) bad(t + "invalid shape " + shape_text(r.shape));
+        if (r.bytes.size() != need)
+            bad(t + "has " + std::to_string(r.bytes.size()) + " bytes, but shape " +
+                shape_text(r.shape) + " of " + r.dtype + " needs " + std::to_string(need));
+        total += need;                                        // can't overflow: these are in RAM
+        if (total > (uint64_t{1} << 53))
+            bad("data section too large for JSON offsets (> 2^53 bytes)");
+    }
+}
+
+// The JSON header, padded with spaces to a multiple of 8 bytes so the data section starts
+// 8-aligned (the reference implementation does the same). Tensor data goes in the given order.
+static std::string build_header(const std::vector<TensorRecord>& tensors,
+                                const std::map<std::string, std::string>& metadata) {
+    json::Object root;
+    if (!metadata.empty()) {
+        json::Object m;
+        for (const auto& [key, value] : metadata) m.emplace_back(key, json::Value(value));
+        root.emplace_back("__metadata__", json::Value(std::move(m)));
+    }
+    uint64_t offset = 0;
+    for (const TensorRecord& r : tensors) {
+        json::Array shape(r.shape.begin(), r.shape.end());
+        const uint64_t end = offset + r.bytes.size();
+        json::Object entry{{"dtype", json::Value(r.dtype)},
+                           {"shape", json::Value(std::move(shape))},
+                           {"data_offsets", json::Value(json::Array{offset, end})}};
+        root.emplace_back(r.name, json::Value(std::move(entry)));
+        offset = end;
+    }
+    std::string header = json::dump(json::Value(std::move(root)));
+    header.append((8 - header.size() % 8) % 8, ' ');
+    return header;
+}
+
+// write() all n bytes, retrying short writes and EINTR. False on error, with errno set.
+static bool write_all(int fd, const void* data, size_t n) {
+    const char* p = static_cast<const char*>(data);
+    while (n > 0) {
+        const ssize_t w = ::write(fd, p, n);
+        if (w < 0 && errno == EINTR) continue;
+        if (w < 0) return false;
+        if (w == 0) { errno = EIO; return false; }            // no progress: don't spin
+        p += w;
+        n -= static_cast<size_t>(w);
+    }
+    return true;
+}
+
+// Write header and data to an open temp file, fsync and close it. On failure the returned
+// errno is nonzero (the fd is closed either way).
+static int write_file_contents(int fd, const std::string& header,
+                               const std::vector<TensorRecord>& tensors) {
+    uint8_t len[8];                                           // header length, little-endian
+    for (int i = 0; i < 8; i++) len[i] = static_cast<uint8_t>(header.size() >> (8 * i));
+    bool ok = write_all(fd, len, 8) && write_all(fd, header.data(), header.size());
+    for (size_t i = 0; ok && i < tensors.size(); i++)
+        ok = write_all(fd, tensors[i].bytes.data(), tensors[i].bytes.size());
+    ok = ok && ::fsync(fd) == 0;                              // data on disk before the rename
+    int err = ok ? 0 : errno;
+    if (::close(fd) != 0 && err == 0) err = errno;            // close can report a late error
+    return err;
+}
+
+void save_safetensors(const std::string& path, const std::vector<TensorRecord>& tensors,
+                      const std::map<std::string, std::string>& metadata) {
+    // 1) validate and build the header in memory
+    check_records(tensors, metadata);
+    const std::string header = build_header(tensors, metadata);
+
+    // 2) write everything to PATH.tmp; the old PATH is untouched until step 3
+    const std::string tmp = path + ".tmp";
+    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0)
+        throw std::runtime_error("save_safetensors: cannot write '" + tmp +
+                                 "': " + std::strerror(errno));
+    if (int err = write_file_contents(fd, header, tensors); err != 0) {
+        ::unlink(tmp.c_str());
+        throw std::runtime_error("save_safetensors: cannot write '" + tmp +
+                                 "': " + std::strerror(err));
+    }
+
+    // 3) atomically replace PATH: readers see either the old file or the new one, never a mix
+    if (::rename(tmp.c_str(), path.c_str()) != 0) {
+        const int err = errno;
+        ::unlink(tmp.c_str());
+        throw std::runtime_error("save_safetensors: cannot rename '" + tmp + "' to '" + path +
+                                 "': " + std::strerror(err));
+    }
+
+    // 4) fsync the directory so the rename itself survives a power cut. Best effort: some
+    //    filesystems refuse fsync on directories, and the new file is complete either way.
+    std::string dir = std::filesystem::path(path).parent_path().string();
+    const int dfd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd >= 0) {
+        (void)::fsync(dfd);
+        ::close(dfd);
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Loading. Helpers throw bare messages; load_safetensors prefixes them with the file name.
+
+[[noreturn]] static void bad(const std::string& what) { throw std::runtime_error(what); }
+
+// Read exactly n bytes at `offset` (pread: no shared file position). Throws on error or EOF.
+static void read_at(int fd, uint64_t offset, void* dst, size_t n) {
+    char* p = static_cast<char*>(dst);
+    while (n > 0) {
+        const ssize_t r = ::pread(fd, p, n, static_cast<off_t>(offset));
+        if (r < 0 && errno == EINTR) continue;
+        if (r < 0) bad(std::string("read error: ") + std::strerror(errno));
+        if (r == 0) bad("unexpected end of file (was it truncated while reading?)");
+        p += r;
+        offset += static_cast<uint64_t>(r);
+        n -= static_cast<size_t>(r);
+    }
+}
+
+// A JSON number that must be an integer in [0, 2^53]; `what` names it in the error message.
+static uint64_t json_uint(const json::Value& v, const std::string& what) {
+    const bool ok = v.is_number() && v.as_number() >= 0 && v.as_number() <= kMaxJsonInt &&
+                    v.as_number() == std::floor(v.as_number());
+    if (!ok) bad(what + " must be a non-negative integer, got " + json::dump(v));
+    return static_cast<uint64_t>(v.as_number());
+}
+
+static std::map<std::string, std::string> parse_metadata(const json::Value& v) {
+    if (!v.is_object()) bad("\"__metadata__\" is not a JSON object");
+    std::map<std::string, std::string> metadata;
+    for (const auto& [key, value] : v.as_object()) {
+        if (!value.is_string())
+            bad("metadata value for key " + name_text(key) + " is not a string");
+        metadata[key] = value.as_string();
+    }
+    return metadata;
+}
+
+namespace {  // file-local types: keeps them out of namespace nn for other files
+// Where a tensor's bytes are, relative to the start of the data section.
+struct Span {
+    uint64_t begin, end;
+};
+// An fd that closes itself, so every `bad(...)` path releases the file.
+struct FileCloser {
+    int fd;
+    ~FileCloser() { if (fd >= 0) ::close(fd); }
+};
+}  // namespace
+
+// Check one header entry {"dtype", "shape", "data_offsets"}; fill `rec` (without its bytes).
+static Span parse_entry(const std::string& name, const json::Value& entry, uint64_t data_size,
+                        TensorRecord& rec) {
+    const std::string t = "tensor " + name_text(name) + ": ";
+    if (!entry.is_object()) bad(t + "entry is not a JSON object");
+    const json::Value* dtype = entry.find("dtype");
+    const json::Value* shape = entry.find("shape");
+    const json::Value* offsets = entry.find("data_offsets");
+    if (!dtype) bad(t + "missing \"dtype\"");
+    if (!shape) bad(t + "missing \"shape\"");
+    if (!offsets) bad(t + "missing \"data_offsets\"");
+
+    // 1) dtype
+    if (!dtype->is_string()) bad(t + "\"dtype\" is not a string");
+    rec.name = name;
+    rec.dtype = dtype->as_string();
+    const size_t elem = dtype_size(rec.dtype);
+    if (elem == 0) bad(t + "unknown dtype " + name_text(rec.dtype));
+
+    // 2) shape -> expected byte size
+    if (!shape->is_array()) bad(t + "\"shape\" is not an array");
+    for (const json::Value& d : shape->as_array())
+        rec.shape.push_back(static_cast<int64_t>(json_uint(d, t + "shape dimension")));
+    uint64_t need = 0;
+    if (!shape_bytes(rec.shape, elem, need))
+        bad(t + "shape " + shape_text(rec.shape) + " is too large (size overflows 64 bits)");
+
+    // 3) data_offsets: [begin, end] inside the data section, matching the shape's size
+    if (!offsets->is_array() || offsets->as_array().size() != 2)
+        bad(t + "\"data_offsets\" must be [begin, end]");
+    const Span s{json_uint(offsets->as_array()[0], t + "data_offsets begin"),
+                 json_uint(offsets->as_array()[1], t + "data_offsets end")};
+    if (s.begin > s.end)
+        bad(t + "data_offsets begin " + std::to_string(s.begin) + " > end " +
+            std::to_string(s.end));
+    if (s.end > data_size)
+        bad(t + "data_offsets end " + std::to_string(s.end) + " is beyond the data section (" +
+            std::to_string(data_size) + " bytes): truncated file?");
+    if (s.end - s.begin != need)
+        bad(t + "has " + std::to_string(s.end - s.begin) + " bytes, but shape " +
+            shape_text(rec.shape) + " of " + rec.dtype + " needs " + std::to_string(need));
+    return s;
+}
+
+// The spec requires the tensors to tile the data section exactly: sorted by offset, each one
+// starts where the previous ended, and the last ends at the end of the file. Sorts `order`.
+static void check_coverage(const std::vector<TensorRecord>& recs, const std::vector<Span>& spans,
+                           std::vector<size_t>& order, uint64_t data_size) {
+    order.resize(spans.size());
+    std::iota(order.begin(), order.end(), size_t{0});
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+        return spans[a].begin != spans[b].begin ? spans[a].begin < spans[b].begin
+                                                : spans[a].end < spans[b].end;
+    });
+    uint64_t covered = 0;                                     // bytes [0, covered) are tiled
+    for (size_t i : order) {
+        const std::string t = "tensor " + name_text(recs[i].name);
+        if (spans[i].begin < covered)
+            bad(t + " overlaps the previous tensor (starts at byte " +
+                std::to_string(spans[i].begin) + ", previous ends at " +
+                std::to_string(covered) + ")");
+        if (spans[i].begin > covered)
+            bad("data section has a hole: bytes [" + std::to_string(covered) + ", " +
+                std::to_string(spans[i].begin) + ") belong to no tensor");
+        covered = spans[i].end;
+    }
+    if (covered != data_size)
+        bad("data section has " + std::to_string(data_size - covered) +
+            " trailing bytes that belong to no tensor");
+}
+
+static SafetensorsFile load_unprefixed(const std::string& path) {
+    // 1) open; take the size from fstat so every later check is against the real file
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) bad(std::string("cannot open: ") + std::strerror(errno));
+    FileCloser closer{fd};
+    struct stat st;
+    if (::fstat(fd, &st) != 0) bad(std::string("cannot stat: ") + std::strerror(errno));
+    if (!S_ISREG(st.st_mode)) bad("not a regular file");
+    const uint64_t file_size = static_cast<uint64_t>(st.st_size);
+
+    // 2) header length: 8 bytes, little-endian u64
+    if (file_size < 8)
+        bad("file is " + std::to_string(file_size) +
+            " bytes, too short for the 8-byte header length");
+    uint8_t len[8];
+    read_at(fd, 0, len, 8);
+    uint64_t n = 0;
+    for (int i = 7; i >= 0; i--) n = (n << 8) | len[i];
+    if (n > kMaxHeaderBytes)
+        bad("header length " + std::to_string(n) + " is absurd (limit " +
+            std::to_string(kMaxHeaderBytes) + " bytes)");
+    if (n > file_size - 8)
+        bad("header length " + std::to_string(n) + " is larger than the rest of the file (" +
+            std::to_string(file_size - 8) + " bytes): truncated file?");
+
+    // 3) header JSON
+    std::string text(n, '\0');
+    read_at(fd, 8, text.data(), n);
+    json::Value header;
+    try {
+        header = json::parse(text);
+    } catch (const std::runtime_error& e) {
+        bad(std::string("bad JSON header: ") + e.what());
+    }
+    if (!header.is_object()) bad("header is not a JSON object");
+
+    // 4) entries, then check they tile the data section
+    const uint64_t data_start = 8 + n, data_size = file_size - data_start;
+    SafetensorsFile out;
+    std::vector<TensorRecord> recs;
+    std::vector<Span> spans;
+    for (const auto& [key, value] : header.as_object()) {     // the parser rejected duplicates
+        if (key == "__metadata__") {
+            out.metadata = parse_metadata(value);
+            continue;
+        }
+        recs.emplace_back();
+        spans.push_back(parse_entry(key, value, data_size, recs.back()));
+    }
+    std::vector<size_t> order;
+    check_coverage(recs, spans, order, data_size);
+
+    // 5) data, in file order. Sizes are now bounded by the real file size, so these
+    //    allocations can't be inflated by a hostile header.
+    for (size_t i : order) {
+        TensorRecord& r = recs[i];
+        r.bytes.resize(spans[i].end - spans[i].begin);
+        read_at(fd, data_start + spans[i].begin, r.bytes.data(), r.bytes.size());
+        out.tensors.push_back(std::move(r));
+    }
+    return out;
+}
+
+SafetensorsFile load_safetensors(const std::string& path) {
+    try {
+        return load_unprefixed(path);
+    } catch (const std::runtime_error& e) {
+        throw std::runtime_error("load_safetensors: '" + path + "': " + e.what());
+    }
+}
+
+const TensorRecord* SafetensorsFile::find(const std::string& name) const {
+    for (const TensorRecord& t : tensors)
+        if (t.name == name) return &t;
+    return nullptr;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Typed convenience helpers
+
+template <class T>
+static TensorRecord make_record(const char* fn, const std::string& name, const char* dtype,
+                                const std::vector<int64_t>& shape, const T* data) {
+    uint64_t bytes = 0;
+    if (!shape_bytes(shape, sizeof(T), bytes))
+        throw std::runtime_error(std::string(fn) + ": tensor " + name_text(name) +
+                                 ": invalid shape " + shape_text(shape));
+    TensorRecord r{name, dtype, shape, std::vector<uint8_t>(bytes)};
+    if (bytes > 0) std::memcpy(r.bytes.data(), data, bytes);
+    return r;
+}
+
+template <class T>
+static std::vector<T> read_record(const char* fn, const TensorRecord& r, const char* dtype) {
+    const std::string t = std::string(fn) + ": tensor " + name_text(r.name) + ": ";
+    if (r.dtype != dtype) throw std::runtime_error(t + "dtype is " + r.dtype + ", not " + dtype);
+    uint64_t bytes = 0;
+    if (!shape_bytes(r.shape, sizeof(T), bytes) || bytes != r.bytes.size())
+        throw std::runtime_error(t + "byte count doesn't match shape " + shape_text(r.shape));
+    std::vector<T> out(bytes / sizeof(T));
+    if (bytes > 0) std::memcpy(out.data(), r.bytes.data(), bytes);
+    return out;
+}
+
+TensorRecord f32_record(const std::string& name, const std::vector<int64_t>& shape,
+                        const float* data) {
+    return make_record("f32_record", name, "F32", shape, data);
+}
+TensorRecord i32_record(const std::string& name, const std::vector<int64_t>& shape,
+                        const int32_t* data) {
+    return make_record("i32_record", name, "I32", shape, data);
+}
+std::vector<float> as_f32(const TensorRecord& record) {
+    return read_record<float>("as_f32", record, "F32");
+}
+std::vector<int32_t> as_i32(const TensorRecord& record) {
+    return read_record<int32_t>("as_i32", record, "I32");
+}
+
+}  // namespace nn

@@ -1,0 +1,469 @@
+// The example programs' shared utilities: argument parsing, progress lines, SVG charts and
+// terminal heatmaps.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "examples/common/args.h"
+#include "examples/common/heatmap_terminal.h"
+#include "examples/common/progress.h"
+#include "examples/common/svg.h"
+
+using namespace common;
+
+namespace {
+
+// The message parse_or_throw throws for `args`, or "" if it does not throw.
+std::string error_of(ArgParser& p, const std::vector<std::string>& args) {
+    try {
+        (void)p.parse_or_throw(args);
+    } catch (const ArgError& e) {
+        return e.what();
+    }
+    return "";
+}
+
+size_t count(const std::string& text, const std::string& needle) {
+    size_t n = 0;
+    for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) n++;
+    return n;
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+    std::vector<std::string> lines;
+    std::istringstream in(text);
+    for (std::string line; std::getline(in, line);) lines.push_back(line);
+    return lines;
+}
+
+// A small XML check: every tag closes in order, attributes are quoted, and '&' only starts
+// one of the five entities. Returns "" if the text passes, else what is wrong.
+std::string xml_problem(const std::string& xml) {
+    std::vector<std::string> open;
+    for (size_t i = 0; i < xml.size(); i++) {
+        if (xml[i] == '&') {
+            bool known = false;
+            for (const char* e : {"&amp;", "&lt;", "&gt;", "&quot;", "&apos;"})
+                known = known || xml.compare(i, std::string(e).size(), e) == 0;
+            if (!known) return "bare & at " + std::to_string(i);
+            continue;
+        }
+        if (xml[i] == '>') return "bare > at " + std::to_string(i);
+        if (xml[i] != '<') continue;
+        // find the end of the tag, skipping quoted attribute values
+        size_t j = i + 1;
+        char quote = 0;
+        for (; j < xml.size(); j++) {
+            if (quote) { if (xml[j] == quote) quote = 0; else if (xml[j] == '<') return "< in attribute"; }
+            else if (xml[j] == '"' || xml[j] == '\'') quote = xml[j];
+            else if (xml[j] == '>') break;
+        }
+        if (j == xml.size()) return "unterminated tag at " + std::to_string(i);
+        const std::string tag = xml.substr(i + 1, j - i - 1);
+        const std::string name = tag.substr(tag[0] == '/', tag.find_first_of(" />", 1) - (tag[0] == '/'));
+        if (tag[0] == '/') {
+            if (open.empty() || open.back() != name) return "unexpected </" + name + ">";
+            open.pop_back();
+        } else if (tag.back() != '/') {
+            open.push_back(name);
+        }
+        i = j;
+    }
+    return open.empty() ? "" : "unclosed <" + open.back() + ">";
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// ArgParser
+
+TEST_CASE("ArgParser reads every type, in both --name value and --name=value forms") {
+    ArgParser p("demo", "A demo.");
+    int steps = 600;
+    std::int64_t offset = 0;
+    std::uint64_t seed = 1;
+    float lr = 1.0f;
+    double eps = 1e-9;
+    std::string save;
+    bool paper = false, verbose = true;
+    p.add("--steps", &steps, "training steps");
+    p.add("--offset", &offset, "an offset");
+    p.add("--seed", &seed, "random seed");
+    p.add("--lr", &lr, "learning rate");
+    p.add("--eps", &eps, "epsilon");
+    p.add("--save", &save, "checkpoint path", "PATH");
+    p.flag("--paper", &paper, "paper preset");
+    p.flag("--verbose", &verbose, "chatty");
+
+    SUBCASE("separate values") {
+        CHECK(p.parse_or_throw({"--steps", "12", "--offset", "-9000000000", "--seed",
+                                "18446744073709551615", "--lr", "3e-4", "--eps", "-0.5", "--save",
+                                "out/model.safetensors", "--paper"}));
+        CHECK(steps == 12);
+        CHECK(offset == -9000000000LL);
+        CHECK(seed == 18446744073709551615ULL);
+        CHECK(lr == 3e-4f);
+        CHECK(eps == -0.5);
+        CHECK(save == "out/model.safetensors");
+        CHECK(paper);
+        CHECK(verbose);   // untouched
+    }
+    SUBCASE("= form, including values that start with '-' or contain '='") {
+        CHECK(p.parse_or_throw({"--steps=7", "--lr=-2.5", "--save=a=b", "--verbose=false", "--paper=1"}));
+        CHECK(steps == 7);
+        CHECK(lr == -2.5f);
+        CHECK(save == "a=b");
+        CHECK_FALSE(verbose);
+        CHECK(paper);
+    }
+    SUBCASE("the last occurrence wins") {
+        CHECK(p.parse_or_throw({"--steps", "1", "--steps", "2"}));
+        CHECK(steps == 2);
+    }
+    SUBCASE("--help stops parsing and reports it") {
+        CHECK_FALSE(p.parse_or_throw({"--steps", "3", "--help", "--steps", "4"}));
+        CHECK(steps == 3);
+        CHECK_FALSE(p.parse_or_throw({"-h"}));
+    }
+}
+
+TEST_CASE("ArgParser usage lists each option with its help and its default") {
+    ArgParser p("copy_task", "Train a Transformer to copy its input.");
+    int steps = 600;
+    float lr = 0.001f;
+    std::string save, decode = "greedy";
+    bool paper = false;
+    p.add("--steps", &steps, "training steps").min(1);
+    p.add("--lr", &lr, "learning rate");
+    p.add("--save", &save, "write a checkpoint to PATH", "PATH");
+    p.add("--decode", &decode, "decoding").choices({"greedy", "beam"});
+    p.flag("--paper", &paper, "use the paper's configuration");
+    steps = 5;   // defaults are captured by add(), not at usage() time
+    const std::string u = p.usage();
+    CHECK(u.find("usage: copy_task [options]") == 0);
+    CHECK(u.find("Train a Transformer to copy its input.") != std::string::npos);
+    CHECK(u.find("--steps N") != std::string::npos);
+    CHECK(u.find("training steps (default: 600; min: 1)") != std::string::npos);
+    CHECK(u.find("learning rate (default: 0.001)") != std::string::npos);
+    CHECK(u.find("--save PATH") != std::string::npos);
+    CHECK(u.find("--decode {greedy|beam}") != std::string::npos);
+    CHECK(u.find("(default: \"greedy\")") != std::string::npos);
+    CHECK(u.find("--help") != std::string::npos);
+}
+
+TEST_CASE("ArgParser error messages") {
+    ArgParser p("demo", "");
+    int steps = 1, layers = 2;
+    float lr = 1;
+    std::uint64_t seed = 0;
+    std::string mode = "a";
+    bool paper = false;
+    p.add("--steps", &steps, "").min(1);
+    p.add("--layers", &layers, "").range(1, 12);
+    p.add("--lr", &lr, "").max(10);
+    p.add("--seed", &seed, "");
+    p.add("--mode", &mode, "").choices({"a", "b"});
+    p.flag("--paper", &paper, "");
+
+    SUBCASE("unknown flag, with the closest known flag when the typo is small") {
+        CHECK(error_of(p, {"--step", "3"}) == "unknown flag '--step'; did you mean --steps?");
+        CHECK(error_of(p, {"--layres=3"}) == "unknown flag '--layres'; did you mean --layers?");
+        CHECK(error_of(p, {"-lr", "3"}) == "unknown flag '-lr'; did you mean --lr?");
+        CHECK(error_of(p, {"--banana"}) == "unknown flag '--banana'");
+    }
+    SUBCASE("missing value") {
+        CHECK(error_of(p, {"--steps"}) == "--steps expects a value (--steps N)");
+        CHECK(error_of(p, {"--steps", "--lr", "1"}) == "--steps expects a value (--steps N)");
+    }
+    SUBCASE("bad integers: text, trailing garbage, fractions, overflow, negative unsigned") {
+        CHECK(error_of(p, {"--steps", "abc"}) == "--steps expects an integer, got 'abc'");
+        CHECK(error_of(p, {"--steps", "12x"}) == "--steps expects an integer, got '12x'");
+        CHECK(error_of(p, {"--steps=1.5"}) == "--steps expects an integer, got '1.5'");
+        CHECK(error_of(p, {"--steps="}) == "--steps expects an integer, got ''");
+        CHECK(error_of(p, {"--steps", "99999999999"}) ==
+              "--steps expects an integer, got '99999999999' which is out of range");
+        CHECK(error_of(p, {"--seed", "-1"}) == "--seed expects a non-negative integer, got '-1'");
+    }
+    SUBCASE("bad floats") {
+        CHECK(error_of(p, {"--lr", "fast"}) == "--lr expects a number, got 'fast'");
+        CHECK(error_of(p, {"--lr", "1e-3x"}) == "--lr expects a number, got '1e-3x'");
+        CHECK(error_of(p, {"--lr", "nan"}) == "--lr expects a finite number, got 'nan'");
+        CHECK(error_of(p, {"--lr", "1e999"}) == "--lr expects a number, got '1e999' which is out of range");
+    }
+    SUBCASE("out of range and not among the choices") {
+        CHECK(error_of(p, {"--steps", "0"}) == "--steps must be >= 1, got 0");
+        CHECK(error_of(p, {"--layers", "13"}) == "--layers must be between 1 and 12, got 13");
+        CHECK(error_of(p, {"--lr", "10.5"}) == "--lr must be <= 10, got 10.5");
+        CHECK(error_of(p, {"--layers", "12"}) == "");
+        CHECK(error_of(p, {"--mode", "c"}) == "--mode expects one of a, b; got 'c'");
+    }
+    SUBCASE("bad flag value") {
+        CHECK(error_of(p, {"--paper=maybe"}) == "--paper expects true or false, got 'maybe'");
+    }
+    SUBCASE("positional arguments when none are accepted") {
+        CHECK(error_of(p, {"data.txt"}) ==
+              "unexpected argument 'data.txt' (this program takes no positional arguments)");
+        CHECK(error_of(p, {"--paper", "yes"}) ==   // a flag does not take a separate value
+              "unexpected argument 'yes' (this program takes no positional arguments)");
+    }
+}
+
+TEST_CASE("ArgParser positionals, when accepted, include everything after --") {
+    ArgParser p("demo", "");
+    int n = 0;
+    std::vector<std::string> files;
+    p.add("--n", &n, "");
+    p.positionals(&files, "FILE", "input files");
+    CHECK(p.parse_or_throw({"a.txt", "--n", "3", "b.txt", "--", "--n", "-"}));
+    CHECK(n == 3);
+    CHECK(files == std::vector<std::string>{"a.txt", "b.txt", "--n", "-"});
+}
+
+TEST_CASE("ArgParser::given tells explicit flags from defaults, so a preset can yield to them") {
+    ArgParser p("demo", "");
+    int steps = 600, layers = 2;
+    bool paper = false;
+    p.add("--steps", &steps, "");
+    p.add("--layers", &layers, "");
+    p.flag("--paper", &paper, "");
+    CHECK(p.parse_or_throw({"--paper", "--steps=600"}));
+    if (paper && !p.given("--steps")) steps = 20000;
+    if (paper && !p.given("--layers")) layers = 6;
+    CHECK(p.given("--paper"));
+    CHECK(p.given("--steps"));   // given, even though equal to the default
+    CHECK_FALSE(p.given("--layers"));
+    CHECK(steps == 600);
+    CHECK(layers == 6);
+    CHECK_THROWS_AS((void)p.given("--stpes"), std::invalid_argument);   // a typo in the program
+}
+
+TEST_CASE("ArgParser rejects malformed registrations") {
+    ArgParser p("demo", "");
+    int a = 0;
+    std::string s;
+    p.add("--a", &a, "");
+    CHECK_THROWS_AS(p.add("--a", &a, ""), std::invalid_argument);     // twice
+    CHECK_THROWS_AS(p.add("-b", &a, ""), std::invalid_argument);      // one dash
+    CHECK_THROWS_AS(p.add("--help", &a, ""), std::invalid_argument);  // reserved
+    CHECK_THROWS_AS(p.add("--c", &s, "").min(1), std::invalid_argument);
+}
+
+TEST_CASE("edit_distance counts single-character edits") {
+    CHECK(edit_distance("", "") == 0);
+    CHECK(edit_distance("abc", "") == 3);
+    CHECK(edit_distance("kitten", "sitting") == 3);
+    CHECK(edit_distance("--stpes", "--steps") == 2);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Progress
+
+TEST_CASE("format_duration") {
+    CHECK(format_duration(0.25) == "0.25s");
+    CHECK(format_duration(12.34) == "12.3s");
+    CHECK(format_duration(59.99) == "1m00s");
+    CHECK(format_duration(65) == "1m05s");
+    CHECK(format_duration(3725) == "1h02m");
+    CHECK(format_duration(-1) == "?");
+    CHECK(format_value(2.31049, 3) == "2.31");
+    CHECK(format_value(0.000123456) == "0.0001235");
+}
+
+TEST_CASE("Progress to a non-terminal prints plain lines every 10% and at the end") {
+    std::ostringstream out;
+    double now = 0;
+    {
+        Progress progress(100, out);   // an ostringstream is never a terminal
+        CHECK_FALSE(progress.live());
+        progress.set_clock([&] { return now; });
+        for (int step = 1; step <= 100; step++) {
+            now += 0.5;
+            progress.update(step, {{"loss", format_value(1.0 / step)}, {"tok/s", "5400"}});
+        }
+        progress.finish();
+    }
+    const std::string text = out.str();
+    CHECK(text.find('\r') == std::string::npos);
+    CHECK(text.find('\x1b') == std::string::npos);
+    const auto lines = lines_of(text);
+    REQUIRE(lines.size() == 11);   // step 1, 10, 20, ..., 100
+    CHECK(lines[0] == "step 1/100 (1%)  loss 1  tok/s 5400  elapsed 0.50s  eta 49.5s");
+    CHECK(lines[5] == "step 50/100 (50%)  loss 0.02  tok/s 5400  elapsed 25.0s  eta 25.0s");
+    CHECK(lines[10] == "step 100/100 (100%)  loss 0.01  tok/s 5400  elapsed 50.0s");
+}
+
+TEST_CASE("Progress in plain mode also prints when a long interval has passed, and on finish") {
+    std::ostringstream out;
+    double now = 0;
+    Progress progress(1000, out, Progress::Mode::Plain);
+    progress.set_clock([&] { return now; });
+    progress.set_plain_interval(60);
+    for (int step = 1; step <= 5; step++) {
+        now += 61;   // each step takes longer than the interval
+        progress.update(step);
+    }
+    progress.update(6);   // no time passed: not printed yet...
+    CHECK(lines_of(out.str()).size() == 5);
+    progress.finish();   // ...but finish() shows the last state
+    const auto lines = lines_of(out.str());
+    REQUIRE(lines.size() == 6);
+    CHECK(lines[5].find("step 6/1000") == 0);
+    CHECK(lines[4].find("eta 16h52m") != std::string::npos);   // 995 steps left at 61 s
+}
+
+TEST_CASE("Progress in live mode redraws one line with \\r, throttled, and ends it on finish") {
+    std::ostringstream out;
+    double now = 0;
+    Progress progress(50, out, Progress::Mode::Live);
+    progress.set_clock([&] { return now; });
+    for (int step = 1; step <= 49; step++) progress.update(step, {{"loss", "1.5"}});   // no time passes
+    CHECK(count(out.str(), "\r") == 1);   // only the first update was drawn
+    now = 1.0;
+    progress.update(25, {{"loss", "0.7"}});
+    CHECK(count(out.str(), "\r") == 2);
+    progress.log("validation loss 0.8");   // erases the live line, prints, redraws
+    progress.update(50, {{"loss", "0.5"}});   // the last step is always drawn
+    progress.finish();
+    const std::string text = out.str();
+    CHECK(text.find("[##########----------]  25/50  loss 0.7  elapsed 1.00s  eta 1.00s") != std::string::npos);
+    CHECK(text.find("\r\x1b[Kvalidation loss 0.8\n") != std::string::npos);
+    CHECK(text.find("[####################]  50/50  loss 0.5  elapsed 1.00s\x1b[K\n") != std::string::npos);
+    CHECK(text.back() == '\n');
+}
+
+// ---------------------------------------------------------------------------------------------
+// SVG
+
+TEST_CASE("line_plot_svg draws one path per series with escaped names") {
+    Series train{"train <loss> & \"more\"", {1, 2, 3, 4}, {4.0, 2.0, 1.0, 0.5}};
+    Series val{"val", {2, 4}, {2.5, 0.9}};
+    const std::string svg = line_plot_svg("Copy task", "step", "loss", {train, val});
+    CHECK(svg.rfind("<svg", 0) == 0);
+    CHECK(svg.size() >= 7);
+    CHECK(svg.substr(svg.size() - 7) == "</svg>\n");
+    CHECK(xml_problem(svg) == "");
+    CHECK(count(svg, "<path") == 2);
+    CHECK(svg.find("train &lt;loss&gt; &amp; &quot;more&quot;") != std::string::npos);
+    CHECK(svg.find("<loss>") == std::string::npos);
+    CHECK(svg.find(">step<") != std::string::npos);
+    CHECK(svg.find(">loss<") != std::string::npos);
+}
+
+TEST_CASE("line_plot_svg skips non-finite points and survives empty or one-point series") {
+    const double nan = std::numeric_limits<double>::quiet_NaN(), inf = INFINITY;
+    SUBCASE("NaN and inf break the line") {
+        Series s{"s", {0, 1, 2, 3, 4}, {1, nan, 2, inf, 3}};
+        const std::string svg = line_plot_svg("", "", "", {s});
+        CHECK(xml_problem(svg) == "");
+        CHECK(svg.find("nan") == std::string::npos);
+        CHECK(svg.find("inf") == std::string::npos);
+        CHECK(count(svg, " M") == 2);   // three runs of one point each: M, then " M" twice
+    }
+    SUBCASE("empty, single point, no series at all, log axis with zeros") {
+        Series empty{"empty", {}, {}}, one{"one", {5}, {0.3}}, zeros{"z", {0, 1, 2}, {0, 0.1, 10}};
+        CHECK(xml_problem(line_plot_svg("t", "x", "y", {empty})) == "");
+        CHECK(line_plot_svg("t", "x", "y", {empty}).find("no data") != std::string::npos);
+        CHECK(xml_problem(line_plot_svg("t", "x", "y", {one})) == "");
+        CHECK(count(line_plot_svg("t", "x", "y", {one}), "<circle") == 1);
+        CHECK(xml_problem(line_plot_svg("t", "x", "y", {})) == "");
+        const std::string log_svg = line_plot_svg("t", "x", "y", {zeros}, {.log_y = true});
+        CHECK(xml_problem(log_svg) == "");
+        CHECK(log_svg.find(">0.1<") != std::string::npos);   // a 1-2-5 tick label
+        CHECK(log_svg.find(">10<") != std::string::npos);
+    }
+    SUBCASE("x and y of different lengths are a programming error") {
+        Series bad{"bad", {1, 2}, {1}};
+        CHECK_THROWS_AS(line_plot_svg("", "", "", {bad}), std::invalid_argument);
+    }
+}
+
+TEST_CASE("line plot ticks are 1-2-5 values") {
+    Series s{"s", {0, 1000}, {0.13, 0.91}};
+    const std::string svg = line_plot_svg("", "", "", {s});
+    for (const char* label : {">0<", ">200<", ">1000<", ">0.2<", ">0.8<"})
+        CHECK_MESSAGE(svg.find(label) != std::string::npos, label);
+    CHECK(svg.find(">0.13<") == std::string::npos);
+}
+
+TEST_CASE("log-axis ticks: 1-2-5, finer within one decade, only decades over many") {
+    const auto has = [](const std::string& svg, const char* label) {
+        return svg.find(std::string(">") + label + "<") != std::string::npos;
+    };
+    Series narrow{"n", {0, 1}, {1.2, 3.1}};
+    const std::string a = line_plot_svg("", "", "", {narrow}, {.log_y = true});
+    CHECK((has(a, "1") && has(a, "2") && has(a, "3") && has(a, "4")));
+    CHECK_FALSE(has(a, "5"));
+    Series wide{"w", {0, 1}, {2e-5, 10}};
+    const std::string b = line_plot_svg("", "", "", {wide}, {.log_y = true});
+    CHECK((has(b, "1e-5") && has(b, "0.001") && has(b, "10")));
+    CHECK_FALSE(has(b, "0.002"));
+}
+
+TEST_CASE("heatmaps_svg draws one rect per cell and escapes the tokens") {
+    Heatmap a{"layer 0 head 0", {"<s>", "a&b"}, {"\"q\"", "x", "caf\xC3\xA9"}, {0, 0.5f, 1, 0.2f, 0.3f, 0.5f}};
+    Heatmap b{"layer 0 head 1", {"\xFF bad", "\n"}, {"u", "v"}, {1, 0, 0, 1}};   // invalid UTF-8, newline
+    const std::string svg = heatmaps_svg("Attention <enc>", {a, b}, 2);
+    CHECK(svg.rfind("<svg", 0) == 0);
+    CHECK(svg.substr(svg.size() - 7) == "</svg>\n");
+    CHECK(xml_problem(svg) == "");
+    CHECK(count(svg, "class=\"cell\"") == 6 + 4);
+    CHECK(svg.find("&lt;s&gt;") != std::string::npos);
+    CHECK(svg.find("a&amp;b") != std::string::npos);
+    CHECK(svg.find("&quot;q&quot;") != std::string::npos);
+    CHECK(svg.find("caf\xC3\xA9") != std::string::npos);             // valid UTF-8 kept
+    CHECK(svg.find("\xFF") == std::string::npos);                     // invalid byte replaced...
+    CHECK(svg.find("\xEF\xBF\xBD bad") != std::string::npos);         // ...by U+FFFD
+    CHECK(svg.find("\xE2\x90\x8A") != std::string::npos);             // "\n" shown as U+240A
+    CHECK(svg.find("Attention &lt;enc&gt;") != std::string::npos);
+    CHECK(svg.find("fill=\"#ffffff\"><title>&lt;s&gt;") != std::string::npos);   // 0 is white
+    CHECK(svg.find("fill=\"#08306b\"") != std::string::npos);                     // 1 is dark blue
+    CHECK(xml_problem(heatmaps_svg("", {}, 3)) == "");
+    Heatmap wrong{"w", {"a"}, {"b", "c"}, {1}};
+    CHECK_THROWS_AS(heatmaps_svg("", {wrong}, 1), std::invalid_argument);
+}
+
+TEST_CASE("writing to an impossible path throws an error naming it") {
+    const std::string path = "/nonexistent-dir/sub/plot.svg";
+    try {
+        write_line_plot(path, "t", "x", "y", {});
+        FAIL("expected an exception");
+    } catch (const std::runtime_error& e) {
+        CHECK(std::string(e.what()).find(path) != std::string::npos);
+    }
+    CHECK_THROWS_AS(write_heatmaps(path, "t", {}, 1), std::runtime_error);
+}
+
+TEST_CASE("UTF-8 helpers count and cut code points, never bytes") {
+    CHECK(utf8_length("caf\xC3\xA9") == 4);
+    CHECK(utf8_truncate("caf\xC3\xA9", 4) == "caf\xC3\xA9");
+    CHECK(utf8_truncate("\xC3\xA9\xC3\xA9\xC3\xA9", 2) == "\xC3\xA9\xE2\x80\xA6");   // "é…"
+    CHECK(sanitize_utf8("\xE2\x82") == "\xEF\xBF\xBD\xEF\xBF\xBD");                 // truncated
+    CHECK(sanitize_utf8("\xC0\xAF") == "\xEF\xBF\xBD\xEF\xBF\xBD");                 // overlong '/'
+    CHECK(xml_escape("a'b") == "a&apos;b");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Terminal heatmap
+
+TEST_CASE("terminal_heatmap: a title line, vertical column labels, then one line per row") {
+    Heatmap m{"head 0", {"a", "\xC3\xA9t\xC3\xA9"}, {"x", "yz", "w"}, {0, 0.5f, 1, 1, 0.25f, 0}};
+    const auto lines = lines_of(terminal_heatmap(m, false));
+    REQUIRE(lines.size() == 1 + 2 + 2);   // title, 2 header lines ("yz" is longest), 2 rows
+    CHECK(lines[0].find("head 0") == 0);
+    // row labels are right-aligned by code points: "été" is 3 wide, so "a" gets 2 spaces
+    CHECK(lines[3] == "  a   \u2592\u2592\u2588\u2588");
+    CHECK(lines[4] == "\xC3\xA9t\xC3\xA9 \u2588\u2588\u2591\u2591  ");
+    // column labels stand above their cells: the first cell starts at code point 4
+    CHECK(lines[1] == "      y");
+    CHECK(lines[2] == "    x z w");
+
+    const std::string colored = terminal_heatmap(m, true);
+    CHECK(lines_of(colored).size() == 5);
+    CHECK(colored.find("\x1b[48;5;231m") != std::string::npos);   // white for 0
+    CHECK(colored.find("\x1b[0m\n") != std::string::npos);        // reset at the end of a row
+}

@@ -1,0 +1,314 @@
+// nn/: modules, fused ops against finite differences and against their primitive compositions,
+// masks, losses, checkpoints.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+
+#include "nn/nn.h"
+
+using namespace autograd;
+using V = const std::vector<Tensor>&;
+
+static Tensor param(const Shape& s, float lo = -1.0f, float hi = 1.0f) { return Tensor::uniform(s, lo, hi).requires_grad_(); }
+#define CHECK_GRAD(fn, ...)                                       \
+    do {                                                          \
+        const GradcheckResult r_ = gradcheck(fn, {__VA_ARGS__});  \
+        INFO(r_.report);                                          \
+        CHECK(r_.ok);                                             \
+    } while (0)
+
+static void check_close(const Tensor& a, const Tensor& b, float tol = 1e-5f) {
+    REQUIRE(a.shape() == b.shape());
+    for (int64_t i = 0; i < a.numel(); i++) CHECK(a.data()[i] == doctest::Approx(b.data()[i]).epsilon(tol).scale(1.0));
+}
+
+struct TwoLayer : nn::Module {
+    std::shared_ptr<nn::Linear> first, second;
+    std::shared_ptr<nn::ModuleList<nn::LayerNorm>> norms;
+    TwoLayer() {
+        first = register_module("first", std::make_shared<nn::Linear>(3, 4));
+        second = register_module("second", std::make_shared<nn::Linear>(4, 2, nn::LinearOptions{.bias = false}));
+        norms = register_module("norms", std::make_shared<nn::ModuleList<nn::LayerNorm>>());
+        norms->push_back(std::make_shared<nn::LayerNorm>(4));
+        norms->push_back(std::make_shared<nn::LayerNorm>(2));
+    }
+};
+
+TEST_CASE("Module: dotted names, counts, train/eval reach every child") {
+    TwoLayer m;
+    std::vector<std::string> names;
+    for (auto& [n, t] : m.named_parameters()) names.push_back(n);
+    CHECK(names == std::vector<std::string>{"first.weight", "first.bias", "second.weight", "norms.0.gain", "norms.0.bias",
+                                            "norms.1.gain", "norms.1.bias"});
+    CHECK(m.num_parameters() == 12 + 4 + 8 + 4 + 4 + 2 + 2);
+    CHECK(m.is_training());
+    m.eval();
+    CHECK_FALSE((*m.norms)[1].is_training());
+    m.train();
+    CHECK(m.first->is_training());
+    for (Tensor& p : m.parameters()) CHECK(p.requires_grad());
+    CHECK_FALSE(m.second->bias.defined());
+}
+
+TEST_CASE("init: xavier_uniform bound and seeded reproducibility") {
+    manual_seed(3);
+    nn::Linear a(200, 100);
+    const float bound = std::sqrt(6.0f / 300.0f);
+    float mx = 0.0f;
+    for (float v : a.weight.to_vector()) mx = std::max(mx, std::fabs(v));
+    CHECK(mx <= bound);
+    CHECK(mx > 0.95f * bound);
+    manual_seed(3);
+    nn::Linear b(200, 100);
+    CHECK(a.weight.to_vector() == b.weight.to_vector());
+}
+
+TEST_CASE("linear: gradcheck, with and without bias and ReLU, batched input") {
+    manual_seed(1);
+    CHECK_GRAD([](V x) { return nn::linear(x[0], x[1], x[2]); }, param({2, 3, 4}), param({5, 4}), param({5}));
+    CHECK_GRAD([](V x) { return nn::linear(x[0], x[1], Tensor()); }, param({3, 4}), param({5, 4}));
+    // ReLU has a kink at 0; this draw keeps pre-activations away from it (gradcheck would say so)
+    CHECK_GRAD([](V x) { return nn::linear(x[0], x[1], x[2], nn::Activation::relu); }, param({2, 4}), param({6, 4}), param({6}));
+    Tensor x = param({2, 4}), w = param({3, 4}), b = param({3});
+    check_close(nn::linear(x, w, b), matmul(x, w, false, true) + b);
+    check_close(nn::linear(x, w, b, nn::Activation::relu), relu(matmul(x, w, false, true) + b));
+    CHECK_THROWS_WITH_AS(nn::linear(param({2, 5}), w, b), doctest::Contains("(2, 5)"), std::invalid_argument);
+}
+
+TEST_CASE("layer_norm: gradcheck, and equal to the composition of primitives (biased variance)") {
+    manual_seed(2);
+    CHECK_GRAD([](V x) { return nn::layer_norm(x[0], x[1], x[2]); }, param({2, 3, 5}), param({5}), param({5}));
+    const Tensor x = param({4, 6}, -3.0f, 3.0f), g = param({6}), b = param({6});
+    const Tensor ref = (x - mean(x, -1, true)) / sqrt(var(x, -1, false, true) + 1e-5f) * g + b;
+    check_close(nn::layer_norm(x, g, b), ref, 1e-4f);
+    nn::LayerNorm ln(6);
+    const Tensor y = ln.forward(x);
+    CHECK(mean(y, -1).to_vector()[0] == doctest::Approx(0.0).scale(1.0));
+    CHECK(var(y, -1, false).to_vector()[0] == doctest::Approx(1.0).epsilon(1e-3));
+}
+
+TEST_CASE("dropout: inverted scaling, identity in eval, seeded") {
+    manual_seed(4);
+    const Tensor x = Tensor::ones({10000});
+    const Tensor y = nn::dropout(x, 0.25f, true);
+    int zeros = 0;
+    for (float v : y.to_vector()) {
+        CHECK((v == 0.0f || v == doctest::Approx(1.0f / 0.75f)));
+        zeros += v == 0.0f;
+    }
+    CHECK(zeros == doctest::Approx(2500).epsilon(0.1));
+    CHECK(nn::dropout(x, 0.25f, false).data() == x.data());   // eval: the same tensor
+    manual_seed(9);
+    const auto a = nn::dropout(x, 0.5f, true).to_vector();
+    manual_seed(9);
+    CHECK(nn::dropout(x, 0.5f, true).to_vector() == a);
+    // backward uses the same mask
+    manual_seed(5);
+    Tensor p = param({50});
+    Tensor d = nn::dropout(p, 0.5f, true);
+    sum(d).backward();
+    for (int i = 0; i < 50; i++) CHECK(p.grad().data()[i] == (d.data()[i] == 0.0f ? 0.0f : 2.0f));
+    CHECK_THROWS_AS(nn::Dropout(1.0f), std::invalid_argument);
+}
+
+TEST_CASE("embedding: lookup, repeated ids accumulate, out-of-range ids throw") {
+    manual_seed(6);
+    nn::Embedding emb(7, 3);
+    const Tokens ids({1, 4, 1, 6}, {2, 2});   // (B, T)
+    const Tensor e = emb.forward(ids);        // (B, T, D)
+    CHECK(e.shape() == Shape{2, 2, 3});
+    CHECK(e.at({1, 1, 2}) == emb.weight.at({6, 2}));
+    CHECK_GRAD([&](V x) { return index_select(x[0], 0, ids); }, emb.weight);
+    sum(emb.forward(ids) * 2.0f).backward();
+    CHECK(emb.weight.grad().at({1, 0}) == 4.0f);
+    CHECK(emb.weight.grad().at({0, 0}) == 0.0f);
+    CHECK_THROWS_WITH_AS(emb.forward(Tokens({3, 7}, {2})), doctest::Contains("token id 7"), std::out_of_range);
+    CHECK_THROWS_AS(emb.forward(Tokens({-2}, {1})), std::out_of_range);
+}
+
+TEST_CASE("positional encoding matches the paper's formula") {
+    nn::PositionalEncoding pe(8, 0.0f, 50);
+    // PE(pos, 2i) = sin(pos / 10000^(2i/D)), PE(pos, 2i+1) = cos(...)
+    CHECK(pe.pe.at({3, 0}) == doctest::Approx(std::sin(3.0)));
+    CHECK(pe.pe.at({3, 1}) == doctest::Approx(std::cos(3.0)));
+    CHECK(pe.pe.at({7, 4}) == doctest::Approx(std::sin(7.0 / std::pow(10000.0, 4.0 / 8.0))));
+    CHECK(pe.pe.at({7, 5}) == doctest::Approx(std::cos(7.0 / std::pow(10000.0, 4.0 / 8.0))));
+    const Tensor x = Tensor::zeros({2, 5, 8});
+    CHECK(pe.forward(x).at({1, 4, 2}) == pe.pe.at({4, 2}));
+    CHECK_THROWS_AS(pe.forward(Tensor::zeros({1, 51, 8})), std::invalid_argument);
+}
+
+// q, k, v for attention tests: (B, H, T, Dk) and (B, H, S, Dk)
+TEST_CASE("fused attention equals the composition of primitives, values and gradients") {
+    manual_seed(7);
+    const int64_t B = 2, H = 3, T = 4, S = 5, Dk = 6;
+    const Mask pad({1, 1, 1, 0, 0, 1, 1, 1, 1, 1}, {B, 1, S});   // batch 0 has 2 padded keys
+    for (bool masked : {false, true}) {
+        CAPTURE(masked);
+        const Mask m = masked ? pad : Mask();
+        Tensor q = param({B, H, T, Dk}), k = param({B, H, S, Dk}), v = param({B, H, S, Dk});
+        const Tensor fused = nn::scaled_dot_product_attention(q, k, v, m);
+        const Tensor ref = nn::attention_reference(q, k, v, m);
+        check_close(fused, ref, 1e-4f);
+        const Tensor w = Tensor::randn(fused.shape());
+        sum(fused * w).backward();
+        const Tensor gq = q.grad(), gk = k.grad(), gv = v.grad();
+        q.zero_grad(); k.zero_grad(); v.zero_grad();
+        sum(ref * w).backward();
+        check_close(gq, q.grad(), 1e-3f);
+        check_close(gk, k.grad(), 1e-3f);
+        check_close(gv, v.grad(), 1e-3f);
+        CHECK_GRAD([&](V x) { return nn::scaled_dot_product_attention(x[0], x[1], x[2], m); },
+                   param({B, H, T, Dk}), param({B, H, S, Dk}), param({B, H, S, Dk}));
+    }
+}
+
+TEST_CASE("attention masks: padded keys get zero weight, the subsequent mask hides the future") {
+    manual_seed(8);
+    const int64_t B = 2, H = 2, T = 4, Dk = 4;
+    // padding: batch 1 has its last key padded
+    const Mask pad({1, 1, 1, 1, 1, 1, 1, 0}, {B, 1, T});
+    Tensor w;
+    nn::scaled_dot_product_attention(param({B, H, T, Dk}), param({B, H, T, Dk}), param({B, H, T, Dk}), pad, 0.0f, false, &w);
+    for (int h = 0; h < H; h++)
+        for (int t = 0; t < T; t++) {
+            CHECK(w.at({1, h, t, 3}) == 0.0f);
+            CHECK(w.at({0, h, t, 3}) > 0.0f);
+            CHECK(w.at({1, h, t, 0}) + w.at({1, h, t, 1}) + w.at({1, h, t, 2}) == doctest::Approx(1.0));
+        }
+    // subsequent mask (1, T, T): position t sees 0..t. The gradient of output t w.r.t. inputs at
+    // positions > t must be exactly zero.
+    Mask sub = Mask::full({1, T, T}, 0);
+    for (int t = 0; t < T; t++)
+        for (int s = 0; s <= t; s++) sub[t * T + s] = 1;
+    for (int t = 0; t < T; t++) {
+        Tensor x = param({1, 1, T, Dk});
+        Tensor out = nn::scaled_dot_product_attention(x, x, x, sub);   // self-attention
+        Tensor pick = narrow(out, 2, t, 1);
+        sum(pick).backward();
+        for (int s = 0; s < T; s++)
+            for (int d = 0; d < Dk; d++) {
+                if (s > t) CHECK(x.grad().at({0, 0, s, d}) == 0.0f);
+            }
+        float seen = 0.0f;   // ... while the allowed positions do receive gradient
+        for (int s = 0; s <= t; s++) seen += std::fabs(x.grad().at({0, 0, s, 0}));
+        CHECK(seen > 0.0f);
+    }
+}
+
+TEST_CASE("MultiHeadAttention: shapes, weights kept, masks broadcast over heads, gradcheck") {
+    manual_seed(9);
+    const int64_t B = 2, T = 3, S = 4, D = 8, H = 2;
+    nn::MultiHeadAttention mha(D, H, 0.0f);
+    const Tensor q = Tensor::randn({B, T, D}), kv = Tensor::randn({B, S, D});
+    const Mask pad({1, 1, 1, 1, 1, 1, 0, 0}, {B, 1, S});
+    const Tensor y = mha.forward(q, kv, kv, pad);
+    CHECK(y.shape() == Shape{B, T, D});
+    CHECK(mha.last_attention.shape() == Shape{B, H, T, S});
+    CHECK(mha.last_attention.at({1, 1, 2, 3}) == 0.0f);
+    // gradcheck the whole module through its parameters and inputs
+    std::vector<Tensor> ins = {param({B, T, D}), param({B, S, D})};
+    for (Tensor& p : mha.parameters()) ins.push_back(p);
+    CHECK_GRAD([&](V x) { return mha.forward(x[0], x[1], x[1], pad); }, ins[0], ins[1], mha.w_q->weight, mha.w_k->weight,
+               mha.w_v->weight, mha.w_o->weight, mha.w_o->bias);
+    // encoder-decoder attention without a mask sees every source position
+    nn::MultiHeadAttention cross(D, H, 0.0f);
+    Tensor src = param({1, S, D});
+    sum(cross.forward(Tensor::randn({1, T, D}), src, src)).backward();
+    for (int s = 0; s < S; s++) {
+        float g = 0.0f;
+        for (int d = 0; d < D; d++) g += std::fabs(src.grad().at({0, s, d}));
+        CHECK(g > 0.0f);
+    }
+    CHECK_THROWS_AS(nn::MultiHeadAttention(10, 3), std::invalid_argument);
+    CHECK_THROWS_WITH_AS(mha.forward(q, kv, kv, Mask::full({3, 1, S}, 1)), doctest::Contains("does not broadcast"),
+                         std::invalid_argument);
+}
+
+TEST_CASE("feed-forward: shapes and gradcheck") {
+    manual_seed(10);
+    nn::PositionwiseFeedForward ff(4, 8, 0.0f);
+    CHECK(ff.forward(Tensor::randn({2, 3, 4})).shape() == Shape{2, 3, 4});
+    CHECK(ff.num_parameters() == 4 * 8 + 8 + 8 * 4 + 4);
+}
+
+TEST_CASE("cross_entropy: matches log_softmax + nll, ignore_index, label smoothing, gradcheck") {
+    manual_seed(11);
+    const Tokens t({2, 0, 4, 1, 3, 0}, {2, 3});    // 0 is padding
+    const Tensor logits = param({2, 3, 5}, -2.0f, 2.0f);
+    // no smoothing, no ignore: equal to nll_loss(log_softmax)
+    const float a = nn::cross_entropy(logits, t).item();
+    const float b = nn::nll_loss(log_softmax(logits), t).item();
+    CHECK(a == doctest::Approx(b));
+    // ignore_index: mean over the 4 non-pad targets only
+    double manual = 0.0;
+    const Tensor lp = log_softmax(logits);
+    for (int i = 0; i < 6; i++)
+        if (t[i] != 0) manual -= lp.data()[i * 5 + t[i]];
+    CHECK(nn::cross_entropy(logits, t, {.ignore_index = 0}).item() == doctest::Approx(manual / 4));
+    // label smoothing eps: loss = (1 - eps) * nll + eps * mean_j(-logp_j), as torch.nn.functional.cross_entropy
+    double smooth = 0.0;
+    for (int i = 0; i < 6; i++) {
+        if (t[i] == 0) continue;
+        double u = 0.0;
+        for (int j = 0; j < 5; j++) u -= lp.data()[i * 5 + j];
+        smooth += 0.9 * -lp.data()[i * 5 + t[i]] + 0.1 * u / 5;
+    }
+    CHECK(nn::cross_entropy(logits, t, {.ignore_index = 0, .label_smoothing = 0.1f}).item() == doctest::Approx(smooth / 4));
+    CHECK_GRAD([&](V x) { return nn::cross_entropy(x[0], t, {.ignore_index = 0, .label_smoothing = 0.1f}); }, param({2, 3, 5}));
+    CHECK_GRAD([&](V x) { return nn::cross_entropy(x[0], t); }, param({2, 3, 5}));
+    CHECK_GRAD([&](V x) { return nn::nll_loss(log_softmax(x[0]), t, 0); }, param({2, 3, 5}));
+    // padded positions get exactly zero gradient
+    Tensor l2 = param({2, 3, 5});
+    nn::cross_entropy(l2, t, {.ignore_index = 0, .label_smoothing = 0.1f}).backward();
+    for (int j = 0; j < 5; j++) CHECK(l2.grad().at({0, 1, j}) == 0.0f);
+    // all ignored: 0, not NaN
+    CHECK(nn::cross_entropy(logits, Tokens::full({2, 3}, 0), {.ignore_index = 0}).item() == 0.0f);
+    CHECK_THROWS_WITH_AS(nn::cross_entropy(logits, Tokens::full({2, 3}, 5)), doctest::Contains("target 5"), std::out_of_range);
+    CHECK_THROWS_AS(nn::cross_entropy(logits, Tokens::full({3, 2}, 1)), std::invalid_argument);
+}
+
+static std::string temp_path(const std::string& name) {
+    return (std::filesystem::temp_directory_path() / ("nn_test_" + std::to_string(::getpid()) + "_" + name)).string();
+}
+
+TEST_CASE("checkpoint: round trip, and each mismatch gets its own clear error") {
+    manual_seed(12);
+    TwoLayer a;
+    const std::string path = temp_path("ckpt.safetensors");
+    nn::save(a, path, {{"step", "42"}});
+    manual_seed(13);
+    TwoLayer b;
+    CHECK(b.first->weight.to_vector() != a.first->weight.to_vector());
+    const nn::Metadata meta = nn::load(b, path);
+    CHECK(meta.at("step") == "42");
+    for (size_t i = 0; i < a.parameters().size(); i++) CHECK(a.parameters()[i].to_vector() == b.parameters()[i].to_vector());
+
+    // a model with other shapes: nothing is loaded, the message lists the problem
+    struct Other : nn::Module {
+        std::shared_ptr<nn::Linear> first;
+        Other() { first = register_module("first", std::make_shared<nn::Linear>(3, 5)); }
+    } other;
+    const auto before = other.first->weight.to_vector();
+    CHECK_THROWS_WITH_AS(nn::load(other, path), doctest::Contains("'first.weight' has shape (4, 3) in the file but (5, 3)"),
+                         std::runtime_error);
+    CHECK_THROWS_WITH_AS(nn::load(other, path), doctest::Contains("unexpected tensor 'second.weight'"), std::runtime_error);
+    CHECK(other.first->weight.to_vector() == before);   // never half a model
+
+    // missing parameter
+    nn::save_safetensors(path, {nn::f32_record("first.weight", {4, 3}, a.first->weight.data())});
+    CHECK_THROWS_WITH_AS(nn::load(b, path), doctest::Contains("missing parameter 'first.bias'"), std::runtime_error);
+    // wrong dtype
+    std::vector<int32_t> ints(12, 1);
+    nn::save_safetensors(path, {nn::i32_record("first.weight", {4, 3}, ints.data())});
+    CHECK_THROWS_WITH_AS(nn::load(b, path), doctest::Contains("dtype I32"), std::runtime_error);
+    // truncated file
+    nn::save(a, path);
+    std::filesystem::resize_file(path, std::filesystem::file_size(path) - 5);
+    CHECK_THROWS_AS(nn::load(b, path), std::runtime_error);
+    std::filesystem::remove(path);
+}

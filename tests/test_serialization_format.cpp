@@ -1,0 +1,490 @@
+// Tests for the checkpoint file format layer: nn/json.h and nn/safetensors.h.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <unistd.h>
+
+#include "nn/json.h"
+#include "nn/safetensors.h"
+
+namespace fs = std::filesystem;
+using nn::json::Value;
+
+// ---------------------------------------------------------------------------------------------
+// helpers
+
+namespace {
+
+// A fresh directory under the system temp dir, removed (with its contents) at scope exit.
+struct TempDir {
+    fs::path path;
+    TempDir() {
+        static int counter = 0;
+        path = fs::temp_directory_path() /
+               ("nn_format_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
+        fs::remove_all(path);
+        fs::create_directories(path);
+    }
+    ~TempDir() {
+        std::error_code ec;
+        fs::remove_all(path, ec);
+    }
+    std::string file(const std::string& name) const { return (path / name).string(); }
+};
+
+// The message of the std::runtime_error `fn` throws ("" if it throws nothing).
+template <class Fn>
+std::string error_of(Fn fn) {
+    try {
+        fn();
+    } catch (const std::runtime_error& e) {
+        return e.what();
+    }
+    return "";
+}
+
+std::vector<uint8_t> read_bytes(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+void write_bytes(const std::string& path, const std::vector<uint8_t>& bytes) {
+    fs::remove(path);   // a fresh file, not a truncated one: ext4 flushes on truncate+rewrite
+    std::ofstream out(path, std::ios::binary);
+    out.write(reinterpret_cast<const char*>(bytes.data()),
+              static_cast<std::streamsize>(bytes.size()));
+}
+
+// A safetensors file built by hand: u64 little-endian length, header text as given, then data.
+std::vector<uint8_t> make_file(const std::string& header, const std::vector<uint8_t>& data) {
+    std::vector<uint8_t> f;
+    const uint64_t n = header.size();
+    for (int i = 0; i < 8; i++) f.push_back(static_cast<uint8_t>(n >> (8 * i)));
+    f.insert(f.end(), header.begin(), header.end());
+    f.insert(f.end(), data.begin(), data.end());
+    return f;
+}
+
+// Write a file with this header and data to a temp dir and load it.
+nn::SafetensorsFile load_built(const std::string& header, const std::vector<uint8_t>& data) {
+    TempDir dir;
+    const std::string path = dir.file("built.safetensors");
+    write_bytes(path, make_file(header, data));
+    return nn::load_safetensors(path);
+}
+
+// Check that `expr` throws a std::runtime_error whose message contains `part`.
+#define CHECK_FAILS_WITH(expr, part) \
+    CHECK_THROWS_WITH_AS(expr, doctest::Contains(part), std::runtime_error)
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// JSON
+
+TEST_CASE("json: parse reads every value type and keeps object key order") {
+    Value v = nn::json::parse(R"( {"z": null, "b": [true, false, -1.5e2, 0, 12],
+                                   "a": {"s": "hi"}} )");
+    REQUIRE(v.is_object());
+    const auto& obj = v.as_object();
+    REQUIRE(obj.size() == 3);
+    CHECK(obj[0].first == "z");                               // insertion order, not sorted
+    CHECK(obj[1].first == "b");
+    CHECK(obj[2].first == "a");
+    CHECK(v.find("z")->is_null());
+    const auto& b = v.find("b")->as_array();
+    REQUIRE(b.size() == 5);
+    CHECK(b[0].as_bool() == true);
+    CHECK(b[1].as_bool() == false);
+    CHECK(b[2].as_number() == -150.0);
+    CHECK(b[3].as_number() == 0.0);
+    CHECK(b[4].as_number() == 12.0);
+    CHECK(v.find("a")->find("s")->as_string() == "hi");
+    CHECK(v.find("missing") == nullptr);
+}
+
+TEST_CASE("json: string escapes and \\u escapes decode to UTF-8") {
+    CHECK(nn::json::parse(R"("\"\\\/\b\f\n\r\t")").as_string() == "\"\\/\b\f\n\r\t");
+    CHECK(nn::json::parse(R"("\u0041\u00e9\u20AC")").as_string() == "A\xC3\xA9\xE2\x82\xAC");
+    // U+1F600 is the surrogate pair D83D DE00 in JSON, four bytes in UTF-8
+    CHECK(nn::json::parse(R"("\uD83D\uDE00")").as_string() == "\xF0\x9F\x98\x80");
+    CHECK(nn::json::parse("\"caf\xC3\xA9\"").as_string() == "caf\xC3\xA9");  // raw UTF-8 kept
+}
+
+TEST_CASE("json: dump is compact and writes integral numbers without a decimal point") {
+    using nn::json::dump;
+    CHECK(dump(Value(3.0)) == "3");
+    CHECK(dump(Value(-7)) == "-7");
+    CHECK(dump(Value(0.5)) == "0.5");
+    CHECK(dump(Value(4503599627370497.0)) == "4503599627370497");     // 2^52 + 1: still integer
+    CHECK(dump(Value(1e300)) == "1e+300");                             // too big for int64
+    CHECK(dump(Value(0.1)) == "0.1");                                  // shortest round-trip form
+    CHECK(dump(Value("a\"b\\c\n\x01")) == R"("a\"b\\c\n\u0001")");
+    nn::json::Object o{{"k", Value(nn::json::Array{1, "x", nullptr, true})},
+                       {"e", Value(nn::json::Object{})}};
+    CHECK(dump(Value(o)) == R"({"k":[1,"x",null,true],"e":{}})");
+    CHECK_FAILS_WITH(dump(Value(std::nan(""))), "NaN");
+    CHECK_FAILS_WITH(dump(Value("\xFF")), "not valid UTF-8");
+}
+
+TEST_CASE("json: parse(dump(v)) == v and dump(parse(text)) == text") {
+    const char* texts[] = {
+        R"({"a":[1,2.5,-0.001,1e-300,123456789012345680000],"b":{"c":"\u0000\n"},"d":[]})",
+        R"([null,true,false,"","\u001f",0.3333333333333333])",
+        R"("\ud83d\ude00")",
+    };
+    for (const char* t : texts) {
+        CAPTURE(t);
+        Value v = nn::json::parse(t);
+        CHECK(nn::json::parse(nn::json::dump(v)) == v);
+    }
+    const std::string compact = R"({"x":[1,-2,0.5,"s",{"y":null}],"z":true})";
+    CHECK(nn::json::dump(nn::json::parse(compact)) == compact);
+}
+
+TEST_CASE("json: each malformed input gets its own message with a byte offset") {
+    struct Case { std::string text, message; };
+    const Case cases[] = {
+        {"", "unexpected end of input at byte 0"},
+        {"[1, 2] x", "trailing characters after value at byte 7"},
+        {"  \"abc", "unterminated string at byte 2"},
+        {"\"a\x01\"", "control character in string at byte 2"},
+        {R"("a\x")", "invalid escape \\'x' at byte 2"},
+        {R"("\u12G4")", "invalid \\u escape at byte 1"},
+        {R"("\u12)", "invalid \\u escape at byte 1"},
+        {R"("\uD800")", "lone surrogate at byte 1"},
+        {R"("\uDC00")", "lone surrogate at byte 1"},
+        {R"("\uD800\u0041")", "lone surrogate at byte 1"},
+        {"\"\xC0\xAF\"", "invalid UTF-8 in string at byte 1"},        // overlong '/'
+        {"\"\xED\xA0\x80\"", "invalid UTF-8 in string at byte 1"},    // encoded surrogate
+        {"-", "invalid number at byte 0"},
+        {"1.", "invalid number at byte 0"},
+        {"1e+", "invalid number at byte 0"},
+        {"01", "trailing characters after value at byte 1"},
+        {".5", "unexpected character '.' at byte 0"},
+        {"1e999", "number out of range at byte 0"},
+        {"[1,]", "unexpected character ']' at byte 3"},
+        {"[1 2]", "expected ',' or ']', got '2' at byte 3"},
+        {"{\"a\" 1}", "expected ':' at byte 5"},
+        {"{1:2}", "expected a string key at byte 1"},
+        {"{\"a\":1,}", "expected a string key at byte 7"},
+        {R"({"a":1,"a":2})", "duplicate key \"a\" at byte 7"},
+        {"tru", "invalid literal at byte 0"},
+        {"[true", "unexpected end of input at byte 5"},
+        {"\xEF\xBB\xBF{}", "unexpected character byte 0xef at byte 0"},  // BOM is not JSON
+    };
+    for (const Case& c : cases) {
+        CAPTURE(c.text);
+        CHECK(error_of([&] { nn::json::parse(c.text); }) == "json: " + c.message);
+    }
+}
+
+TEST_CASE("json: nesting is limited, so hostile input can't overflow the stack") {
+    const int max = nn::json::kMaxDepth;
+    std::string ok = std::string(max, '[') + std::string(max, ']');
+    CHECK_NOTHROW(nn::json::parse(ok));
+    std::string deep = std::string(max + 1, '[') + std::string(max + 1, ']');
+    CHECK(error_of([&] { nn::json::parse(deep); }) ==
+          "json: nesting deeper than 256 at byte " + std::to_string(max));
+    std::string hostile(1'000'000, '[');                      // would crash a naive parser
+    CHECK_FAILS_WITH(nn::json::parse(hostile), "nesting deeper");
+}
+
+TEST_CASE("json: typed accessors reject the wrong type") {
+    Value v = nn::json::parse("[1]");
+    CHECK_THROWS_WITH_AS(v.as_string(), "json: expected a string, got an array",
+                         std::runtime_error);
+    CHECK_THROWS_WITH_AS(v.as_array()[0].as_bool(), "json: expected a bool, got a number",
+                         std::runtime_error);
+}
+
+// ---------------------------------------------------------------------------------------------
+// safetensors
+
+TEST_CASE("safetensors: round trip keeps names, shapes, values, metadata and order") {
+    TempDir dir;
+    const std::string path = dir.file("model.safetensors");
+    const float w[6] = {1.0f, -2.5f, 3.25f, 0.0f, -0.0f, 1e-30f};
+    const int32_t ids[4] = {0, -1, 2147483647, -2147483647 - 1};
+    const float scalar = 42.0f;
+    nn::TensorRecord raw_i64{"step_counter", "I64", {2}, std::vector<uint8_t>(16)};
+    for (int i = 0; i < 16; i++) raw_i64.bytes[i] = static_cast<uint8_t>(i * 17);
+    // deliberately not in alphabetical order: the file must keep the order we give
+    const std::vector<nn::TensorRecord> saved = {
+        nn::f32_record("z.weight", {2, 3}, w),
+        nn::i32_record("a.ids", {4}, ids),
+        nn::f32_record("scalar", {}, &scalar),                 // 0-dim: one element
+        nn::f32_record("empty", {0, 5}, nullptr),              // zero elements, zero bytes
+        raw_i64,
+    };
+    const std::map<std::string, std::string> meta = {{"format", "pt"}, {"step", "1000"}};
+    nn::save_safetensors(path, saved, meta);
+    CHECK_FALSE(fs::exists(path + ".tmp"));                   // the temp file was renamed away
+
+    nn::SafetensorsFile f = nn::load_safetensors(path);
+    CHECK(f.metadata == meta);
+    REQUIRE(f.tensors.size() == saved.size());
+    for (size_t i = 0; i < saved.size(); i++) {
+        CAPTURE(saved[i].name);
+        CHECK(f.tensors[i].name == saved[i].name);
+        CHECK(f.tensors[i].dtype == saved[i].dtype);
+        CHECK(f.tensors[i].shape == saved[i].shape);
+        CHECK(f.tensors[i].bytes == saved[i].bytes);          // bit-exact, incl. -0.0 and 1e-30
+    }
+    CHECK(nn::as_f32(*f.find("z.weight")) == std::vector<float>(w, w + 6));
+    CHECK(nn::as_i32(*f.find("a.ids")) == std::vector<int32_t>(ids, ids + 4));
+    CHECK(nn::as_f32(*f.find("scalar")) == std::vector<float>{42.0f});
+    CHECK(nn::as_f32(*f.find("empty")).empty());
+    CHECK(f.find("nope") == nullptr);
+}
+
+TEST_CASE("safetensors: saved bytes match the format spec exactly") {
+    TempDir dir;
+    const std::string path = dir.file("spec.safetensors");
+    const float w[2] = {1.0f, -2.0f};
+    const int32_t n[1] = {7};
+    nn::save_safetensors(path, {nn::f32_record("w", {2}, w), nn::i32_record("n", {1}, n)},
+                         {{"k", "v"}});
+    const std::vector<uint8_t> file = read_bytes(path);
+
+    // The header JSON (133 bytes) is padded with 3 spaces to 136, a multiple of 8.
+    const std::string json =
+        R"({"__metadata__":{"k":"v"},"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
+        R"("n":{"dtype":"I32","shape":[1],"data_offsets":[8,12]}})";
+    REQUIRE(json.size() == 133);
+    const std::string header = json + std::string(3, ' ');    // 136 = 17 * 8
+    const std::vector<uint8_t> data = {0x00, 0x00, 0x80, 0x3F,          // 1.0f
+                                       0x00, 0x00, 0x00, 0xC0,          // -2.0f
+                                       0x07, 0x00, 0x00, 0x00};         // int32 7
+    REQUIRE(file.size() == 8 + 136 + 12);
+    CHECK(std::vector<uint8_t>(file.begin(), file.begin() + 8) ==
+          std::vector<uint8_t>{136, 0, 0, 0, 0, 0, 0, 0});                 // u64 LE
+    CHECK(std::string(file.begin() + 8, file.begin() + 8 + 136) == header);
+    CHECK(std::vector<uint8_t>(file.begin() + 144, file.end()) == data);
+    CHECK(file == make_file(header, data));
+}
+
+TEST_CASE("safetensors: a hand-written file loads; file order follows the data offsets") {
+    // Unpadded header, extra whitespace, an unknown extra key, and header order != data order.
+    const std::string header =
+        R"( { "b": {"dtype": "U8", "shape": [2], "data_offsets": [4, 6], "extra": 1},)"
+        R"(   "a": {"shape": [1, 1], "dtype": "F32", "data_offsets": [0, 4]} } )";
+    TempDir dir;
+    const std::string path = dir.file("hand.safetensors");
+    write_bytes(path, make_file(header, {0x00, 0x00, 0x20, 0x41, 9, 8}));   // 10.0f, then 9, 8
+    nn::SafetensorsFile f = nn::load_safetensors(path);
+    CHECK(f.metadata.empty());
+    REQUIRE(f.tensors.size() == 2);
+    CHECK(f.tensors[0].name == "a");
+    CHECK(f.tensors[0].shape == std::vector<int64_t>{1, 1});
+    CHECK(nn::as_f32(f.tensors[0]) == std::vector<float>{10.0f});
+    CHECK(f.tensors[1].name == "b");
+    CHECK(f.tensors[1].bytes == std::vector<uint8_t>{9, 8});
+}
+
+TEST_CASE("safetensors: each kind of corruption gets its own message") {
+    // A good file has one entry {"w": F32 [2] at [0, 8)}; each case breaks one thing.
+    const std::string good = R"("w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]})";
+    const std::vector<uint8_t> data8(8, 0);
+    auto w = [](const std::string& body) { return "{\"w\":{" + body + "}}"; };
+
+    SUBCASE("sanity: the uncorrupted file loads") {
+        CHECK(load_built("{" + good + "}", data8).tensors.size() == 1);
+    }
+    SUBCASE("bad JSON, with the parser's message") {
+        CHECK_FAILS_WITH(load_built("{" + good, data8),
+                         "bad JSON header: json: unexpected end of input at byte");
+    }
+    SUBCASE("header not an object") {
+        CHECK_FAILS_WITH(load_built("[1, 2]", {}), "header is not a JSON object");
+    }
+    SUBCASE("duplicate names") {
+        CHECK_FAILS_WITH(load_built("{" + good + "," + good + "}", data8), "duplicate key \"w\"");
+    }
+    SUBCASE("metadata that isn't string to string") {
+        CHECK_FAILS_WITH(load_built(R"({"__metadata__":{"a":1}})", {}),
+                         "metadata value for key \"a\" is not a string");
+        CHECK_FAILS_WITH(load_built(R"({"__metadata__":[]})", {}),
+                         "\"__metadata__\" is not a JSON object");
+    }
+    SUBCASE("missing or mistyped fields") {
+        CHECK_FAILS_WITH(load_built(R"({"w":3})", {}), "tensor \"w\": entry is not a JSON object");
+        CHECK_FAILS_WITH(load_built(w(R"("shape":[2],"data_offsets":[0,8])"), data8),
+                         "tensor \"w\": missing \"dtype\"");
+        CHECK_FAILS_WITH(load_built(w(R"("dtype":"F32","data_offsets":[0,8])"), data8),
+                         "tensor \"w\": missing \"shape\"");
+        CHECK_FAILS_WITH(load_built(w(R"("dtype":"F32","shape":[2])"), data8),
+                         "tensor \"w\": missing \"data_offsets\"");
+        CHECK_FAILS_WITH(load_built(w(R"("dtype":5,"shape":[2],"data_offsets":[0,8])"), data8),
+                         "\"dtype\" is not a string");
+        CHECK_FAILS_WITH(load_built(w(R"("dtype":"F32","shape":2,"data_offsets":[0,8])"), data8),
+                         "\"shape\" is not an array");
+    }
+    SUBCASE("unknown dtype") {
+        CHECK_FAILS_WITH(load_built(w(R"("dtype":"F99","shape":[2],"data_offsets":[0,8])"), data8),
+                         "tensor \"w\": unknown dtype \"F99\"");
+    }
+    SUBCASE("negative, fractional or overflowing shape") {
+        CHECK_FAILS_WITH(load_built(w(R"("dtype":"F32","shape":[-2],"data_offsets":[0,8])"), data8),
+                         "shape dimension must be a non-negative integer, got -2");
+        CHECK_FAILS_WITH(load_built(w(R"("dtype":"F32","shape":[1.5],"data_offsets":[0,8])"),
+                                    data8),
+                         "shape dimension must be a non-negative integer, got 1.5");
+        // 2^40 * 2^40 * 4 bytes overflows 64 bits: checked arithmetic must catch it
+        const std::string huge = R"("dtype":"F32","shape":[1099511627776,1099511627776],)"
+                                 R"("data_offsets":[0,8])";
+        CHECK_FAILS_WITH(load_built(w(huge), data8), "is too large (size overflows 64 bits)");
+    }
+    SUBCASE("data_offsets not [begin, end] with begin <= end") {
+        CHECK_FAILS_WITH(load_built(w(R"("dtype":"F32","shape":[2],"data_offsets":[0])"), data8),
+                         "\"data_offsets\" must be [begin, end]");
+        CHECK_FAILS_WITH(load_built(w(R"("dtype":"F32","shape":[0],"data_offsets":[8,0])"), data8),
+                         "data_offsets begin 8 > end 0");
+    }
+    SUBCASE("offsets beyond the end of the file (truncated data)") {
+        CHECK_FAILS_WITH(load_built("{" + good + "}", {0, 0, 0, 0}),
+                         "tensor \"w\": data_offsets end 8 is beyond the data section (4 bytes): "
+                         "truncated file?");
+    }
+    SUBCASE("byte size doesn't match the shape") {
+        CHECK_FAILS_WITH(load_built(w(R"("dtype":"F32","shape":[3],"data_offsets":[0,8])"), data8),
+                         "tensor \"w\": has 8 bytes, but shape [3] of F32 needs 12");
+    }
+    SUBCASE("data not covered exactly: overlap, hole, trailing bytes") {
+        const std::string a = R"("a":{"dtype":"U8","shape":[4],"data_offsets":[0,4]})";
+        const std::string overlap = R"("b":{"dtype":"U8","shape":[4],"data_offsets":[2,6]})";
+        const std::string hole = R"("b":{"dtype":"U8","shape":[2],"data_offsets":[6,8]})";
+        CHECK_FAILS_WITH(load_built("{" + a + "," + overlap + "}", std::vector<uint8_t>(6)),
+                         "tensor \"b\" overlaps the previous tensor (starts at byte 2, "
+                         "previous ends at 4)");
+        CHECK_FAILS_WITH(load_built("{" + a + "," + hole + "}", std::vector<uint8_t>(8)),
+                         "data section has a hole: bytes [4, 6) belong to no tensor");
+        CHECK_FAILS_WITH(load_built("{" + a + "}", std::vector<uint8_t>(7)),
+                         "data section has 3 trailing bytes that belong to no tensor");
+    }
+}
+
+TEST_CASE("safetensors: file-level problems name the file") {
+    TempDir dir;
+    const std::string path = dir.file("f.safetensors");
+    auto load_msg = [&] { return error_of([&] { nn::load_safetensors(path); }); };
+    const std::string prefix = "load_safetensors: '" + path + "': ";
+
+    SUBCASE("missing file") {
+        CHECK(load_msg() == prefix + "cannot open: No such file or directory");
+    }
+    SUBCASE("shorter than 8 bytes") {
+        write_bytes(path, {1, 2, 3, 4, 5});
+        CHECK(load_msg() == prefix + "file is 5 bytes, too short for the 8-byte header length");
+    }
+    SUBCASE("header length larger than the file") {
+        std::vector<uint8_t> f = make_file("{}", {});
+        f[0] = 200;                                           // claims 200 header bytes, has 2
+        write_bytes(path, f);
+        CHECK(load_msg() == prefix + "header length 200 is larger than the rest of the file "
+                                     "(2 bytes): truncated file?");
+    }
+    SUBCASE("absurd header length") {
+        std::vector<uint8_t> f = make_file("{}", {});
+        f[7] = 0x7F;                                          // ~9e18 bytes: mustn't allocate
+        write_bytes(path, f);
+        CHECK(load_msg().find("is absurd (limit 100000000 bytes)") != std::string::npos);
+    }
+    SUBCASE("a directory is not a file") {
+        fs::create_directory(path);
+        CHECK(load_msg() == prefix + "not a regular file");
+    }
+}
+
+// Run under `make sanitize`, this is what shows the loader never reads out of bounds.
+TEST_CASE("safetensors: any truncation or one-byte corruption loads or throws, never crashes") {
+    TempDir dir;
+    const std::string good = dir.file("good.safetensors"), bad = dir.file("bad.safetensors");
+    const float w[3] = {1, 2, 3};
+    const int32_t n[2] = {4, 5};
+    nn::save_safetensors(good, {nn::f32_record("w", {3}, w), nn::i32_record("n", {2}, n)},
+                         {{"k", "v"}});
+    const std::vector<uint8_t> file = read_bytes(good);
+
+    for (size_t len = 0; len < file.size(); len++) {          // every proper prefix must fail
+        write_bytes(bad, std::vector<uint8_t>(file.begin(), file.begin() + len));
+        CAPTURE(len);
+        CHECK_THROWS_AS(nn::load_safetensors(bad), std::runtime_error);
+    }
+    for (size_t i = 0; i < file.size(); i++) {                // any byte, several bad values
+        for (uint8_t v : {uint8_t(0x00), uint8_t(0xFF), uint8_t('"'), uint8_t('9')}) {
+            std::vector<uint8_t> f = file;
+            f[i] = v;
+            write_bytes(bad, f);
+            try {
+                nn::load_safetensors(bad);
+            } catch (const std::runtime_error&) {             // fine: a clear error
+            }
+        }
+    }
+}
+
+TEST_CASE("safetensors: a failed save leaves the earlier good file intact") {
+    TempDir dir;
+    const std::string path = dir.file("ckpt.safetensors");
+    const float old_w[2] = {1, 2}, new_w[2] = {3, 4};
+    nn::save_safetensors(path, {nn::f32_record("w", {2}, old_w)}, {{"step", "1"}});
+
+    // Make PATH.tmp a directory, so opening the temp file fails (works even as root).
+    fs::create_directory(path + ".tmp");
+    CHECK(error_of([&] { nn::save_safetensors(path, {nn::f32_record("w", {2}, new_w)}, {}); }) ==
+          "save_safetensors: cannot write '" + path + ".tmp': Is a directory");
+    nn::SafetensorsFile f = nn::load_safetensors(path);
+    CHECK(f.metadata.at("step") == "1");
+    CHECK(nn::as_f32(f.tensors.at(0)) == std::vector<float>{1, 2});
+    fs::remove(path + ".tmp");
+
+    // A missing directory fails the same way, before anything exists.
+    const std::string nowhere = dir.file("no/such/dir/x.safetensors");
+    CHECK(error_of([&] { nn::save_safetensors(nowhere, {}, {}); }) ==
+          "save_safetensors: cannot write '" + nowhere + ".tmp': No such file or directory");
+
+    // And once the obstacle is gone, saving over the old file works.
+    nn::save_safetensors(path, {nn::f32_record("w", {2}, new_w)}, {});
+    CHECK(nn::as_f32(nn::load_safetensors(path).tensors.at(0)) == std::vector<float>{3, 4});
+}
+
+TEST_CASE("safetensors: save rejects invalid records before touching the disk") {
+    TempDir dir;
+    const std::string path = dir.file("x.safetensors");
+    const float w[2] = {1, 2};
+    auto save_msg = [&](std::vector<nn::TensorRecord> recs) {
+        return error_of([&] { nn::save_safetensors(path, recs, {}); });
+    };
+    CHECK(save_msg({{"w", "F99", {2}, std::vector<uint8_t>(8)}}) ==
+          "save_safetensors: tensor \"w\": unknown dtype 'F99'");
+    CHECK(save_msg({{"w", "F32", {3}, std::vector<uint8_t>(8)}}) ==
+          "save_safetensors: tensor \"w\": has 8 bytes, but shape [3] of F32 needs 12");
+    CHECK(save_msg({{"w", "F32", {-1}, {}}}) ==
+          "save_safetensors: tensor \"w\": invalid shape [-1]");
+    CHECK(save_msg({nn::f32_record("w", {2}, w), nn::f32_record("w", {2}, w)}) ==
+          "save_safetensors: tensor \"w\": duplicate name");
+    CHECK(save_msg({nn::f32_record("__metadata__", {2}, w)}) ==
+          "save_safetensors: tensor \"__metadata__\": the name is reserved for metadata");
+    CHECK(save_msg({nn::f32_record("", {2}, w)}) == "save_safetensors: a tensor has an empty name");
+    CHECK_FALSE(fs::exists(path));
+    CHECK_FALSE(fs::exists(path + ".tmp"));
+}
+
+TEST_CASE("safetensors: typed helpers check the dtype") {
+    const int32_t ids[2] = {1, 2};
+    nn::TensorRecord r = nn::i32_record("ids", {2}, ids);
+    CHECK(r.bytes.size() == 8);
+    CHECK_THROWS_WITH_AS(nn::as_f32(r), "as_f32: tensor \"ids\": dtype is I32, not F32",
+                         std::runtime_error);
+    CHECK(nn::dtype_size("BF16") == 2);
+    CHECK(nn::dtype_size("F64") == 8);
+    CHECK(nn::dtype_size("f32") == 0);                        // names are case-sensitive
+}
