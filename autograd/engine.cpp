@@ -99,7 +99,7 @@ static void run_backward(Node& root, const float* seed, bool retain_graph) {
         }
 }
 
-void Tensor::backward(bool retain_graph) {
+void Tensor::backward(bool retain_graph) const {
     if (numel() != 1)
         throw std::logic_error("backward: called without a gradient on a tensor of shape " + shape_str(shape()) +
                                "; backward() needs a one-element tensor (e.g. a loss), or pass the gradient "
@@ -108,7 +108,7 @@ void Tensor::backward(bool retain_graph) {
     run_backward(node(), &one, retain_graph);
 }
 
-void Tensor::backward(const Tensor& grad, bool retain_graph) {
+void Tensor::backward(const Tensor& grad, bool retain_graph) const {
     if (grad.shape() != shape())
         throw std::invalid_argument("backward: gradient of shape " + shape_str(grad.shape()) +
                                     " does not match the tensor's shape " + shape_str(shape()));

@@ -95,8 +95,8 @@ public:
     void zero_grad();                                   // drop the accumulated gradient
     // backward() on a scalar seeds d(self)/d(self) = 1; otherwise pass the gradient of some
     // scalar w.r.t. this tensor. retain_graph keeps the graph for another backward.
-    void backward(bool retain_graph = false);
-    void backward(const Tensor& grad, bool retain_graph = false);
+    void backward(bool retain_graph = false) const;
+    void backward(const Tensor& grad, bool retain_graph = false) const;
     Tensor detach() const;                              // same values, no history
 
     // ---- shape (see ops.h for the full list) ----

@@ -1,0 +1,200 @@
+#include "models/transformer.h"
+
+#include <cmath>
+#include <sstream>
+#include <stdexcept>
+
+namespace models {
+
+using autograd::shape_str;
+
+// ---------------------------------------------------------------- config
+
+void TransformerConfig::validate() const {
+    auto need = [](bool ok, const std::string& what) {
+        if (!ok) throw std::invalid_argument("TransformerConfig: " + what);
+    };
+    need(src_vocab > 0 && tgt_vocab > 0, "vocab sizes must be positive");
+    need(layers > 0, "layers must be positive, got " + std::to_string(layers));
+    need(d_model > 0 && d_ff > 0, "d_model and d_ff must be positive");
+    need(heads > 0 && d_model % heads == 0,
+         "d_model (" + std::to_string(d_model) + ") must be a multiple of heads (" + std::to_string(heads) + ")");
+    need(dropout >= 0.0f && dropout < 1.0f, "dropout must be in [0, 1)");
+    need(max_len > 0, "max_len must be positive");
+}
+
+std::string TransformerConfig::to_string() const {
+    std::ostringstream os;
+    os << "src_vocab=" << src_vocab << " tgt_vocab=" << tgt_vocab << " layers=" << layers << " d_model=" << d_model
+       << " d_ff=" << d_ff << " heads=" << heads << " dropout=" << dropout << " pre_norm=" << (pre_norm ? 1 : 0)
+       << " max_len=" << max_len;
+    return os.str();
+}
+
+TransformerConfig TransformerConfig::from_string(const std::string& s) {
+    TransformerConfig c;
+    std::istringstream is(s);
+    std::string kv;
+    int seen = 0;
+    while (is >> kv) {
+        const size_t eq = kv.find('=');
+        if (eq == std::string::npos) throw std::invalid_argument("TransformerConfig: malformed entry '" + kv + "'");
+        const std::string k = kv.substr(0, eq), v = kv.substr(eq + 1);
+        try {
+            if (k == "src_vocab") c.src_vocab = std::stoll(v);
+            else if (k == "tgt_vocab") c.tgt_vocab = std::stoll(v);
+            else if (k == "layers") c.layers = std::stoll(v);
+            else if (k == "d_model") c.d_model = std::stoll(v);
+            else if (k == "d_ff") c.d_ff = std::stoll(v);
+            else if (k == "heads") c.heads = std::stoll(v);
+            else if (k == "dropout") c.dropout = std::stof(v);
+            else if (k == "pre_norm") c.pre_norm = std::stoi(v) != 0;
+            else if (k == "max_len") c.max_len = std::stoll(v);
+            else throw std::invalid_argument("unknown key");
+        } catch (const std::exception&) {
+            throw std::invalid_argument("TransformerConfig: bad entry '" + kv + "'");
+        }
+        seen++;
+    }
+    if (seen < 9) throw std::invalid_argument("TransformerConfig: incomplete config '" + s + "'");
+    c.validate();
+    return c;
+}
+
+// ---------------------------------------------------------------- building blocks
+
+Embeddings::Embeddings(int64_t d, int64_t vocab) : d_model(d) {
+    lut = register_module("lut", std::make_shared<nn::Embedding>(vocab, d));
+}
+
+Tensor Embeddings::forward(const Tokens& ids) const {
+    return lut->forward(ids) * std::sqrt(static_cast<float>(d_model));   // (B, T, D)
+}
+
+SublayerConnection::SublayerConnection(int64_t d_model, float dropout, bool pre) : dropout_p(dropout), pre_norm(pre) {
+    norm = register_module("norm", std::make_shared<nn::LayerNorm>(d_model));
+}
+
+Tensor SublayerConnection::forward(const Tensor& x, const std::function<Tensor(const Tensor&)>& sublayer) const {
+    if (pre_norm) return x + nn::dropout(sublayer(norm->forward(x)), dropout_p, is_training());   // (B, T, D)
+    return norm->forward(x + nn::dropout(sublayer(x), dropout_p, is_training()));
+}
+
+EncoderLayer::EncoderLayer(const TransformerConfig& c) {
+    self_attn = register_module("self_attn", std::make_shared<nn::MultiHeadAttention>(c.d_model, c.heads, c.dropout));
+    feed_forward = register_module("feed_forward", std::make_shared<nn::PositionwiseFeedForward>(c.d_model, c.d_ff, c.dropout));
+    sublayer0 = register_module("sublayer0", std::make_shared<SublayerConnection>(c.d_model, c.dropout, c.pre_norm));
+    sublayer1 = register_module("sublayer1", std::make_shared<SublayerConnection>(c.d_model, c.dropout, c.pre_norm));
+}
+
+Tensor EncoderLayer::forward(const Tensor& x, const Mask& src_mask) {
+    // 1) every source position attends to every (non-padding) source position
+    Tensor h = sublayer0->forward(x, [&](const Tensor& y) { return self_attn->forward(y, y, y, src_mask); });
+    // 2) the same two-layer MLP at every position
+    return sublayer1->forward(h, [&](const Tensor& y) { return feed_forward->forward(y); });   // (B, S, D)
+}
+
+DecoderLayer::DecoderLayer(const TransformerConfig& c) {
+    self_attn = register_module("self_attn", std::make_shared<nn::MultiHeadAttention>(c.d_model, c.heads, c.dropout));
+    src_attn = register_module("src_attn", std::make_shared<nn::MultiHeadAttention>(c.d_model, c.heads, c.dropout));
+    feed_forward = register_module("feed_forward", std::make_shared<nn::PositionwiseFeedForward>(c.d_model, c.d_ff, c.dropout));
+    sublayer0 = register_module("sublayer0", std::make_shared<SublayerConnection>(c.d_model, c.dropout, c.pre_norm));
+    sublayer1 = register_module("sublayer1", std::make_shared<SublayerConnection>(c.d_model, c.dropout, c.pre_norm));
+    sublayer2 = register_module("sublayer2", std::make_shared<SublayerConnection>(c.d_model, c.dropout, c.pre_norm));
+}
+
+Tensor DecoderLayer::forward(const Tensor& x, const Tensor& memory, const Mask& src_mask, const Mask& tgt_mask) {
+    // 1) masked self-attention: position t sees only target positions <= t
+    Tensor h = sublayer0->forward(x, [&](const Tensor& y) { return self_attn->forward(y, y, y, tgt_mask); });
+    // 2) encoder-decoder attention: queries from the decoder, keys and values from memory
+    h = sublayer1->forward(h, [&](const Tensor& y) { return src_attn->forward(y, memory, memory, src_mask); });
+    // 3) feed-forward
+    return sublayer2->forward(h, [&](const Tensor& y) { return feed_forward->forward(y); });   // (B, T, D)
+}
+
+Encoder::Encoder(const TransformerConfig& c) {
+    layers = register_module("layers", std::make_shared<nn::ModuleList<EncoderLayer>>());
+    for (int64_t i = 0; i < c.layers; i++) layers->push_back(std::make_shared<EncoderLayer>(c));
+    norm = register_module("norm", std::make_shared<nn::LayerNorm>(c.d_model));
+}
+
+Tensor Encoder::forward(Tensor x, const Mask& src_mask) {
+    for (auto& layer : *layers) x = layer->forward(x, src_mask);
+    return norm->forward(x);   // (B, S, D)
+}
+
+Decoder::Decoder(const TransformerConfig& c) {
+    layers = register_module("layers", std::make_shared<nn::ModuleList<DecoderLayer>>());
+    for (int64_t i = 0; i < c.layers; i++) layers->push_back(std::make_shared<DecoderLayer>(c));
+    norm = register_module("norm", std::make_shared<nn::LayerNorm>(c.d_model));
+}
+
+Tensor Decoder::forward(Tensor x, const Tensor& memory, const Mask& src_mask, const Mask& tgt_mask) {
+    for (auto& layer : *layers) x = layer->forward(x, memory, src_mask, tgt_mask);
+    return norm->forward(x);   // (B, T, D)
+}
+
+Generator::Generator(int64_t d_model, int64_t vocab) {
+    proj = register_module("proj", std::make_shared<nn::Linear>(d_model, vocab));
+}
+
+Tensor Generator::logits(const Tensor& x) const { return proj->forward(x); }                     // (B, T, V)
+Tensor Generator::forward(const Tensor& x) const { return autograd::log_softmax(logits(x)); }   // (B, T, V)
+
+// ---------------------------------------------------------------- the model
+
+Transformer::Transformer(const TransformerConfig& c) : cfg(c) {
+    cfg.validate();
+    encoder = register_module("encoder", std::make_shared<Encoder>(cfg));
+    decoder = register_module("decoder", std::make_shared<Decoder>(cfg));
+    src_embed = register_module("src_embed", std::make_shared<Embeddings>(cfg.d_model, cfg.src_vocab));
+    tgt_embed = register_module("tgt_embed", std::make_shared<Embeddings>(cfg.d_model, cfg.tgt_vocab));
+    src_pos = register_module("src_pos", std::make_shared<nn::PositionalEncoding>(cfg.d_model, cfg.dropout, cfg.max_len));
+    tgt_pos = register_module("tgt_pos", std::make_shared<nn::PositionalEncoding>(cfg.d_model, cfg.dropout, cfg.max_len));
+    generator = register_module("generator", std::make_shared<Generator>(cfg.d_model, cfg.tgt_vocab));
+    // As in The Annotated Transformer: Xavier-uniform for every matrix (embeddings included).
+    for (Tensor& p : parameters())
+        if (p.dim() > 1) nn::init::xavier_uniform_(p);
+}
+
+Tensor Transformer::encode(const Tokens& src, const Mask& src_mask) {
+    if (src.dim() != 2) throw std::invalid_argument("Transformer::encode: src must be (B, S), got " + shape_str(src.shape));
+    return encoder->forward(src_pos->forward(src_embed->forward(src)), src_mask);   // (B, S, D)
+}
+
+Tensor Transformer::decode(const Tensor& memory, const Mask& src_mask, const Tokens& tgt, const Mask& tgt_mask) {
+    if (tgt.dim() != 2) throw std::invalid_argument("Transformer::decode: tgt must be (B, T), got " + shape_str(tgt.shape));
+    return decoder->forward(tgt_pos->forward(tgt_embed->forward(tgt)), memory, src_mask, tgt_mask);   // (B, T, D)
+}
+
+Tensor Transformer::forward(const Tokens& src, const Tokens& tgt, const Mask& src_mask, const Mask& tgt_mask) {
+    return generator->logits(decode(encode(src, src_mask), src_mask, tgt, tgt_mask));   // (B, T, V)
+}
+
+// ---------------------------------------------------------------- masks
+
+Mask padding_mask(const Tokens& ids, int32_t pad) {
+    if (ids.dim() != 2) throw std::invalid_argument("padding_mask: ids must be (B, S), got " + shape_str(ids.shape));
+    Mask m = Mask::full({ids.size(0), 1, ids.size(1)}, 0);   // (B, 1, S)
+    for (int64_t i = 0; i < ids.numel(); i++) m[i] = ids[i] != pad;
+    return m;
+}
+
+Mask subsequent_mask(int64_t T) {
+    Mask m = Mask::full({1, T, T}, 0);   // (1, T, T), lower triangular
+    for (int64_t t = 0; t < T; t++)
+        for (int64_t s = 0; s <= t; s++) m[t * T + s] = 1;
+    return m;
+}
+
+Mask target_mask(const Tokens& tgt, int32_t pad) {
+    if (tgt.dim() != 2) throw std::invalid_argument("target_mask: tgt must be (B, T), got " + shape_str(tgt.shape));
+    const int64_t B = tgt.size(0), T = tgt.size(1);
+    Mask m = Mask::full({B, T, T}, 0);   // (B, T, T)
+    for (int64_t b = 0; b < B; b++)
+        for (int64_t t = 0; t < T; t++)
+            for (int64_t s = 0; s <= t; s++) m[(b * T + t) * T + s] = tgt[b * T + s] != pad;
+    return m;
+}
+
+}  // namespace models

@@ -1,0 +1,72 @@
+#include "optim/adam.h"
+
+#include <cmath>
+#include <stdexcept>
+
+namespace optim {
+
+Adam::Adam(std::vector<Tensor> params, AdamOptions opt) : Adam(std::move(params), opt, false) {}
+
+Adam::Adam(std::vector<Tensor> params, AdamOptions opt, bool decoupled)
+    : Optimizer(std::move(params), opt.lr), opt_(opt), decoupled_(decoupled) {
+    const std::string who = decoupled ? "AdamW: " : "Adam: ";
+    auto check_beta = [&](const char* what, float b) {
+        if (!(b >= 0.0f && b < 1.0f))                  // also rejects NaN
+            throw std::invalid_argument(who + what + " must be in [0, 1), got " + std::to_string(b));
+    };
+    auto check_nonneg = [&](const char* what, float v) {
+        if (!std::isfinite(v) || v < 0.0f)
+            throw std::invalid_argument(who + what + " must be finite and >= 0, got " + std::to_string(v));
+    };
+    check_beta("beta1", opt.beta1);
+    check_beta("beta2", opt.beta2);
+    check_nonneg("eps", opt.eps);
+    check_nonneg("weight_decay", opt.weight_decay);
+    m_slot_ = add_state("m");
+    v_slot_ = add_state("v");
+}
+
+// For each parameter p with gradient g, on this parameter's t-th update (t = 1, 2, ...):
+//   Adam:  g = g + lambda * p             L2 weight decay, goes through the adaptive scaling
+//   AdamW: p = p * (1 - lr * lambda)      decoupled weight decay, applied to p directly
+//   m = beta1 * m + (1 - beta1) * g       first moment (running mean of g); m, v start at 0,
+//   v = beta2 * v + (1 - beta2) * g^2     second moment (running mean of g^2)
+//   m_hat = m / (1 - beta1^t)             bias correction: undo the pull towards the 0 start
+//   v_hat = v / (1 - beta2^t)
+//   p = p - lr * m_hat / (sqrt(v_hat) + eps)
+void Adam::step() {
+    begin_step();
+    const float lr = lr_, b1 = opt_.beta1, b2 = opt_.beta2, eps = opt_.eps;
+    const float l2 = decoupled_ ? 0.0f : opt_.weight_decay;           // added to g
+    const float decay = decoupled_ ? 1.0f - lr * opt_.weight_decay : 1.0f;   // multiplies p
+    for (size_t i = 0; i < params_.size(); i++) {
+        const float* g = params_[i].grad_data();
+        if (!g) continue;                                 // unused in the forward pass
+        const int64_t t = ++param_steps_[i];
+        const float bc1 = static_cast<float>(1.0 - std::pow(static_cast<double>(b1), static_cast<double>(t)));
+        const float bc2 = static_cast<float>(1.0 - std::pow(static_cast<double>(b2), static_cast<double>(t)));
+        float* p = params_[i].data();
+        float* m = state(m_slot_, i);
+        float* v = state(v_slot_, i);
+        const int64_t n = params_[i].numel();
+        #pragma omp parallel for if (n > (1 << 15))
+        for (int64_t j = 0; j < n; j++) {
+            const float gj = g[j] + l2 * p[j];
+            m[j] = b1 * m[j] + (1.0f - b1) * gj;
+            v[j] = b2 * v[j] + (1.0f - b2) * gj * gj;
+            const float m_hat = m[j] / bc1, v_hat = v[j] / bc2;
+            p[j] = p[j] * decay - lr * m_hat / (std::sqrt(v_hat) + eps);
+        }
+    }
+}
+
+std::map<std::string, std::string> Adam::state_metadata() const {
+    auto m = Optimizer::state_metadata();
+    m["optim.beta1"] = float_text(opt_.beta1);
+    m["optim.beta2"] = float_text(opt_.beta2);
+    m["optim.eps"] = float_text(opt_.eps);
+    m["optim.weight_decay"] = float_text(opt_.weight_decay);
+    return m;
+}
+
+}  // namespace optim
