@@ -1,0 +1,79 @@
+// Word-level tokenizer for the translation example, plus the small UTF-8 toolkit it needs.
+//
+// tokenize("L'homme n'a pas dit « non » !", false)
+//     -> {"L'", "homme", "n'", "a", "pas", "dit", "«", "non", "»", "!"}
+// detokenize({"Hello", ",", "world", "!"}) -> "Hello, world!"
+//
+// Rules of tokenize(), in the order they are checked for each code point:
+//   1. whitespace (ASCII, NBSP U+00A0, U+2000..U+200A, narrow NBSP U+202F, ideographic space, ...)
+//      ends the current word and is dropped; so are zero-width space and a stray BOM.
+//   2. each CJK ideograph (and each kana) is a token of its own: those scripts have no spaces.
+//   3. punctuation (ASCII !"#$%&'()*+,-./:;<=>?@[\]^`{|}~ and Unicode ¡ ¿ « » – — ‘ ’ “ ” … 。...)
+//      is a token of its own, except inside a word:
+//        - hyphen, slash, '&' and '@' between two word characters: "well-known", "and/or", "AT&T"
+//        - '.' ',' ':' between two digits: "3.5", "1,000", "10:30"; '.' between two letters: "U.S"
+//        - an apostrophe (' or ’) between two word characters:
+//            after a French elided clitic (l d j m n s t c qu jusqu lorsqu puisqu quoiqu presqu)
+//            the word is split after the apostrophe: "l'homme" -> "l'" "homme", "qu'il" -> "qu'" "il";
+//            anywhere else the word stays whole: "don't", "it's", "aujourd'hui", "o'clock".
+//        An apostrophe at the start or end of a word is a quote and becomes its own token.
+//   4. everything else (letters, digits, '_', marks, emoji, ...) belongs to the current word.
+// Invalid UTF-8 bytes become U+FFFD first, so tokens are always valid UTF-8.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace data {
+
+// ---- UTF-8 ----------------------------------------------------------------------------------
+
+inline constexpr char32_t kReplacementChar = 0xFFFD;  // what an invalid byte sequence becomes
+
+// One decoded code point. len >= 1 always, so `pos += c.len` makes progress on any input.
+struct Utf8Char {
+    char32_t cp;  // the code point, or kReplacementChar when !valid
+    size_t len;   // bytes consumed
+    bool valid;   // false: the bytes at pos were not well-formed UTF-8
+};
+
+// Decodes the code point starting at s[pos] (requires pos < s.size()). Strict: overlong forms,
+// surrogates and values above U+10FFFF are invalid. An invalid sequence consumes its longest
+// well-formed-looking prefix (at least one byte), as the Unicode standard recommends.
+Utf8Char decode_utf8(std::string_view s, size_t pos);
+
+// Appends cp as UTF-8. Surrogates and values above U+10FFFF are written as U+FFFD.
+void append_utf8(std::string& out, char32_t cp);
+std::string encode_utf8(char32_t cp);
+
+bool valid_utf8(std::string_view s);
+std::string sanitize_utf8(std::string_view s);        // invalid sequences -> U+FFFD
+std::u32string to_code_points(std::string_view s);    // invalid sequences -> U+FFFD
+
+// Lowercase by code point: ASCII, Latin-1 Supplement (É -> é, Ä -> ä), Latin Extended-A
+// (Ł -> ł, Œ -> œ, Ÿ -> ÿ), basic Greek and Cyrillic. Anything else is returned unchanged.
+char32_t to_lower(char32_t cp);
+std::string to_lower_utf8(std::string_view s);
+
+// Code point classes used by tokenize().
+bool is_space(char32_t cp);        // separates words and is dropped
+bool is_punctuation(char32_t cp);  // split off words (see the rules above)
+bool is_cjk(char32_t cp);          // one token per character
+
+// ---- tokenizer ------------------------------------------------------------------------------
+
+// Splits text into words and punctuation, following the rules at the top of this file.
+std::vector<std::string> tokenize(std::string_view text, bool lowercase = false);
+
+// Joins tokens into a readable sentence: a space between tokens, except
+//   - none before . , ! ? ; : ) ] } % … ” ’ and CJK full stops/commas,
+//   - none after ( [ { ¿ ¡ “ ‘ „ $ # and after an elided clitic such as "l'" or "qu'",
+//   - straight quotes " and ' alternate: an opening one sticks to the next token, a closing one
+//     to the previous token,
+//   - none between two CJK tokens.
+// French « » keep their spaces. detokenize(tokenize(s)) == s for normally spaced English text.
+std::string detokenize(const std::vector<std::string>& tokens);
+
+}  // namespace data

@@ -1,0 +1,612 @@
+// Tests for examples/data: tokenizer, vocabulary, TSV reader and split, BLEU, toy grammar.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "examples/data/bleu.h"
+#include "examples/data/tokenizer.h"
+#include "examples/data/toy_grammar.h"
+#include "examples/data/tsv.h"
+#include "examples/data/vocab.h"
+
+using data::Pair;
+using Tokens = std::vector<std::string>;
+
+namespace {
+
+Tokens split_spaces(const std::string& s) {
+    Tokens out;
+    std::istringstream in(s);
+    for (std::string w; in >> w;) out.push_back(w);
+    return out;
+}
+
+bool contains(const std::string& haystack, const std::string& needle) {
+    return haystack.find(needle) != std::string::npos;
+}
+
+}  // namespace
+
+// ---- tokenizer ------------------------------------------------------------------------------
+
+TEST_CASE("tokenize: punctuation becomes separate tokens") {
+    CHECK(data::tokenize("Hello, world! How are you?") ==
+          Tokens{"Hello", ",", "world", "!", "How", "are", "you", "?"});
+    CHECK(data::tokenize("He said \"hi\" (quietly).") ==
+          Tokens{"He", "said", "\"", "hi", "\"", "(", "quietly", ")", "."});
+    SUBCASE("punctuation inside words and numbers stays") {
+        CHECK(data::tokenize("a well-known 3.5 km, 1,000 at 10:30 in the U.S.") ==
+              Tokens{"a", "well-known", "3.5", "km", ",", "1,000", "at", "10:30", "in", "the", "U.S", "."});
+    }
+    SUBCASE("Unicode punctuation and spaces") {
+        // French spacing uses a narrow no-break space U+202F before ! and inside « »
+        CHECK(data::tokenize("«\u202FOui\u202F»\u202F! ¿Qué? ¡Sí! Bien… — fin") ==
+              Tokens{"«", "Oui", "»", "!", "¿", "Qué", "?", "¡", "Sí", "!", "Bien", "…", "—", "fin"});
+        CHECK(data::tokenize("“quoted”") == Tokens{"“", "quoted", "”"});
+    }
+    CHECK(data::tokenize("  \t\n ").empty());
+}
+
+TEST_CASE("tokenize: apostrophes - French elisions split, English contractions stay whole") {
+    CHECK(data::tokenize("L'homme qu'il voit jusqu'à aujourd'hui") ==
+          Tokens{"L'", "homme", "qu'", "il", "voit", "jusqu'", "à", "aujourd'hui"});
+    CHECK(data::tokenize("j’ai") == Tokens{"j’", "ai"});  // typographic apostrophe U+2019
+    CHECK(data::tokenize("I don't know, it's Tom's.") == Tokens{"I", "don't", "know", ",", "it's", "Tom's", "."});
+    CHECK(data::tokenize("'quoted'") == Tokens{"'", "quoted", "'"});  // at a word edge: a quote
+}
+
+TEST_CASE("detokenize(tokenize(s)) == s for normally spaced sentences") {
+    const std::vector<std::string> sentences = {
+        "Hello, world! How are you?",
+        "I don't know; it's 3.5 km away: far.",
+        "He said \"hi\" (quietly).",
+        "The U.S. costs $5, 50% off... Really?!",
+        "L'homme est là.",
+        "Qu'est-ce que c'est?",
+        "Wait — “really”?",
+        "¿Dónde está el baño?",
+        "我爱你。",
+        "I love 🍕! 👍🏽",
+    };
+    for (const std::string& s : sentences) {
+        CAPTURE(s);
+        CHECK(data::detokenize(data::tokenize(s)) == s);
+    }
+    CHECK(data::detokenize({}) == "");
+    CHECK(data::detokenize({"Va", "!"}) == "Va!");  // French spacing is not reproduced
+}
+
+TEST_CASE("tokenize: UTF-8 is never split inside a character") {
+    SUBCASE("accents and umlauts stay inside words") {
+        CHECK(data::tokenize("Ärger über Café, naïve Œuvre!") ==
+              Tokens{"Ärger", "über", "Café", ",", "naïve", "Œuvre", "!"});
+    }
+    SUBCASE("each CJK ideograph (and kana) is a token") {
+        CHECK(data::tokenize("我喜欢猫。") == Tokens{"我", "喜", "欢", "猫", "。"});
+        CHECK(data::tokenize("猫がneko") == Tokens{"猫", "が", "neko"});
+        CHECK(data::tokenize("\U00020000x") == Tokens{"\U00020000", "x"});  // extension B, 4 bytes
+    }
+    SUBCASE("4-byte emoji survive whole, with modifiers and joiners") {
+        const std::string family = "👨\u200D👩\u200D👧";
+        CHECK(data::tokenize("pizza 🍕!") == Tokens{"pizza", "🍕", "!"});
+        CHECK(data::tokenize(family + " ok") == Tokens{family, "ok"});
+        for (const std::string& t : data::tokenize("👍🏽 🎉🎉 done")) CHECK(data::valid_utf8(t));
+    }
+    SUBCASE("invalid bytes become U+FFFD, output is valid UTF-8") {
+        const std::string bad = "ab\xFF" "cd \xE2\x82 x \xC3";  // stray byte, truncated, truncated at end
+        const Tokens t = data::tokenize(bad);
+        CHECK(t == Tokens{"ab\uFFFDcd", "\uFFFD", "x", "\uFFFD"});
+        for (const std::string& s : t) CHECK(data::valid_utf8(s));
+        CHECK(data::valid_utf8(data::detokenize(t)));
+    }
+}
+
+TEST_CASE("tokenize: lowercase by code point (ASCII, Latin-1, Latin Extended-A)") {
+    CHECK(data::tokenize("ÉCOLE Ärger ÜBER À ÇA Œuvre ŁÓDŹ Ÿ", true) ==
+          Tokens{"école", "ärger", "über", "à", "ça", "œuvre", "łódź", "ÿ"});
+    CHECK(data::to_lower(U'É') == U'é');
+    CHECK(data::to_lower(U'Ä') == U'ä');
+    CHECK(data::to_lower(U'×') == U'×');  // U+00D7 sits among the capitals but is no letter
+    CHECK(data::to_lower(U'ß') == U'ß');
+    CHECK(data::to_lower(U'我') == U'我');
+    CHECK(data::to_lower_utf8("L'HOMME") == "l'homme");
+}
+
+TEST_CASE("UTF-8 helpers: strict decoding and encoding") {
+    SUBCASE("encode/decode round trip across all lengths") {
+        for (char32_t cp : {U'A', U'é', U'€', U'我', U'\uFFFD', U'\U0001F355', U'\U0010FFFF'}) {
+            const std::string s = data::encode_utf8(cp);
+            const data::Utf8Char c = data::decode_utf8(s, 0);
+            CHECK(c.valid);
+            CHECK(c.cp == cp);
+            CHECK(c.len == s.size());
+        }
+        CHECK(data::encode_utf8(0xD800) == "\uFFFD");    // a surrogate cannot be encoded
+        CHECK(data::encode_utf8(0x110000) == "\uFFFD");  // beyond Unicode
+    }
+    SUBCASE("ill-formed sequences are rejected") {
+        CHECK_FALSE(data::valid_utf8("\xC0\x80"));          // overlong NUL
+        CHECK_FALSE(data::valid_utf8("\xE0\x80\xAF"));      // overlong '/'
+        CHECK_FALSE(data::valid_utf8("\xED\xA0\x80"));      // surrogate U+D800
+        CHECK_FALSE(data::valid_utf8("\xF4\x90\x80\x80"));  // U+110000
+        CHECK_FALSE(data::valid_utf8("\x80"));              // lone continuation byte
+        CHECK_FALSE(data::valid_utf8("\xE6\x88"));          // truncated
+        CHECK(data::valid_utf8("plain ASCII, é, 我, 🍕"));
+    }
+    SUBCASE("an invalid sequence is replaced once, and the next character survives") {
+        // E2 82 is the start of a 3-byte character cut short by 'A': one U+FFFD, then 'A'
+        CHECK(data::sanitize_utf8("\xE2\x82" "A") == "\uFFFD" "A");
+        CHECK(data::sanitize_utf8("\xFF\xFE") == "\uFFFD\uFFFD");
+    }
+}
+
+// ---- vocabulary -----------------------------------------------------------------------------
+
+TEST_CASE("Vocab: specials, frequency order, min_freq") {
+    const std::vector<Tokens> sentences = {{"b", "a", "c", "a"}, {"c", "d", "a"}, {"e"}};
+    // counts: a 3, c 2, b 1, d 1, e 1
+    SUBCASE("min_freq = 1 keeps everything: by count, then alphabetically") {
+        const data::Vocab v = data::Vocab::build(sentences, 1);
+        CHECK(v.tokens() == Tokens{"<pad>", "<bos>", "<eos>", "<unk>", "a", "c", "b", "d", "e"});
+        CHECK(v.size() == 9);
+    }
+    SUBCASE("min_freq = 2 drops the rare tokens") {
+        const data::Vocab v = data::Vocab::build(sentences, 2);
+        CHECK(v.tokens() == Tokens{"<pad>", "<bos>", "<eos>", "<unk>", "a", "c"});
+        CHECK(v.id("b") == data::Vocab::UNK);
+    }
+    SUBCASE("max_size caps the size, specials included") {
+        CHECK(data::Vocab::build(sentences, 1, 5).tokens() == Tokens{"<pad>", "<bos>", "<eos>", "<unk>", "a"});
+    }
+    const data::Vocab empty;
+    CHECK(empty.size() == 4);
+    CHECK(empty.id("<pad>") == 0);
+    CHECK(empty.id("<bos>") == 1);
+    CHECK(empty.id("<eos>") == 2);
+    CHECK(empty.id("<unk>") == 3);
+    CHECK_THROWS_AS(data::Vocab::build({{"ok", ""}}), std::invalid_argument);
+}
+
+TEST_CASE("Vocab: lookups, encode, decode") {
+    const data::Vocab v = data::Vocab::build({{"the", "dog", "sees", "the", "cat"}});
+    CHECK(v.id("the") == 4);  // most frequent
+    CHECK(v.token(4) == "the");
+    CHECK(v.id("unicorn") == data::Vocab::UNK);
+    CHECK_FALSE(v.contains("unicorn"));
+
+    SUBCASE("a bad id throws out_of_range with a clear message") {
+        CHECK_THROWS_AS(v.token(-1), std::out_of_range);
+        CHECK_THROWS_AS(v.token(static_cast<int32_t>(v.size())), std::out_of_range);
+        try {
+            v.token(99);
+            FAIL("no throw");
+        } catch (const std::out_of_range& e) {
+            CHECK(contains(e.what(), "id 99"));
+        }
+    }
+    SUBCASE("encode wraps in <bos> ... <eos>, unknown -> <unk>") {
+        const std::vector<int32_t> ids = v.encode({"the", "unicorn"}, true, true);
+        CHECK(ids == std::vector<int32_t>{1, 4, 3, 2});
+        CHECK(v.encode({"the"}, false, false) == std::vector<int32_t>{4});
+    }
+    SUBCASE("decode stops at <eos> and skips <pad>/<bos>") {
+        const int32_t dog = v.id("dog"), cat = v.id("cat");
+        CHECK(v.decode({1, dog, 0, cat, 3, 2, dog, 0}) == Tokens{"dog", "cat", "<unk>"});
+        CHECK(v.decode({}).empty());
+        CHECK_THROWS_AS(v.decode({1, 1000}), std::out_of_range);
+    }
+}
+
+TEST_CASE("Vocab: serialization round trip and validation") {
+    const data::Vocab v = data::Vocab::build({{"a", "line\nbreak", "back\\slash", "tab\there", "é", "我"}});
+    const std::string blob = v.serialize();
+    CHECK(blob.rfind("vocab v1 10\n<pad>\n<bos>\n<eos>\n<unk>\n", 0) == 0);
+    const data::Vocab back = data::Vocab::deserialize(blob);
+    CHECK(back == v);
+    CHECK(back.id("line\nbreak") == v.id("line\nbreak"));
+    CHECK(data::Vocab::deserialize(blob.substr(0, blob.size() - 1)) == v);  // final newline optional
+
+    SUBCASE("corrupt text throws runtime_error") {
+        const std::string good = "vocab v1 5\n<pad>\n<bos>\n<eos>\n<unk>\nhello\n";
+        CHECK(data::Vocab::deserialize(good).id("hello") == 4);
+        for (const std::string& bad : {
+                 std::string(""),                                            // empty
+                 std::string("vocab v2 5\n<pad>\n<bos>\n<eos>\n<unk>\nhello\n"),  // wrong version
+                 std::string("vocab v1 6\n<pad>\n<bos>\n<eos>\n<unk>\nhello\n"),  // count too high
+                 std::string("vocab v1 x\n<pad>\n<bos>\n<eos>\n<unk>\nhello\n"),  // count not a number
+                 std::string("vocab v1 5\n<bos>\n<pad>\n<eos>\n<unk>\nhello\n"),  // specials swapped
+                 std::string("vocab v1 5\n<pad>\n<bos>\n<eos>\n<unk>\n<pad>\n"),  // duplicate
+                 std::string("vocab v1 5\n<pad>\n<bos>\n<eos>\n<unk>\n\n"),       // empty token
+                 std::string("vocab v1 5\n<pad>\n<bos>\n<eos>\n<unk>\nbad\\q\n"), // unknown escape
+                 std::string("vocab v1 5\n<pad>\n<bos>\n<eos>\n<unk>\n\xFF\n"),   // invalid UTF-8
+             }) {
+            CAPTURE(bad);
+            CHECK_THROWS_AS(data::Vocab::deserialize(bad), std::runtime_error);
+        }
+    }
+}
+
+// ---- TSV ------------------------------------------------------------------------------------
+
+TEST_CASE("parse_tsv: the Tatoeba/Anki format") {
+    const std::string text =
+        "Go.\tVa !\tCC-BY 2.0 (France) Attribution: tatoeba.org #2877272 (CM) & #1158250 (Wittydev)\n"
+        "Hi.\tSalut !\tCC-BY 2.0 (France) Attribution: tatoeba.org #538123 (CM) & #509819 (Aiji)\n"
+        "I'm here.\tJe suis là.\n";  // two columns are fine too
+    const data::TsvResult r = data::parse_tsv(text, "sample.tsv");
+    CHECK(r.pairs == std::vector<Pair>{{"Go.", "Va !"}, {"Hi.", "Salut !"}, {"I'm here.", "Je suis là."}});
+    CHECK(r.skipped == 0);
+    CHECK(r.warnings.empty());
+}
+
+TEST_CASE("parse_tsv: BOM, CRLF, blank lines, no final newline") {
+    const std::string text = "\xEF\xBB\xBFone\teins\r\n\r\n  \ntwo\tzwei\r\nthree\tdrei";
+    const data::TsvResult r = data::parse_tsv(text, "x.tsv");
+    CHECK(r.pairs == std::vector<Pair>{{"one", "eins"}, {"two", "zwei"}, {"three", "drei"}});
+    CHECK(r.skipped == 0);      // blank lines are not counted as skipped ...
+    CHECK(r.blank_lines == 2);  // ... but separately
+    CHECK(r.warnings.empty());
+}
+
+TEST_CASE("parse_tsv: malformed lines are skipped, counted and reported with line numbers") {
+    const std::string text =
+        "good\tgut\n"
+        "no tab here\n"           // line 2
+        "   \tleer\n"             // line 3: empty source
+        "empty target\t  \tx\n"   // line 4: empty target
+        "bad \xFF byte\tx\n"      // line 5: invalid UTF-8
+        " padded \t gepolstert \n";
+    const data::TsvResult r = data::parse_tsv(text, "in.tsv");
+    CHECK(r.pairs == std::vector<Pair>{{"good", "gut"}, {"padded", "gepolstert"}});
+    CHECK(r.skipped == 4);
+    REQUIRE(r.warnings.size() == 4);
+    CHECK(r.warnings[0].rfind("in.tsv:2: ", 0) == 0);
+    CHECK(r.warnings[1].rfind("in.tsv:3: ", 0) == 0);
+    CHECK(r.warnings[2].rfind("in.tsv:4: ", 0) == 0);
+    CHECK(r.warnings[3].rfind("in.tsv:5: ", 0) == 0);
+    CHECK(contains(r.warnings[3], "UTF-8"));
+
+    SUBCASE("only the first few warnings are kept") {
+        std::string many = "ok\tok\n";
+        for (int i = 0; i < 50; i++) many += "junk\n";
+        const data::TsvResult m = data::parse_tsv(many, "m");
+        CHECK(m.skipped == 50);
+        CHECK(m.warnings.size() == data::kMaxTsvWarnings);
+    }
+}
+
+TEST_CASE("parse_tsv / read_tsv: no usable data throws, naming the input") {
+    CHECK_THROWS_AS(data::parse_tsv("", "empty.tsv"), std::runtime_error);
+    CHECK_THROWS_AS(data::parse_tsv("\xEF\xBB\xBF\n\n", "blank.tsv"), std::runtime_error);
+    try {
+        data::parse_tsv("no tabs\nat all\n", "notabs.tsv");
+        FAIL("no throw");
+    } catch (const std::runtime_error& e) {
+        CHECK(contains(e.what(), "notabs.tsv"));
+    }
+
+    const std::string missing = "/nonexistent/dir/pairs-42.tsv";
+    try {
+        data::read_tsv(missing);
+        FAIL("no throw");
+    } catch (const std::runtime_error& e) {
+        CHECK(contains(e.what(), missing));
+    }
+}
+
+TEST_CASE("read_tsv reads a file") {
+    const std::filesystem::path path = std::filesystem::temp_directory_path() / "test_text_data_pairs.tsv";
+    {
+        std::ofstream out(path, std::ios::binary);
+        out << "cat\tKatze\r\ndog\tHund\r\n";
+    }
+    const data::TsvResult r = data::read_tsv(path.string());
+    CHECK(r.pairs == std::vector<Pair>{{"cat", "Katze"}, {"dog", "Hund"}});
+    std::filesystem::remove(path);
+}
+
+TEST_CASE("split_pairs: deterministic, complete, a source sentence lands in one split only") {
+    std::vector<Pair> pairs;
+    for (int i = 0; i < 200; i++) {
+        pairs.push_back({"src" + std::to_string(i), "tgt" + std::to_string(i)});
+        if (i % 3 == 0) pairs.push_back({"src" + std::to_string(i), "other" + std::to_string(i)});  // 2nd translation
+    }
+    const data::DataSplits a = data::split_pairs(pairs, 7, 0.1, 0.2);
+    const data::DataSplits b = data::split_pairs(pairs, 7, 0.1, 0.2);
+    const data::DataSplits c = data::split_pairs(pairs, 8, 0.1, 0.2);
+    CHECK(a.train == b.train);
+    CHECK(a.valid == b.valid);
+    CHECK(a.test == b.test);
+    CHECK(a.valid != c.valid);
+
+    // 200 source sentences: 20 to valid, 40 to test (with their second translations)
+    std::map<std::string, std::set<int>> split_of;
+    size_t n = 0;
+    for (int s = 0; s < 3; s++) {
+        const std::vector<Pair>& part = s == 0 ? a.train : s == 1 ? a.valid : a.test;
+        std::set<std::string> sources;
+        for (const Pair& p : part) {
+            split_of[p.src].insert(s);
+            sources.insert(p.src);
+        }
+        n += part.size();
+        if (s == 1) CHECK(sources.size() == 20);
+        if (s == 2) CHECK(sources.size() == 40);
+    }
+    CHECK(n == pairs.size());
+    for (const auto& [src, splits] : split_of) CHECK(splits.size() == 1);
+
+    CHECK_THROWS_AS(data::split_pairs(pairs, 1, 0.6, 0.6), std::invalid_argument);
+    CHECK_THROWS_AS(data::split_pairs(pairs, 1, -0.1, 0.1), std::invalid_argument);
+}
+
+TEST_CASE("SplitMix64: fixed sequence") {
+    // First outputs for seed 0, computed by hand-running the published algorithm (Python, once).
+    data::SplitMix64 rng(0);
+    CHECK(rng.next() == 0xE220A8397B1DCDAFull);
+    CHECK(rng.next() == 0x6E789E6AA1B965F4ull);
+}
+
+// ---- BLEU -----------------------------------------------------------------------------------
+
+TEST_CASE("tokenize_13a: sacreBLEU's default tokenization") {
+    CHECK(data::tokenize_13a("Hello, world! It's 3.5 km.") == "Hello , world ! It's 3.5 km .");
+    CHECK(data::tokenize_13a("1,000 people (approx.) in 1990-2000") == "1,000 people ( approx . ) in 1990 - 2000");
+    CHECK(data::tokenize_13a("well-known e-mail a/b x_y \"q\"") == "well-known e-mail a / b x _ y \" q \"");
+    CHECK(data::tokenize_13a("A &amp; B &lt;tag&gt; &quot;hi&quot;") == "A & B < tag > \" hi \"");
+    CHECK(data::tokenize_13a("  spaced   out  \n") == "spaced out");
+    CHECK(data::tokenize_13a("über. Straße,") == "über . Straße ,");
+    CHECK(data::tokenize_13a("1+1=2 {a|b} [c]~^`") == "1 + 1 = 2 { a | b } [ c ] ~ ^ `");
+}
+
+TEST_CASE("corpus_bleu: identical = 100, no overlap = 0") {
+    const std::vector<std::string> refs = {"The cat sat on the mat.", "A dog barked loudly at night."};
+    const data::BleuResult same = data::corpus_bleu(refs, refs);
+    CHECK(same.score == doctest::Approx(100.0));
+    CHECK(same.bp == 1.0);
+
+    const data::BleuResult none = data::corpus_bleu({"x y z w v", "q r s t u"}, refs);
+    CHECK(none.score == 0.0);
+
+    // sacreBLEU: with no hypothesis of 4 tokens or more there is no 4-gram at all, p_4 = 0, BLEU 0,
+    // even for a perfect match
+    CHECK(data::corpus_bleu({"ok then"}, {"ok then"}).score == 0.0);
+}
+
+TEST_CASE("corpus_bleu: hand-computed case with brevity penalty and smoothing") {
+    // hyp "the cat is on the mat"        (6 tokens, c = 6)
+    // ref "the cat sat on the mat today" (7 tokens, r = 7)
+    // 1-grams: the x2, cat, on, mat match, "is" does not       -> 5/6
+    // 2-grams: "the cat" "on the" "the mat" of 5               -> 3/5
+    // 3-grams: "on the mat" of 4                               -> 1/4
+    // 4-grams: none of 3 -> 'exp' smoothing: 100 / (2 * 3)     -> 16.67 %
+    // BP = exp(1 - 7/6) = 0.8465
+    // BLEU = BP * (83.33 * 60 * 25 * 16.67)^(1/4) = 0.8465 * 37.99 = 32.16
+    const data::BleuResult r = data::corpus_bleu({"the cat is on the mat"}, {"the cat sat on the mat today"});
+    CHECK(r.sys_len == 6);
+    CHECK(r.ref_len == 7);
+    CHECK(r.correct[0] == 5);
+    CHECK(r.correct[1] == 3);
+    CHECK(r.correct[2] == 1);
+    CHECK(r.correct[3] == 0);
+    CHECK(r.precisions[0] == doctest::Approx(500.0 / 6));
+    CHECK(r.precisions[1] == doctest::Approx(60.0));
+    CHECK(r.precisions[2] == doctest::Approx(25.0));
+    CHECK(r.precisions[3] == doctest::Approx(100.0 / 6));
+    const double bp = std::exp(1.0 - 7.0 / 6.0);
+    CHECK(r.bp == doctest::Approx(bp));
+    CHECK(r.score == doctest::Approx(bp * std::pow(500.0 / 6 * 60 * 25 * 100.0 / 6, 0.25)));
+    CHECK(r.score == doctest::Approx(32.1594).epsilon(1e-5));
+    CHECK(data::to_string(r) == "BLEU = 32.16 83.3/60.0/25.0/16.7 (BP = 0.846 ratio = 0.857 hyp_len = 6 ref_len = 7)");
+}
+
+TEST_CASE("corpus_bleu: statistics are summed over the corpus, not averaged") {
+    // sentence 1: "a b c d" vs "a b c d" -> 4/4, 3/3, 2/2, 1/1
+    // sentence 2: "e f" vs "e g h"        -> 1/2, 0/1, no 3- or 4-grams
+    // corpus: 5/6, 3/4, 2/2, 1/1; c = 6, r = 7 -> BP = exp(1 - 7/6)
+    const data::BleuResult r = data::corpus_bleu({"a b c d", "e f"}, {"a b c d", "e g h"});
+    CHECK(r.total[2] == 2);
+    CHECK(r.total[3] == 1);
+    const double expected = std::exp(1.0 - 7.0 / 6.0) * std::pow(500.0 / 6 * 75.0 * 100.0 * 100.0, 0.25);
+    CHECK(r.score == doctest::Approx(expected));  // 75.26
+    CHECK_THROWS_AS(data::corpus_bleu({"a"}, {"a", "b"}), std::invalid_argument);
+}
+
+// ---- toy grammar ----------------------------------------------------------------------------
+
+namespace {
+
+const data::ToyCorpus& toy() {
+    static const data::ToyCorpus corpus = data::make_toy_corpus(1);
+    return corpus;
+}
+
+// The German determiner right before `i`, skipping one adjective (lower case) if there is one.
+std::string determiner_before(const Tokens& de, size_t i) {
+    static const std::set<std::string> dets = {"der", "die", "das", "den", "ein", "eine", "einen", "kein", "keine",
+                                               "keinen", "mein", "meine", "meinen", "dein", "deine", "deinen",
+                                               "sein", "seine", "seinen", "ihr", "ihre", "ihren", "unser",
+                                               "unsere", "unseren"};
+    if (i >= 1 && dets.count(de[i - 1])) return de[i - 1];  // den Hund
+    if (i >= 2 && dets.count(de[i - 2])) return de[i - 2];  // den großen Hund
+    return "";
+}
+
+}  // namespace
+
+TEST_CASE("toy grammar: deterministic, large, distinct, disjoint splits") {
+    const data::ToyCorpus& c = toy();
+    CHECK(c.train.size() == 12000);
+    CHECK(c.valid.size() == 500);
+    CHECK(c.test.size() == 500);
+
+    const data::ToyCorpus again = data::make_toy_corpus(1);
+    CHECK(again.train == c.train);
+    CHECK(again.test == c.test);
+    const data::ToyCorpus other = data::make_toy_corpus(2, 100, 10, 10);
+    CHECK(other.train.front() != c.train.front());
+
+    std::set<std::string> train_src, en_words, de_words;
+    size_t max_len = 0;
+    for (const Pair& p : c.train) {
+        train_src.insert(p.src);
+        for (const std::string& w : split_spaces(p.src)) en_words.insert(w);
+        for (const std::string& w : split_spaces(p.tgt)) de_words.insert(w);
+        max_len = std::max(max_len, split_spaces(p.src).size());
+    }
+    CHECK(train_src.size() >= 10000);  // distinct sources, hence distinct pairs
+    CHECK(en_words.size() >= 100);
+    CHECK(de_words.size() >= 100);
+    CHECK(max_len <= 14);
+
+    std::set<std::string> valid_src;
+    for (const Pair& p : c.valid) {
+        CHECK(train_src.count(p.src) == 0);
+        valid_src.insert(p.src);
+    }
+    CHECK(valid_src.size() == c.valid.size());
+    for (const Pair& p : c.test) {
+        CHECK(train_src.count(p.src) == 0);
+        CHECK(valid_src.count(p.src) == 0);
+    }
+    // the output is tokenized already: our tokenizer leaves it unchanged
+    for (size_t i = 0; i < 50; i++) CHECK(data::tokenize(c.train[i].tgt) == split_spaces(c.train[i].tgt));
+}
+
+TEST_CASE("toy grammar: German gender and case on articles and adjectives") {
+    size_t acc_def = 0, acc_indef = 0, nom_def = 0;
+    for (const Pair& p : toy().train) {
+        const Tokens en = split_spaces(p.src), de = split_spaces(p.tgt);
+        const size_t E = en.size();
+        // "... the (big) dog ." at the end of the English sentence: the object -> accusative "den"
+        if (E >= 3 && en[E - 2] == "dog" && (en[E - 3] == "the" || (E >= 4 && en[E - 4] == "the"))) {
+            CAPTURE(p.src);
+            CAPTURE(p.tgt);
+            const size_t k = static_cast<size_t>(std::find(de.begin(), de.end(), "Hund") - de.begin());
+            REQUIRE(k < de.size());
+            CHECK(determiner_before(de, k) == "den");
+            if (en[E - 3] != "the") CHECK(de[k - 1].substr(de[k - 1].size() - 2) == "en");  // den großen Hund
+            acc_def++;
+        }
+        // "... a (big) dog ." as the object: "einen (großen) Hund", or "keinen" when negated
+        if (E >= 3 && en[E - 2] == "dog" && (en[E - 3] == "a" || (E >= 4 && en[E - 4] == "a"))) {
+            CAPTURE(p.src);
+            CAPTURE(p.tgt);
+            const size_t k = static_cast<size_t>(std::find(de.begin(), de.end(), "Hund") - de.begin());
+            REQUIRE(k < de.size());
+            const bool negated = std::find(en.begin(), en.end(), "not") != en.end();
+            CHECK(determiner_before(de, k) == (negated ? "keinen" : "einen"));
+            acc_indef++;
+        }
+        // a sentence starting "the dog" / "the cat" / "the car": nominative der / die / das
+        if (E >= 2 && en[0] == "the" && en[1] == "dog") {
+            CHECK((de[0] == "der" && de[1] == "Hund"));
+            nom_def++;
+        }
+        if (E >= 2 && en[0] == "the" && en[1] == "cat") CHECK((de[0] == "die" && de[1] == "Katze"));
+        if (E >= 2 && en[0] == "the" && en[1] == "car") CHECK((de[0] == "das" && de[1] == "Auto"));
+    }
+    CHECK(acc_def > 0);
+    CHECK(acc_indef > 0);
+    CHECK(nom_def > 0);
+}
+
+TEST_CASE("toy grammar: adjective endings follow the determiner") {
+    // after der/das (any case), die + feminine singular: -e; after den: -en;
+    // after ein/kein/mein (masc. nom. -er, neuter -es); after einen/keinen/meinen: -en
+    auto ends_with = [](const std::string& s, const std::string& suffix) {
+        return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+    };
+    size_t checked = 0;
+    std::set<std::string> seen_mixed;  // endings seen after bare ein-words
+    for (const Pair& p : toy().train) {
+        const Tokens de = split_spaces(p.tgt);
+        for (size_t i = 0; i + 2 < de.size(); i++) {
+            const std::string &det = de[i], &adj = de[i + 1], &noun = de[i + 2];
+            const bool adj_then_noun = std::islower(static_cast<unsigned char>(adj[0])) &&
+                                       !std::islower(static_cast<unsigned char>(noun[0])) && noun != "," && noun != "." &&
+                                       noun != "?";
+            if (!adj_then_noun || adj == "nicht" || adj == "dass") continue;
+            CAPTURE(p.tgt);
+            if (det == "der" || det == "das") {
+                CHECK(ends_with(adj, "e"));
+                checked++;
+            }
+            if (det == "den" || det == "einen" || det == "keinen" || det == "meinen" || det == "unseren") {
+                CHECK(ends_with(adj, "en"));
+                checked++;
+            }
+            if (det == "ein" || det == "kein" || det == "mein" || det == "unser") {
+                CHECK((ends_with(adj, "er") || ends_with(adj, "es")));
+                seen_mixed.insert(adj.substr(adj.size() - 2));
+                checked++;
+            }
+        }
+    }
+    CHECK(checked > 1000);
+    CHECK(seen_mixed == std::set<std::string>{"er", "es"});  // ein großer Hund, ein rotes Auto
+}
+
+TEST_CASE("toy grammar: word order - subordinate verb-final, questions verb-first, nicht") {
+    size_t sub = 0, neg = 0, quest = 0, eat_animal = 0, eat_human = 0;
+    const std::set<std::string> animals = {"dog", "dogs", "bird", "birds", "fox", "foxes", "frog", "frogs", "cat",
+                                           "cats", "mouse", "mice", "cow", "cows", "duck", "ducks", "horse",
+                                           "horses", "pig", "pigs", "rabbit", "rabbits", "chicken", "chickens"};
+    for (const Pair& p : toy().train) {
+        const Tokens en = split_spaces(p.src), de = split_spaces(p.tgt);
+        CAPTURE(p.src);
+        CAPTURE(p.tgt);
+        const bool has_that = std::find(en.begin(), en.end(), "that") != en.end();
+        // i know that the dog sees the ball . -> ich weiß , dass der Hund den Ball sieht .
+        if (has_that && std::find(en.begin(), en.end(), "sees") != en.end()) {
+            CHECK(de[2] == ",");
+            CHECK(de[3] == "dass");
+            CHECK(de[de.size() - 2] == "sieht");
+            sub++;
+        }
+        // the dog does not see the cat . -> der Hund sieht die Katze nicht .
+        if (!has_that && en.size() >= 4 && en[en.size() - 3] == "the" && std::find(en.begin(), en.end(), "not") != en.end()) {
+            CHECK(de[de.size() - 2] == "nicht");
+            neg++;
+        }
+        // exactly one negation word: "nicht", or "kein..." for an indefinite object, never both
+        if (std::find(en.begin(), en.end(), "not") != en.end()) {
+            size_t negations = 0;
+            for (const std::string& w : de) negations += (w == "nicht" || w.rfind("kein", 0) == 0);
+            CHECK(negations == 1);
+        }
+        // does the dog see the cat ? -> sieht der Hund die Katze ?
+        if (en[0] == "does" && en[1] == "the" && en[2] == "dog") {
+            CHECK(de[1] == "der");
+            CHECK(de[2] == "Hund");
+            CHECK(de.back() == "?");
+            quest++;
+        }
+        // animals "fressen", people "essen"
+        for (size_t i = 1; i < en.size(); i++) {
+            if (en[i] != "eats" && en[i] != "eat") continue;
+            // the subject is right before the verb, or before "does not" / "do not"
+            const std::string& subj = (i >= 3 && en[i - 1] == "not") ? en[i - 3] : en[i - 1];
+            const bool animal = animals.count(subj) > 0;
+            const bool fressen = contains(p.tgt, " frisst ") || contains(p.tgt, " fressen ") ||
+                                 p.tgt.rfind("frisst ", 0) == 0 || p.tgt.rfind("fressen ", 0) == 0;
+            CHECK(fressen == animal);
+            (animal ? eat_animal : eat_human)++;
+        }
+    }
+    CHECK(sub > 0);
+    CHECK(neg > 0);
+    CHECK(quest > 0);
+    CHECK(eat_animal > 0);
+    CHECK(eat_human > 0);
+}
