@@ -19,6 +19,7 @@
 #include "examples/common/args.h"
 #include "examples/common/progress.h"
 #include "examples/common/svg.h"
+#include "examples/data/copy_task_data.h"
 #include "models/decoding.h"
 #include "models/transformer.h"
 #include "nn/nn.h"
@@ -31,44 +32,18 @@ using autograd::Tokens;
 
 namespace {
 
-constexpr int32_t PAD = 0;     // never generated; the copy task has no padding, kept for the masks
-constexpr int32_t START = 1;   // every sequence begins with symbol 1, the decoder's start symbol
-
-struct Batch {
-    Tokens src;       // (B, L)      1 x x x ... x
-    Tokens tgt_in;    // (B, L - 1)  src without its last symbol: what the decoder reads
-    Tokens tgt_out;   // (B, L - 1)  src without its first symbol: what it must predict
-    Mask src_mask;    // (B, 1, L)
-    Mask tgt_mask;    // (B, L - 1, L - 1)
-};
-
-// Random symbols 1..V-1, first symbol fixed to START (as in The Annotated Transformer).
-Tokens random_sequences(Generator& rng, int64_t V, int64_t B, int64_t L) {
-    Tokens s = Tokens::full({B, L}, START);   // (B, L)
-    for (int64_t b = 0; b < B; b++)
-        for (int64_t t = 1; t < L; t++) s[b * L + t] = 1 + static_cast<int32_t>(rng.below(static_cast<uint32_t>(V - 1)));
-    return s;
-}
-
-Batch make_copy_batch(Generator& rng, int64_t V, int64_t B, int64_t L) {
-    Batch b;
-    b.src = random_sequences(rng, V, B, L);
-    b.tgt_in = Tokens::full({B, L - 1}, PAD);
-    b.tgt_out = Tokens::full({B, L - 1}, PAD);
-    for (int64_t i = 0; i < B; i++)
-        for (int64_t t = 0; t < L - 1; t++) {
-            b.tgt_in[i * (L - 1) + t] = b.src[i * L + t];
-            b.tgt_out[i * (L - 1) + t] = b.src[i * L + t + 1];
-        }
-    b.src_mask = models::padding_mask(b.src, PAD);
-    b.tgt_mask = models::target_mask(b.tgt_in, PAD);
-    return b;
-}
+using data::COPY_PAD;
+using data::COPY_START;
+using data::make_copy_batch;
+using data::random_sequences;
 
 std::string join(const Tokens& t, int64_t row) {
     std::string s;
     const int64_t L = t.size(1);
-    for (int64_t i = 0; i < L; i++) s += (i ? " " : "") + std::to_string(t[row * L + i]);
+    for (int64_t i = 0; i < L; i++) {
+        if (i) s += ' ';
+        s += std::to_string(t[row * L + i]);
+    }
     return s;
 }
 
@@ -107,19 +82,19 @@ int evaluate(models::Transformer& model, const Options& o, Generator& rng, Token
     for (int64_t done = 0; done < o.eval_count; done += chunk) {
         const int64_t n = std::min<int64_t>(chunk, o.eval_count - done);
         const Tokens src = random_sequences(rng, o.vocab, n, o.seq_len);   // (n, L)
-        const Mask src_mask = models::padding_mask(src, PAD);
+        const Mask src_mask = models::padding_mask(src, COPY_PAD);
         Tokens out;
         if (o.beam > 0) {
-            out = Tokens::full({n, o.seq_len}, PAD);
+            out = Tokens::full({n, o.seq_len}, COPY_PAD);
             for (int64_t i = 0; i < n; i++) {
                 const Tokens one(std::vector<int32_t>(src.data.begin() + i * o.seq_len, src.data.begin() + (i + 1) * o.seq_len),
                                  {1, o.seq_len});
                 const models::Hypothesis h = models::beam_search(
-                    model, one, models::padding_mask(one, PAD), {.beam_size = o.beam, .max_len = o.seq_len, .bos = START});
+                    model, one, models::padding_mask(one, COPY_PAD), {.beam_size = o.beam, .max_len = o.seq_len, .bos = COPY_START});
                 std::copy(h.tokens.begin(), h.tokens.end(), out.data.begin() + i * o.seq_len);
             }
         } else {
-            out = models::greedy_decode(model, src, src_mask, o.seq_len, START);   // (n, L)
+            out = models::greedy_decode(model, src, src_mask, o.seq_len, COPY_START);   // (n, L)
         }
         for (int64_t i = 0; i < n; i++) {
             const bool ok = std::equal(src.data.begin() + i * o.seq_len, src.data.begin() + (i + 1) * o.seq_len,
@@ -202,9 +177,9 @@ int main(int argc, char** argv) {
             int window = 0;
             model.train();
             for (int step = 1; step <= o.steps; step++) {
-                const Batch b = make_copy_batch(data_rng, o.vocab, o.batch, o.seq_len);
+                const data::CopyBatch b = make_copy_batch(data_rng, o.vocab, o.batch, o.seq_len);
                 const Tensor logits = model.forward(b.src, b.tgt_in, b.src_mask, b.tgt_mask);        // (B, L-1, V)
-                const Tensor loss = nn::cross_entropy(logits, b.tgt_out, {.ignore_index = PAD});   // mean over tokens
+                const Tensor loss = nn::cross_entropy(logits, b.tgt_out, {.ignore_index = COPY_PAD});   // mean over tokens
                 opt.zero_grad();
                 loss.backward();
                 const float lr = sched.step();

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <filesystem>
 
+#include "examples/data/copy_task_data.h"
 #include "models/decoding.h"
 #include "models/transformer.h"
 #include "optim/optim.h"
@@ -91,13 +92,8 @@ static void train_copy(Transformer& model, int steps, int64_t V, int64_t L, uint
     optim::NoamSchedule sched(opt, model.cfg.d_model, 100, 1.0f);
     model.train();
     for (int step = 0; step < steps; step++) {
-        const int64_t B = 32;
-        Tokens src = Tokens::full({B, L}, 1), tin = Tokens::full({B, L - 1}, 0), tout = Tokens::full({B, L - 1}, 0);
-        for (int64_t b = 0; b < B; b++)
-            for (int64_t t = 1; t < L; t++) src[b * L + t] = 1 + static_cast<int32_t>(rng.below(static_cast<uint32_t>(V - 1)));
-        for (int64_t b = 0; b < B; b++)
-            for (int64_t t = 0; t < L - 1; t++) { tin[b * (L - 1) + t] = src[b * L + t]; tout[b * (L - 1) + t] = src[b * L + t + 1]; }
-        const Tensor loss = nn::cross_entropy(model.forward(src, tin, models::padding_mask(src, 0), models::target_mask(tin, 0)), tout);
+        const data::CopyBatch b = data::make_copy_batch(rng, V, /*B=*/32, L);
+        const Tensor loss = nn::cross_entropy(model.forward(b.src, b.tgt_in, b.src_mask, b.tgt_mask), b.tgt_out);
         opt.zero_grad();
         loss.backward();
         sched.step();
@@ -113,9 +109,7 @@ TEST_CASE("a tiny Transformer learns a tiny copy task; greedy and beam search ag
     train_copy(model, 300, V, L, 11);
     Generator rng(99);
     const int64_t N = 50;
-    Tokens src = Tokens::full({N, L}, 1);
-    for (int64_t i = 0; i < N; i++)
-        for (int64_t t = 1; t < L; t++) src[i * L + t] = 1 + static_cast<int32_t>(rng.below(V - 1));
+    const Tokens src = data::random_sequences(rng, V, N, L);
     const Tokens out = models::greedy_decode(model, src, models::padding_mask(src, 0), L, 1);
     int correct = 0;
     for (int64_t i = 0; i < N; i++)
