@@ -1,6 +1,9 @@
 #include "autograd/random.h"
 
 #include <cmath>
+#include <cstring>
+#include <sstream>
+#include <stdexcept>
 
 namespace autograd {
 
@@ -55,6 +58,27 @@ void Generator::set_state(const State& st) {
     for (int i = 0; i < 4; i++) s_[i] = st.s[i];
     spare_ = st.spare;
     has_spare_ = st.has_spare;
+}
+
+std::string Generator::serialize() const {
+    std::string out;
+    for (uint64_t w : s_) out += std::to_string(w) + " ";
+    uint32_t spare_bits;
+    std::memcpy(&spare_bits, &spare_, sizeof spare_bits);   // exact bits, no decimal rounding
+    return out + std::to_string(spare_bits) + " " + (has_spare_ ? "1" : "0");
+}
+
+void Generator::deserialize(const std::string& text) {
+    std::istringstream is(text);
+    State st{};
+    uint32_t spare_bits = 0;
+    int has = 0;
+    if (!(is >> st.s[0] >> st.s[1] >> st.s[2] >> st.s[3] >> spare_bits >> has) || (has != 0 && has != 1) ||
+        (st.s[0] | st.s[1] | st.s[2] | st.s[3]) == 0 || !(is >> std::ws).eof())
+        throw std::invalid_argument("Generator::deserialize: malformed generator state '" + text + "'");
+    std::memcpy(&st.spare, &spare_bits, sizeof spare_bits);
+    st.has_spare = has == 1;
+    set_state(st);
 }
 
 Generator& default_generator() {
