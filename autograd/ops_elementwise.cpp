@@ -73,6 +73,15 @@ static Tensor binary_op(const Tensor& a, const Tensor& b, const char* op, F f, D
         const float* dy = self.grad.data();
         float* ga = self.parent_grad(0);
         float* gb = self.parent_grad(1);
+        if (na.shape == nb.shape) {                        // fast path: every element is its own
+            const int64_t n = self.numel();
+            #pragma omp parallel for if (n > (1 << 16))
+            for (int64_t i = 0; i < n; i++) {
+                if (ga) ga[i] += dy[i] * dfa(pa[i], pb[i], py[i]);
+                if (gb) gb[i] += dy[i] * dfb(pa[i], pb[i], py[i]);
+            }
+            return;
+        }
         // serial walk: broadcast inputs receive several contributions, always in the same order
         for_each_broadcast(self.shape, na.shape, nb.shape, [&](int64_t i, int64_t ia, int64_t ib) {
             if (ga) ga[ia] += dy[i] * dfa(pa[ia], pb[ib], py[i]);

@@ -37,37 +37,38 @@ static std::vector<uint8_t> expand_mask(const Mask& mask, int64_t B, int64_t T, 
     return out;
 }
 
-Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Mask& mask,
+Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, int64_t H, const Mask& mask,
                                     float dropout_p, bool training, Tensor* weights) {
-    if (q.dim() != 4 || k.dim() != 4 || v.dim() != 4 || k.shape() != v.shape() || q.size(0) != k.size(0) ||
-        q.size(1) != k.size(1) || q.size(3) != k.size(3))
-        throw std::invalid_argument("attention: expected q (B, H, T, Dk) and k, v (B, H, S, Dk), got q " +
-                                    shape_str(q.shape()) + ", k " + shape_str(k.shape()) + ", v " + shape_str(v.shape()));
+    if (q.dim() != 3 || k.dim() != 3 || k.shape() != v.shape() || q.size(0) != k.size(0) || q.size(2) != k.size(2) ||
+        H <= 0 || q.size(2) % H != 0)
+        throw std::invalid_argument("attention: expected q (B, T, D) and k, v (B, S, D) with D a multiple of the " +
+                                    std::to_string(H) + " heads, got q " + shape_str(q.shape()) + ", k " + shape_str(k.shape()) +
+                                    ", v " + shape_str(v.shape()));
     if (!(dropout_p >= 0.0f && dropout_p < 1.0f)) throw std::invalid_argument("attention: dropout must be in [0, 1)");
-    const int64_t B = q.size(0), H = q.size(1), T = q.size(2), S = k.size(2), Dk = q.size(3);
+    const int64_t B = q.size(0), T = q.size(1), S = k.size(1), D = q.size(2), Dk = D / H;
     const float scale = 1.0f / std::sqrt(static_cast<float>(Dk));
     auto allowed = std::make_shared<std::vector<uint8_t>>(mask.data.empty() ? std::vector<uint8_t>()
                                                                             : expand_mask(mask, B, T, S));
-    // Dropout decisions are drawn up front, serially, so they do not depend on the thread count.
-    auto keep = std::make_shared<std::vector<float>>();
-    if (training && dropout_p > 0.0f) {
-        keep->resize(static_cast<size_t>(B * H * T * S));
-        autograd::Generator& gen = autograd::default_generator();
-        for (float& kv : *keep) kv = gen.uniform() < dropout_p ? 0.0f : 1.0f / (1.0f - dropout_p);
-    }
-    Tensor P = Tensor::empty({B, H, T, S});   // attention weights, (B, H, T, S)
-    Tensor out = Tensor::empty({B, H, T, Dk});
+    const bool drop = training && dropout_p > 0.0f;
+    const uint64_t seed = drop ? autograd::default_generator().next_u64() : 0;   // see nn::dropout
+    const float keep_scale = 1.0f / (1.0f - dropout_p);
+    // keep factor of weight (bh, t, s): 0 if dropped, 1/(1-p) if kept, 1 without dropout
+    auto keep = [=](int64_t i) { return !drop ? 1.0f : (counter_uniform(seed, i) < dropout_p ? 0.0f : keep_scale); };
+
+    Tensor P = Tensor::empty({B, H, T, S});   // attention weights
+    Tensor out = Tensor::empty({B, T, D});    // heads side by side, already "concatenated"
     const float *pq = q.data(), *pk = k.data(), *pv = v.data();
     float *pp = P.data(), *po = out.data();
     #pragma omp parallel if (B * H * T * S * Dk > (1 << 14))
     {
-        std::vector<float> dropped(keep->empty() ? 0 : T * S);     // per-thread scratch
+        std::vector<float> dropped(drop ? T * S : 0);   // per-thread scratch
         #pragma omp for schedule(static)
         for (int64_t bh = 0; bh < B * H; bh++) {
-            const int64_t b = bh / H;
+            const int64_t b = bh / H, h = bh % H;
+            const float *Q = pq + b * T * D + h * Dk, *K = pk + b * S * D + h * Dk, *Vh = pv + b * S * D + h * Dk;
             float* Pbh = pp + bh * T * S;
-            // 1) scores = Q K^T / sqrt(Dk)                                              (T, S)
-            gemm(false, true, T, S, Dk, pq + bh * T * Dk, Dk, pk + bh * S * Dk, Dk, Pbh, S, false);
+            // 1) scores = Q K^T / sqrt(Dk)                                   (T, S); scale applied in 2)
+            gemm(false, true, T, S, Dk, Q, D, K, D, Pbh, S, false);
             // 2) softmax over the allowed keys of each row; masked keys get exactly 0
             for (int64_t t = 0; t < T; t++) {
                 float* row = Pbh + t * S;
@@ -77,29 +78,28 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
                     if (!ok || ok[s]) m = std::max(m, row[s] * scale);
                 float sum = 0.0f;
                 for (int64_t s = 0; s < S; s++) {
-                    row[s] = (!ok || ok[s]) && m > -std::numeric_limits<float>::infinity() ? std::exp(row[s] * scale - m) : 0.0f;
+                    row[s] = (!ok || ok[s]) ? std::exp(row[s] * scale - m) : 0.0f;
                     sum += row[s];
                 }
-                const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
+                const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;   // no allowed key: all zeros
                 for (int64_t s = 0; s < S; s++) row[s] *= inv;
             }
-            // 3) out = dropout(P) V                                                    (T, Dk)
+            // 3) out_h = dropout(P) V_h, written into columns [h*Dk, (h+1)*Dk) of out    (T, Dk)
             const float* Pused = Pbh;
-            if (!keep->empty()) {
-                for (int64_t i = 0; i < T * S; i++) dropped[i] = Pbh[i] * (*keep)[bh * T * S + i];
+            if (drop) {
+                for (int64_t i = 0; i < T * S; i++) dropped[i] = Pbh[i] * keep(bh * T * S + i);
                 Pused = dropped.data();
             }
-            gemm(false, false, T, Dk, S, Pused, S, pv + bh * S * Dk, Dk, po + bh * T * Dk, Dk, false);
+            gemm(false, false, T, Dk, S, Pused, S, Vh, D, po + b * T * D + h * Dk, D, false);
         }
     }
     if (weights) *weights = P;
 
-    // backward, per (b, h), with Pd = dropout(P) and keep the dropout scale (1 without dropout):
-    //   dV  += Pd^T dO                         (out = Pd V)
-    //   dPd  = dO V^T,  dP = dPd * keep
-    //   dSc  = P * (dP - rowsum(dP * P))       (softmax backward; masked P = 0 gives dSc = 0 there)
-    //   dQ  += dSc K / sqrt(Dk),  dK += dSc^T Q / sqrt(Dk)    (Sc = Q K^T / sqrt(Dk))
-    autograd::record(out, {q, k, v}, "attention", [B, H, T, S, Dk, scale, P, keep](Node& self) {
+    // backward, per (b, h), with Pd = P * keep (dropout) and out = Pd V:
+    //   dV  += Pd^T dO                          dPd = dO V^T,   dP = dPd * keep
+    //   dSc  = P * (dP - rowsum(dP * P))        (softmax backward; masked P = 0 gives dSc = 0 there)
+    //   dQ  += dSc K / sqrt(Dk),   dK += dSc^T Q / sqrt(Dk)       (Sc = Q K^T / sqrt(Dk))
+    autograd::record(out, {q, k, v}, "attention", [B, H, T, S, D, Dk, scale, P, drop, keep](Node& self) {
         const float *pq = self.parent_data(0), *pk = self.parent_data(1), *pv = self.parent_data(2);
         const float *pp = P.data(), *dout = self.grad.data();
         float* dq = self.parent_grad(0);
@@ -107,45 +107,53 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
         float* dv = self.parent_grad(2);
         #pragma omp parallel if (B * H * T * S * Dk > (1 << 14))
         {
-            std::vector<float> dP(T * S), Pd(keep->empty() ? 0 : T * S);
+            std::vector<float> dP(T * S), Pd(drop ? T * S : 0);
             #pragma omp for schedule(static)
             for (int64_t bh = 0; bh < B * H; bh++) {
-                const float *Pbh = pp + bh * T * S, *dO = dout + bh * T * Dk;
+                const int64_t b = bh / H, h = bh % H, qo = b * T * D + h * Dk, ko = b * S * D + h * Dk;
+                const float *Pbh = pp + bh * T * S, *dO = dout + qo;
                 const float* Pused = Pbh;
-                if (!keep->empty()) {
-                    for (int64_t i = 0; i < T * S; i++) Pd[i] = Pbh[i] * (*keep)[bh * T * S + i];
+                if (drop) {
+                    for (int64_t i = 0; i < T * S; i++) Pd[i] = Pbh[i] * keep(bh * T * S + i);
                     Pused = Pd.data();
                 }
-                if (dv) gemm(true, false, S, Dk, T, Pused, S, dO, Dk, dv + bh * S * Dk, Dk, true);
+                if (dv) gemm(true, false, S, Dk, T, Pused, S, dO, D, dv + ko, D, true);
                 if (!dq && !dk) continue;
-                gemm(false, true, T, S, Dk, dO, Dk, pv + bh * S * Dk, Dk, dP.data(), S, false);
+                gemm(false, true, T, S, Dk, dO, D, pv + ko, D, dP.data(), S, false);
                 for (int64_t t = 0; t < T; t++) {
                     float* d = dP.data() + t * S;
                     const float* p = Pbh + t * S;
-                    if (!keep->empty())
-                        for (int64_t s = 0; s < S; s++) d[s] *= (*keep)[bh * T * S + t * S + s];
+                    if (drop)
+                        for (int64_t s = 0; s < S; s++) d[s] *= keep(bh * T * S + t * S + s);
                     float dot = 0.0f;
                     for (int64_t s = 0; s < S; s++) dot += d[s] * p[s];
-                    for (int64_t s = 0; s < S; s++) d[s] = p[s] * (d[s] - dot) * scale;   // dSc, scaled
+                    for (int64_t s = 0; s < S; s++) d[s] = p[s] * (d[s] - dot) * scale;   // dSc, with the 1/sqrt(Dk)
                 }
-                if (dq) gemm(false, false, T, Dk, S, dP.data(), S, pk + bh * S * Dk, Dk, dq + bh * T * Dk, Dk, true);
-                if (dk) gemm(true, false, S, Dk, T, dP.data(), S, pq + bh * T * Dk, Dk, dk + bh * S * Dk, Dk, true);
+                if (dq) gemm(false, false, T, Dk, S, dP.data(), S, pk + ko, D, dq + qo, D, true);
+                if (dk) gemm(true, false, S, Dk, T, dP.data(), S, pq + qo, D, dk + ko, D, true);
             }
         }
     });
     return out;
 }
 
-Tensor attention_reference(const Tensor& q, const Tensor& k, const Tensor& v, const Mask& mask) {
-    const float scale = 1.0f / std::sqrt(static_cast<float>(q.size(-1)));
-    Tensor scores = autograd::matmul(q, k, false, true) * scale;              // (B, H, T, S)
+Tensor attention_reference(const Tensor& q, const Tensor& k, const Tensor& v, int64_t H, const Mask& mask) {
+    const int64_t B = q.size(0), T = q.size(1), S = k.size(1), D = q.size(2), Dk = D / H;
+    // 1) split the heads: (B, T, D) -> (B, T, H, Dk) -> (B, H, T, Dk)
+    const Tensor qh = autograd::transpose(q.reshape({B, T, H, Dk}), 1, 2);
+    const Tensor kh = autograd::transpose(k.reshape({B, S, H, Dk}), 1, 2);
+    const Tensor vh = autograd::transpose(v.reshape({B, S, H, Dk}), 1, 2);
+    // 2) scores, masked, softmax, weighted sum of values
+    Tensor scores = autograd::matmul(qh, kh, false, true) * (1.0f / std::sqrt(static_cast<float>(Dk)));   // (B, H, T, S)
     if (!mask.data.empty()) {
         Mask blocked = mask;                                                   // masked_fill fills where true
         for (auto& m : blocked.data) m = !m;
         if (blocked.dim() == 3) blocked.shape.insert(blocked.shape.begin() + 1, 1);   // (B, 1, T, S): all heads
         scores = autograd::masked_fill(scores, blocked, -std::numeric_limits<float>::infinity());
     }
-    return autograd::matmul(autograd::softmax(scores), v);                   // (B, H, T, Dk)
+    const Tensor x = autograd::matmul(autograd::softmax(scores), vh);         // (B, H, T, Dk)
+    // 3) concatenate the heads: (B, H, T, Dk) -> (B, T, H, Dk) -> (B, T, D)
+    return autograd::transpose(x, 1, 2).reshape({B, T, D});
 }
 
 MultiHeadAttention::MultiHeadAttention(int64_t d_model_, int64_t h_, float dropout)
@@ -166,19 +174,16 @@ Tensor MultiHeadAttention::forward(const Tensor& query, const Tensor& key, const
         throw std::invalid_argument("MultiHeadAttention: expected query (B, T, " + std::to_string(d_model) + ") and key, value (B, S, " +
                                     std::to_string(d_model) + "), got " + shape_str(query.shape()) + ", " +
                                     shape_str(key.shape()) + ", " + shape_str(value.shape()));
-    const int64_t B = query.size(0), T = query.size(1), S = key.size(1);
-    // 1) project, then split D into H heads of Dk: (B, T, D) -> (B, T, H, Dk) -> (B, H, T, Dk)
-    Tensor q = autograd::transpose(w_q->forward(query).reshape({B, T, h, d_k}), 1, 2);   // (B, H, T, Dk)
-    Tensor k = autograd::transpose(w_k->forward(key).reshape({B, S, h, d_k}), 1, 2);     // (B, H, S, Dk)
-    Tensor v = autograd::transpose(w_v->forward(value).reshape({B, S, h, d_k}), 1, 2);   // (B, H, S, Dk)
-    // 2) attend in every head at once
+    // 1) project: q, k and v each (B, ., D); head h lives in columns [h*Dk, (h+1)*Dk)
+    const Tensor q = w_q->forward(query);   // (B, T, D)
+    const Tensor k = w_k->forward(key);     // (B, S, D)
+    const Tensor v = w_v->forward(value);   // (B, S, D)
+    // 2) attend in every head at once; the output has the heads side by side (concatenated)
     Tensor weights;
-    Tensor x = scaled_dot_product_attention(q, k, v, mask, dropout_p, is_training(), &weights);   // (B, H, T, Dk)
-    last_attention = weights;                                                                     // (B, H, T, S)
-    // 3) concatenate the heads: (B, H, T, Dk) -> (B, T, H, Dk) -> (B, T, D)
-    x = autograd::transpose(x, 1, 2).reshape({B, T, d_model});
-    // 4) final projection
-    return w_o->forward(x);                                                                       // (B, T, D)
+    const Tensor x = scaled_dot_product_attention(q, k, v, h, mask, dropout_p, is_training(), &weights);   // (B, T, D)
+    last_attention = weights;                                                                             // (B, H, T, S)
+    // 3) final projection mixes the heads
+    return w_o->forward(x);   // (B, T, D)
 }
 
 }  // namespace nn

@@ -13,17 +13,19 @@ Tensor dropout(const Tensor& x, float p, bool training) {
     if (!training || p == 0.0f) return x;
     const int64_t n = x.numel();
     const float scale = 1.0f / (1.0f - p);
-    auto keep = std::make_shared<std::vector<float>>(n);   // 0 or 1/(1-p) per element
-    autograd::Generator& gen = autograd::default_generator();
-    for (int64_t i = 0; i < n; i++) (*keep)[i] = gen.uniform() < p ? 0.0f : scale;   // serial: fixed stream order
+    const uint64_t seed = autograd::default_generator().next_u64();
     Tensor y = Tensor::empty(x.shape());
     const float* px = x.data();
     float* py = y.data();
-    for (int64_t i = 0; i < n; i++) py[i] = px[i] * (*keep)[i];
-    // backward: y = x * keep, so dx = dy * keep (the same elements are dropped)
-    autograd::record(y, {x}, "dropout", [keep, n](Node& self) {
+    #pragma omp parallel for if (n > (1 << 16))
+    for (int64_t i = 0; i < n; i++) py[i] = counter_uniform(seed, i) < p ? 0.0f : px[i] * scale;
+    // backward: y = x * keep * scale, so dx = dy * keep * scale, with the same keep decisions
+    autograd::record(y, {x}, "dropout", [seed, n, p, scale](Node& self) {
         float* dx = self.parent_grad(0);
-        for (int64_t i = 0; i < n; i++) dx[i] += self.grad[i] * (*keep)[i];
+        const float* dy = self.grad.data();
+        #pragma omp parallel for if (n > (1 << 16))
+        for (int64_t i = 0; i < n; i++)
+            if (counter_uniform(seed, i) >= p) dx[i] += dy[i] * scale;
     });
     return y;
 }

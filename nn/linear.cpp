@@ -40,9 +40,9 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, Activat
         std::vector<float> masked;
         const float* g = self.grad.data();
         if (act == Activation::relu) {
-            masked.assign(g, g + rows * out);
-            for (int64_t i = 0; i < rows * out; i++)
-                if (py[i] == 0.0f) masked[i] = 0.0f;
+            masked.resize(rows * out);
+            #pragma omp parallel for if (rows * out > (1 << 16))
+            for (int64_t i = 0; i < rows * out; i++) masked[i] = py[i] == 0.0f ? 0.0f : g[i];
             g = masked.data();
         }
         if (float* dx = self.parent_grad(0)) gemm(false, false, rows, in, out, g, out, pw, in, dx, in, true);

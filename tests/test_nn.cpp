@@ -142,17 +142,17 @@ TEST_CASE("positional encoding matches the paper's formula") {
     CHECK_THROWS_AS(pe.forward(Tensor::zeros({1, 51, 8})), std::invalid_argument);
 }
 
-// q, k, v for attention tests: (B, H, T, Dk) and (B, H, S, Dk)
+// q (B, T, D), k and v (B, S, D) with D = H * Dk
 TEST_CASE("fused attention equals the composition of primitives, values and gradients") {
     manual_seed(7);
-    const int64_t B = 2, H = 3, T = 4, S = 5, Dk = 6;
+    const int64_t B = 2, H = 3, T = 4, S = 5, D = 6;
     const Mask pad({1, 1, 1, 0, 0, 1, 1, 1, 1, 1}, {B, 1, S});   // batch 0 has 2 padded keys
     for (bool masked : {false, true}) {
         CAPTURE(masked);
         const Mask m = masked ? pad : Mask();
-        Tensor q = param({B, H, T, Dk}), k = param({B, H, S, Dk}), v = param({B, H, S, Dk});
-        const Tensor fused = nn::scaled_dot_product_attention(q, k, v, m);
-        const Tensor ref = nn::attention_reference(q, k, v, m);
+        Tensor q = param({B, T, D}), k = param({B, S, D}), v = param({B, S, D});
+        const Tensor fused = nn::scaled_dot_product_attention(q, k, v, H, m);
+        const Tensor ref = nn::attention_reference(q, k, v, H, m);
         check_close(fused, ref, 1e-4f);
         const Tensor w = Tensor::randn(fused.shape());
         sum(fused * w).backward();
@@ -162,9 +162,22 @@ TEST_CASE("fused attention equals the composition of primitives, values and grad
         check_close(gq, q.grad(), 1e-3f);
         check_close(gk, k.grad(), 1e-3f);
         check_close(gv, v.grad(), 1e-3f);
-        CHECK_GRAD([&](V x) { return nn::scaled_dot_product_attention(x[0], x[1], x[2], m); },
-                   param({B, H, T, Dk}), param({B, H, S, Dk}), param({B, H, S, Dk}));
+        CHECK_GRAD([&](V x) { return nn::scaled_dot_product_attention(x[0], x[1], x[2], H, m); }, param({B, T, D}),
+                   param({B, S, D}), param({B, S, D}));
     }
+}
+
+TEST_CASE("dropout inside attention and in nn::dropout: gradcheck with a fixed seed") {
+    // reseeding inside fn makes every evaluation draw the same keep decisions
+    const Mask pad({1, 1, 1, 0, 1, 1, 1, 1}, {2, 1, 4});
+    CHECK_GRAD([&](V x) { manual_seed(3); return nn::scaled_dot_product_attention(x[0], x[1], x[2], 2, pad, 0.3f, true); },
+               param({2, 3, 4}), param({2, 4, 4}), param({2, 4, 4}));
+    CHECK_GRAD([](V x) { manual_seed(4); return nn::dropout(x[0], 0.4f, true); }, param({3, 5}));
+    // with dropout the weights still come out before dropout: rows sum to 1
+    Tensor w;
+    manual_seed(5);
+    nn::scaled_dot_product_attention(Tensor::randn({2, 3, 4}), Tensor::randn({2, 4, 4}), Tensor::randn({2, 4, 4}), 2, pad, 0.5f, true, &w);
+    CHECK(w.at({1, 1, 2, 0}) + w.at({1, 1, 2, 1}) + w.at({1, 1, 2, 2}) + w.at({1, 1, 2, 3}) == doctest::Approx(1.0));
 }
 
 TEST_CASE("attention masks: padded keys get zero weight, the subsequent mask hides the future") {
@@ -173,7 +186,7 @@ TEST_CASE("attention masks: padded keys get zero weight, the subsequent mask hid
     // padding: batch 1 has its last key padded
     const Mask pad({1, 1, 1, 1, 1, 1, 1, 0}, {B, 1, T});
     Tensor w;
-    nn::scaled_dot_product_attention(param({B, H, T, Dk}), param({B, H, T, Dk}), param({B, H, T, Dk}), pad, 0.0f, false, &w);
+    nn::scaled_dot_product_attention(param({B, T, H * Dk}), param({B, T, H * Dk}), param({B, T, H * Dk}), H, pad, 0.0f, false, &w);
     for (int h = 0; h < H; h++)
         for (int t = 0; t < T; t++) {
             CHECK(w.at({1, h, t, 3}) == 0.0f);
@@ -186,16 +199,16 @@ TEST_CASE("attention masks: padded keys get zero weight, the subsequent mask hid
     for (int t = 0; t < T; t++)
         for (int s = 0; s <= t; s++) sub[t * T + s] = 1;
     for (int t = 0; t < T; t++) {
-        Tensor x = param({1, 1, T, Dk});
-        Tensor out = nn::scaled_dot_product_attention(x, x, x, sub);   // self-attention
-        Tensor pick = narrow(out, 2, t, 1);
+        Tensor x = param({1, T, Dk});
+        Tensor out = nn::scaled_dot_product_attention(x, x, x, 1, sub);   // self-attention
+        Tensor pick = narrow(out, 1, t, 1);
         sum(pick).backward();
         for (int s = 0; s < T; s++)
             for (int d = 0; d < Dk; d++) {
-                if (s > t) CHECK(x.grad().at({0, 0, s, d}) == 0.0f);
+                if (s > t) CHECK(x.grad().at({0, s, d}) == 0.0f);
             }
         float seen = 0.0f;   // ... while the allowed positions do receive gradient
-        for (int s = 0; s <= t; s++) seen += std::fabs(x.grad().at({0, 0, s, 0}));
+        for (int s = 0; s <= t; s++) seen += std::fabs(x.grad().at({0, s, 0}));
         CHECK(seen > 0.0f);
     }
 }
