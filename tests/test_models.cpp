@@ -5,6 +5,9 @@
 #include <filesystem>
 
 #include "examples/data/copy_task_data.h"
+#include "examples/data/tokenizer.h"
+#include "examples/data/toy_grammar.h"
+#include "examples/data/vocab.h"
 #include "models/decoding.h"
 #include "models/transformer.h"
 #include "optim/optim.h"
@@ -160,5 +163,36 @@ TEST_CASE("a saved Transformer loads into a fresh one and decodes identically") 
     const Tokens src({1, 2, 3, 4, 5}, {1, 5});
     const Mask m = models::padding_mask(src, 0);
     CHECK(models::greedy_decode(a, src, m, 6, 1).data == models::greedy_decode(b, src, m, 6, 1).data);
+    std::filesystem::remove(path);
+}
+
+TEST_CASE("a translation checkpoint (model + vocabularies in metadata) translates identically after loading") {
+    const data::ToyCorpus corpus = data::make_toy_corpus(3, 200, 10, 10);
+    std::vector<std::vector<std::string>> src, tgt;
+    for (const auto& p : corpus.train) src.push_back(data::tokenize(p.src)), tgt.push_back(data::tokenize(p.tgt));
+    const data::Vocab sv = data::Vocab::build(src), tv = data::Vocab::build(tgt);
+    manual_seed(7);
+    Transformer a({.src_vocab = (int64_t)sv.size(), .tgt_vocab = (int64_t)tv.size(), .layers = 1, .d_model = 16, .d_ff = 32,
+                   .heads = 2, .dropout = 0.0f});
+    const std::string path = (std::filesystem::temp_directory_path() / ("tr_" + std::to_string(::getpid()) + ".safetensors")).string();
+    nn::save(a, path, {{"config", a.cfg.to_string()}, {"src_vocab", sv.serialize()}, {"tgt_vocab", tv.serialize()}});
+
+    const nn::SafetensorsFile f = nn::load_safetensors(path);
+    const data::Vocab sv2 = data::Vocab::deserialize(f.metadata.at("src_vocab")), tv2 = data::Vocab::deserialize(f.metadata.at("tgt_vocab"));
+    CHECK(sv2 == sv);
+    CHECK(tv2 == tv);
+    manual_seed(8);
+    Transformer b(TransformerConfig::from_string(f.metadata.at("config")));
+    nn::load_parameters(b, f, path);
+    a.eval();
+    b.eval();
+    for (const auto& p : corpus.test) {
+        const std::vector<int32_t> ids = sv.encode(data::tokenize(p.src), false, true);
+        const Tokens s(ids, {1, (int64_t)ids.size()});
+        const Mask m = models::padding_mask(s, data::Vocab::PAD);
+        const auto ha = models::beam_search(a, s, m, {.beam_size = 3, .max_len = 12, .bos = data::Vocab::BOS, .eos = data::Vocab::EOS});
+        const auto hb = models::beam_search(b, s, m, {.beam_size = 3, .max_len = 12, .bos = data::Vocab::BOS, .eos = data::Vocab::EOS});
+        CHECK(tv.decode(ha.tokens) == tv2.decode(hb.tokens));
+    }
     std::filesystem::remove(path);
 }

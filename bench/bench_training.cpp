@@ -1,0 +1,68 @@
+// Training-step benchmark: median time per step and tokens/s of the copy task's Transformer, plus
+// the process's peak resident memory. One configuration per run, so peak RSS is that config's:
+//   ./build/bench/bench_training default | d128 | paper  [steps]
+// The configurations match ../shared/anchors/torch_copy_task.py run as
+//   default: (ours only) N=2 D=128 F=256 h=4, B=64, no dropout   (the example's default)
+//   d128:    --d_model 128 --d_ff 512   (N=2, h=8, B=80, dropout 0.1)
+//   paper:   the defaults               (N=2, D=512, F=2048, h=8, B=80, dropout 0.1)
+#include <omp.h>
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "examples/data/copy_task_data.h"
+#include "models/transformer.h"
+#include "nn/nn.h"
+#include "optim/optim.h"
+
+int main(int argc, char** argv) {
+    const std::string name = argc > 1 ? argv[1] : "default";
+    models::TransformerConfig cfg{.src_vocab = 11, .tgt_vocab = 11, .layers = 2};
+    int64_t B = 80, steps = 30;
+    if (name == "default") {
+        cfg.d_model = 128, cfg.d_ff = 256, cfg.heads = 4, cfg.dropout = 0.0f, B = 64, steps = 100;
+    } else if (name == "d128") {
+        cfg.d_model = 128, cfg.d_ff = 512, cfg.heads = 8, cfg.dropout = 0.1f, steps = 100;
+    } else if (name == "paper") {
+        cfg.d_model = 512, cfg.d_ff = 2048, cfg.heads = 8, cfg.dropout = 0.1f;
+    } else {
+        std::fprintf(stderr, "bench_training: unknown config '%s' (default, d128, paper)\n", name.c_str());
+        return 2;
+    }
+    if (argc > 2) steps = std::max(1, std::atoi(argv[2]));
+    const int64_t L = 10, warmup = 3;
+
+    autograd::manual_seed(0);
+    autograd::Generator rng(1);
+    models::Transformer model(cfg);
+    optim::Adam opt(model.parameters(), {.lr = 0.0f, .beta1 = 0.9f, .beta2 = 0.98f, .eps = 1e-9f});
+    optim::NoamSchedule sched(opt, cfg.d_model, 400, 0.5f);
+    model.train();
+    std::vector<double> ms;
+    for (int64_t s = 0; s < warmup + steps; s++) {
+        const auto t0 = std::chrono::steady_clock::now();
+        const data::CopyBatch b = data::make_copy_batch(rng, 11, B, L);
+        const autograd::Tensor loss = nn::cross_entropy(model.forward(b.src, b.tgt_in, b.src_mask, b.tgt_mask), b.tgt_out);
+        opt.zero_grad();
+        loss.backward();
+        sched.step();
+        opt.step();
+        const double t = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+        if (s >= warmup) ms.push_back(t);
+    }
+    std::sort(ms.begin(), ms.end());
+    const double median = ms[ms.size() / 2];
+    rusage ru{};
+    getrusage(RUSAGE_SELF, &ru);
+    std::printf("%-8s N=%lld D=%-4lld F=%-4lld h=%lld B=%lld dropout=%.1f threads=%d | median %7.1f ms/step "
+                "(min %.1f, max %.1f, %lld steps) | %7.0f tokens/s | peak RSS %.0f MB\n",
+                name.c_str(), (long long)cfg.layers, (long long)cfg.d_model, (long long)cfg.d_ff, (long long)cfg.heads,
+                (long long)B, cfg.dropout, omp_get_max_threads(), median, ms.front(), ms.back(), (long long)steps,
+                B * (L - 1) / (median / 1000.0), ru.ru_maxrss / 1024.0);
+    return 0;
+}
