@@ -23,20 +23,25 @@ static int64_t first_non_finite(const float* x, int64_t n) {
 
 static std::string describe(float v) { return std::isnan(v) ? "NaN" : (v > 0 ? "+Inf" : "-Inf"); }
 
+// In the forward pass NaN is always an anomaly. An infinity is reported only where this op made it
+// from finite inputs: -inf from masked_fill (masking scores) and the -inf log_softmax passes on from
+// such a fully masked row are deliberate, not overflow.
 void check_finite(const Node& out, const char* op, const char* phase, const std::vector<Tensor>& inputs) {
-    const int64_t bad = first_non_finite(out.data->data(), out.numel());
-    if (bad < 0) return;
-    std::string shapes;
+    const float* y = out.data->data();
+    int64_t bad = -1;
+    for (int64_t i = 0; i < out.numel() && bad < 0; i++)
+        if (std::isnan(y[i])) bad = i;
     bool inputs_bad = false;
+    std::string shapes;
     for (const Tensor& t : inputs) {
         shapes += (shapes.empty() ? "" : ", ") + shape_str(t.shape());
         inputs_bad = inputs_bad || first_non_finite(t.data(), t.numel()) >= 0;
     }
-    // masked_fill with -inf and softmax over fully masked rows produce infinities on purpose
-    throw std::runtime_error(std::string("anomaly: ") + phase + " of '" + op + "' produced " +
-                             describe((*out.data)[bad]) + " at flat index " + std::to_string(bad) +
-                             " of its output " + shape_str(out.shape) + " (inputs: " + shapes + ")" +
-                             (inputs_bad ? "; an input already held NaN/Inf" : ""));
+    if (bad < 0 && !inputs_bad && std::string(op) != "masked_fill") bad = first_non_finite(y, out.numel());
+    if (bad < 0) return;
+    throw std::runtime_error(std::string("anomaly: ") + phase + " of '" + op + "' produced " + describe(y[bad]) +
+                             " at flat index " + std::to_string(bad) + " of its output " + shape_str(out.shape) +
+                             " (inputs: " + shapes + ")" + (inputs_bad ? "; an input already held NaN/Inf" : ""));
 }
 
 void check_parent_grads_finite(const Node& node) {

@@ -2,6 +2,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <limits>
 
 #include "autograd/autograd.h"
 
@@ -143,4 +144,12 @@ TEST_CASE("anomaly mode names the op that made a NaN") {
     Tensor z = Tensor::from_vector({0.0f, 4.0f}, {2}).requires_grad_();
     Tensor s = sum(sqrt(z));                      // sqrt(0) = 0 is finite; its gradient 1/(2*0) is not
     CHECK_THROWS_WITH_AS(s.backward(), doctest::Contains("backward of 'sqrt'"), std::runtime_error);
+    // overflow is reported, with the op's input shapes
+    Tensor big = Tensor::from_vector({100.0f, 1.0f}, {2}).requires_grad_();
+    CHECK_THROWS_WITH_AS(exp(big), doctest::Contains("forward of 'exp' produced +Inf at flat index 0 of its output (2,)"),
+                         std::runtime_error);
+    // deliberate -inf from masking is not an anomaly, and softmax then makes it 0
+    const Tensor masked = masked_fill(Tensor::ones({2, 2}).requires_grad_(), Mask({0, 1, 0, 0}, {2, 2}),
+                                      -std::numeric_limits<float>::infinity());
+    CHECK(softmax(masked).at({0, 1}) == 0.0f);
 }

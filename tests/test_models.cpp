@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <limits>
 
 #include "examples/data/copy_task_data.h"
 #include "examples/data/tokenizer.h"
@@ -195,4 +196,20 @@ TEST_CASE("a translation checkpoint (model + vocabularies in metadata) translate
         CHECK(tv.decode(ha.tokens) == tv2.decode(hb.tokens));
     }
     std::filesystem::remove(path);
+}
+
+TEST_CASE("anomaly mode: a healthy training step raises nothing; a poisoned weight is traced to its op") {
+    manual_seed(9);
+    Transformer model(tiny());
+    Generator rng(1);
+    const data::CopyBatch b = data::make_copy_batch(rng, 7, 4, 5);
+    {
+        DetectAnomalyGuard guard;
+        const Tensor loss = nn::cross_entropy(model.forward(b.src, b.tgt_in, b.src_mask, b.tgt_mask), b.tgt_out);
+        CHECK_NOTHROW(loss.backward());
+    }
+    model.generator->proj->weight.data()[3] = std::numeric_limits<float>::quiet_NaN();
+    DetectAnomalyGuard guard;
+    CHECK_THROWS_WITH_AS(model.forward(b.src, b.tgt_in, b.src_mask, b.tgt_mask), doctest::Contains("forward of 'linear'"),
+                         std::runtime_error);
 }
