@@ -9,17 +9,11 @@
 #include <limits>
 
 #include "nn/nn.h"
+#include "tests/gradcheck_helpers.h"
 
 using namespace autograd;
 using V = const std::vector<Tensor>&;
 
-static Tensor param(const Shape& s, float lo = -1.0f, float hi = 1.0f) { return Tensor::uniform(s, lo, hi).requires_grad_(); }
-#define CHECK_GRAD(fn, ...)                                       \
-    do {                                                          \
-        const GradcheckResult r_ = gradcheck(fn, {__VA_ARGS__});  \
-        INFO(r_.report);                                          \
-        CHECK(r_.ok);                                             \
-    } while (0)
 
 static void check_close(const Tensor& a, const Tensor& b, float tol = 1e-5f) {
     REQUIRE(a.shape() == b.shape());

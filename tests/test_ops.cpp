@@ -5,16 +5,10 @@
 #include <limits>
 
 #include "autograd/autograd.h"
+#include "tests/gradcheck_helpers.h"
 
 using namespace autograd;
 
-static Tensor param(const Shape& s, float lo = -1.0f, float hi = 1.0f) { return Tensor::uniform(s, lo, hi).requires_grad_(); }
-#define CHECK_GRAD(fn, ...)                                       \
-    do {                                                          \
-        const GradcheckResult r_ = gradcheck(fn, {__VA_ARGS__});  \
-        INFO(r_.report);                                          \
-        CHECK(r_.ok);                                             \
-    } while (0)
 
 TEST_CASE("gradcheck itself catches a wrong backward") {
     // a deliberately wrong op: forward 2x, backward claims 3x
