@@ -1,0 +1,103 @@
+// bench_gemm: GFLOP/s of autograd::gemm at the Transformer's shapes.
+//
+//   g++ -std=c++20 -O3 -march=native -fopenmp -I. bench/bench_gemm.cpp autograd/gemm.cpp -o bench_gemm
+//   OMP_NUM_THREADS=2 ./bench_gemm
+//
+// Each row: one warm-up call, then `samples` timed samples (each sample repeats the call enough
+// times to last >= ~2 ms, so tiny shapes are timed too), and the median sample is reported.
+// GFLOP/s counts 2*M*N*K flops per call. Variants: N = op is identity, T = transposed, e.g.
+// "NT" is C = A * B^T (a Linear layer's forward with weight stored (out, in)).
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <vector>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include "autograd/gemm.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// deterministic fill in [-1, 1): a 32-bit LCG, no <random> needed
+void fill(std::vector<float>& v, uint32_t seed) {
+    for (float& x : v) {
+        seed = seed * 1664525u + 1013904223u;
+        x = float(seed >> 8) / float(1 << 23) - 1.0f;
+    }
+}
+
+struct Shape {
+    const char* what;  // where the shape comes from
+    int M, N, K;
+    bool ta, tb;
+};
+
+// Runs one shape and prints its table row.
+void bench(const Shape& s, int samples) {
+    // stored sizes: op(A) is M x K, op(B) is K x N; leading dimension = stored row length
+    const int lda = s.ta ? s.M : s.K, ldb = s.tb ? s.K : s.N;
+    std::vector<float> A(size_t(s.M) * s.K), B(size_t(s.K) * s.N), C(size_t(s.M) * s.N);
+    fill(A, 1);
+    fill(B, 2);
+    auto call = [&] {
+        autograd::gemm(s.ta, s.tb, s.M, s.N, s.K, A.data(), lda, B.data(), ldb, C.data(), s.N,
+                       false);
+    };
+
+    call();  // warm-up: grows the packing buffers, starts the thread team, warms caches
+    const auto t0 = Clock::now();
+    call();
+    const double once = std::chrono::duration<double>(Clock::now() - t0).count();
+    const int repeat = std::max(1, int(2e-3 / std::max(once, 1e-9)));  // calls per sample
+
+    std::vector<double> secs;
+    for (int i = 0; i < samples; i++) {
+        const auto start = Clock::now();
+        for (int r = 0; r < repeat; r++) call();
+        secs.push_back(std::chrono::duration<double>(Clock::now() - start).count() / repeat);
+    }
+    std::sort(secs.begin(), secs.end());
+    const double med = secs[secs.size() / 2];
+    const double gflops = 2.0 * s.M * s.N * s.K / med * 1e-9;
+    std::printf("%-22s %c%c %6d %6d %6d %10.1f %9.1f\n", s.what, s.ta ? 'T' : 'N',
+                s.tb ? 'T' : 'N', s.M, s.N, s.K, med * 1e6, gflops);
+}
+
+}  // namespace
+
+int main() {
+    int threads = 1;
+#ifdef _OPENMP
+    threads = omp_get_max_threads();
+#endif
+    std::printf("autograd::gemm, %d thread(s), median of samples\n\n", threads);
+    std::printf("%-22s %-2s %6s %6s %6s %10s %9s\n", "shape", "op", "M", "N", "K", "us/call",
+                "GFLOP/s");
+
+    std::vector<Shape> shapes;
+    // the three Transformer shapes (T*B = 800 rows, d_model 512, d_ff 2048), every variant
+    const int mnk[3][3] = {{800, 512, 2048}, {800, 2048, 512}, {800, 512, 512}};
+    for (const auto& d : mnk)
+        for (int v = 0; v < 4; v++) shapes.push_back({"transformer", d[0], d[1], d[2], v >= 2, v % 2 == 1});
+    // the same Linear layers as the framework calls them: x (800, in), W (out, in)
+    //   forward y = x W^T (NT), backward dx = dy W (NN), dW = dy^T x (TN)
+    const int layers[3][2] = {{512, 2048}, {2048, 512}, {512, 512}};  // (in, out)
+    for (const auto& l : layers) {
+        const int in = l[0], out = l[1];
+        shapes.push_back({"linear fwd  y = x W^T", 800, out, in, false, true});
+        shapes.push_back({"linear bwd dx = dy W", 800, in, out, false, false});
+        shapes.push_back({"linear bwd dW = dy^T x", out, in, 800, true, false});
+    }
+    shapes.push_back({"square", 512, 512, 512, false, false});
+    shapes.push_back({"square", 2048, 2048, 2048, false, false});
+    shapes.push_back({"attention head", 10, 10, 64, false, true});   // scores = q k^T
+    shapes.push_back({"attention head", 10, 64, 10, false, false});  // out = p v
+
+    for (const Shape& s : shapes) bench(s, s.M * s.N >= 2048 * 2048 ? 5 : 15);
+    return 0;
+}
