@@ -1,6 +1,8 @@
 // JSON parser and writer: see json.h for the contract.
 #include "nn/json.h"
 
+#include "nn/utf8.h"
+
 #include <charconv>
 #include <cmath>
 #include <stdexcept>
@@ -69,54 +71,7 @@ bool operator==(const Value& a, const Value& b) {
 // ---------------------------------------------------------------------------------------------
 // UTF-8 helpers
 
-// Length of the valid UTF-8 sequence starting at s[i] (a byte >= 0x80), or 0 when it is invalid:
-// bad lead byte, missing continuation byte, overlong form, UTF-16 surrogate, or > U+10FFFF.
-static size_t utf8_sequence_length(std::string_view s, size_t i) {
-    const unsigned char lead = s[i];
-    size_t n;
-    unsigned cp, min;                                         // min: smallest non-overlong value
-    if (lead >= 0xC2 && lead <= 0xDF) { n = 2; cp = lead & 0x1F; min = 0x80; }
-    else if ((lead & 0xF0) == 0xE0) { n = 3; cp = lead & 0x0F; min = 0x800; }
-    else if (lead >= 0xF0 && lead <= 0xF4) { n = 4; cp = lead & 0x07; min = 0x10000; }
-    else return 0;
-    if (i + n > s.size()) return 0;
-    for (size_t k = 1; k < n; k++) {
-        const unsigned char c = s[i + k];
-        if ((c & 0xC0) != 0x80) return 0;                     // continuation bytes are 10xxxxxx
-        cp = (cp << 6) | (c & 0x3F);
-    }
-    if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
-    return n;
-}
-
-bool is_valid_utf8(std::string_view s) {
-    for (size_t i = 0; i < s.size();) {
-        if (static_cast<unsigned char>(s[i]) < 0x80) { i++; continue; }
-        const size_t n = utf8_sequence_length(s, i);
-        if (n == 0) return false;
-        i += n;
-    }
-    return true;
-}
-
-// Append code point cp (<= U+10FFFF, not a surrogate) as 1-4 UTF-8 bytes.
-static void append_utf8(std::string& out, unsigned cp) {
-    if (cp < 0x80) {
-        out += static_cast<char>(cp);
-    } else if (cp < 0x800) {
-        out += static_cast<char>(0xC0 | (cp >> 6));
-        out += static_cast<char>(0x80 | (cp & 0x3F));
-    } else if (cp < 0x10000) {
-        out += static_cast<char>(0xE0 | (cp >> 12));
-        out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-        out += static_cast<char>(0x80 | (cp & 0x3F));
-    } else {
-        out += static_cast<char>(0xF0 | (cp >> 18));
-        out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-        out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-        out += static_cast<char>(0x80 | (cp & 0x3F));
-    }
-}
+bool is_valid_utf8(std::string_view s) { return valid_utf8(s); }
 
 // ---------------------------------------------------------------------------------------------
 // Parser: recursive descent, one function per grammar rule.
@@ -224,10 +179,10 @@ std::string Parser::parse_string() {
         if (c == '\\') { parse_escape(out, start); continue; }
         if (c < 0x20) fail("control character in string", pos);
         if (c < 0x80) { out += static_cast<char>(c); pos++; continue; }
-        const size_t n = utf8_sequence_length(text, pos);
-        if (n == 0) fail("invalid UTF-8 in string", pos);
-        out.append(text.substr(pos, n));
-        pos += n;
+        const Utf8Char u = decode_utf8(text, pos);
+        if (!u.valid) fail("invalid UTF-8 in string", pos);
+        out.append(text.substr(pos, u.len));
+        pos += u.len;
     }
 }
 

@@ -442,7 +442,7 @@ TEST_CASE("UTF-8 helpers count and cut code points, never bytes") {
     CHECK(utf8_length("caf\xC3\xA9") == 4);
     CHECK(utf8_truncate("caf\xC3\xA9", 4) == "caf\xC3\xA9");
     CHECK(utf8_truncate("\xC3\xA9\xC3\xA9\xC3\xA9", 2) == "\xC3\xA9\xE2\x80\xA6");   // "é…"
-    CHECK(sanitize_utf8("\xE2\x82") == "\xEF\xBF\xBD\xEF\xBF\xBD");                 // truncated
+    CHECK(sanitize_utf8("\xE2\x82") == "\xEF\xBF\xBD");   // a truncated sequence is one U+FFFD (its maximal subpart, as Unicode recommends)
     CHECK(sanitize_utf8("\xC0\xAF") == "\xEF\xBF\xBD\xEF\xBF\xBD");                 // overlong '/'
     CHECK(xml_escape("a'b") == "a&apos;b");
 }

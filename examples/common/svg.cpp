@@ -1,5 +1,7 @@
 #include "examples/common/svg.h"
 
+#include "nn/utf8.h"
+
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
@@ -16,64 +18,17 @@ namespace common {
 // =============================================================================================
 // Text helpers
 
-namespace {
-
-// Decode one code point starting at s[i] and advance i past it. Returns -1 (and advances one
-// byte) for a malformed sequence: a stray continuation byte, a truncated sequence, an overlong
-// encoding, a UTF-16 surrogate, or a value above U+10FFFF.
-std::int32_t next_code_point(const std::string& s, size_t& i) {
-    const auto byte = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
-    const unsigned char lead = byte(i);
-    int length;
-    std::int32_t cp;
-    if (lead < 0x80) { i += 1; return lead; }
-    else if ((lead & 0xE0) == 0xC0) { length = 2; cp = lead & 0x1F; }
-    else if ((lead & 0xF0) == 0xE0) { length = 3; cp = lead & 0x0F; }
-    else if ((lead & 0xF8) == 0xF0) { length = 4; cp = lead & 0x07; }
-    else { i += 1; return -1; }
-    if (i + length > s.size()) { i += 1; return -1; }
-    for (int k = 1; k < length; k++) {
-        if ((byte(i + k) & 0xC0) != 0x80) { i += 1; return -1; }
-        cp = (cp << 6) | (byte(i + k) & 0x3F);
-    }
-    static const std::int32_t smallest[5] = {0, 0, 0x80, 0x800, 0x10000};
-    if (cp < smallest[length] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) {
-        i += 1;
-        return -1;
-    }
-    i += length;
-    return cp;
-}
-
-void append_utf8(std::string& out, std::int32_t cp) {
-    if (cp < 0x80) {
-        out += static_cast<char>(cp);
-    } else if (cp < 0x800) {
-        out += static_cast<char>(0xC0 | (cp >> 6));
-        out += static_cast<char>(0x80 | (cp & 0x3F));
-    } else if (cp < 0x10000) {
-        out += static_cast<char>(0xE0 | (cp >> 12));
-        out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-        out += static_cast<char>(0x80 | (cp & 0x3F));
-    } else {
-        out += static_cast<char>(0xF0 | (cp >> 18));
-        out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-        out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-        out += static_cast<char>(0x80 | (cp & 0x3F));
-    }
-}
-
-}  // namespace
-
 std::string sanitize_utf8(const std::string& text) {
     std::string out;
     out.reserve(text.size());
     for (size_t i = 0; i < text.size();) {
-        std::int32_t cp = next_code_point(text, i);
-        if (cp < 0 || cp == 0xFFFE || cp == 0xFFFF) cp = 0xFFFD;   // not allowed in XML
+        const nn::Utf8Char u = nn::decode_utf8(text, i);
+        i += u.len;
+        char32_t cp = u.cp;                                         // U+FFFD when malformed
+        if (cp == 0xFFFE || cp == 0xFFFF) cp = 0xFFFD;              // not allowed in XML
         else if (cp < 0x20 && cp != '\t') cp = 0x2400 + cp;       // "\n" -> U+240A, visible
         else if (cp == 0x7F) cp = 0x2421;                          // DEL -> its control picture
-        append_utf8(out, cp);
+        nn::append_utf8(out, cp);
     }
     return out;
 }
