@@ -8,8 +8,9 @@ PositionwiseFeedForward::PositionwiseFeedForward(int64_t d_model, int64_t d_ff, 
 }
 
 Tensor PositionwiseFeedForward::forward(const Tensor& x) const {
-    Tensor hidden = linear(x, w_1->weight, w_1->bias, Activation::relu);   // (B, T, F), bias + ReLU fused
-    return w_2->forward(dropout(hidden, dropout_p, is_training()));       // (B, T, D)
+    // (B, T, F): bias, ReLU and dropout fused into the first layer's output pass
+    const Tensor hidden = linear(x, w_1->weight, w_1->bias, Activation::relu, dropout_p, is_training());
+    return w_2->forward(hidden);   // (B, T, D)
 }
 
 }  // namespace nn

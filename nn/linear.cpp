@@ -2,6 +2,7 @@
 
 #include <stdexcept>
 
+#include "nn/dropout.h"
 #include "nn/init.h"
 
 namespace nn {
@@ -10,7 +11,7 @@ using autograd::gemm;
 using autograd::Node;
 using autograd::shape_str;
 
-Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, Activation act) {
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, Activation act, float dropout_p, bool training) {
     if (weight.dim() != 2 || x.dim() < 1 || x.size(-1) != weight.size(1))
         throw std::invalid_argument("linear: input " + shape_str(x.shape()) + " does not match weight " +
                                     shape_str(weight.shape()) + " (expected input (..., " +
@@ -23,26 +24,38 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, Activat
     Tensor y = Tensor::empty(ys);                                                   // (..., out)
     float* py = y.data();
     gemm(false, true, rows, out, in, x.data(), in, weight.data(), in, py, out, false);   // x W^T
+    if (!(dropout_p >= 0.0f && dropout_p < 1.0f)) throw std::invalid_argument("linear: dropout must be in [0, 1)");
+    const bool drop = training && dropout_p > 0.0f;
+    const uint64_t seed = drop ? autograd::default_generator().next_u64() : 0;
+    const float scale = drop ? 1.0f / (1.0f - dropout_p) : 1.0f;   // inverted dropout
     const float* pb = bias.defined() ? bias.data() : nullptr;
     #pragma omp parallel for if (rows * out > (1 << 16))
     for (int64_t r = 0; r < rows; r++)
         for (int64_t j = 0; j < out; j++) {
-            float v = py[r * out + j] + (pb ? pb[j] : 0.0f);
-            py[r * out + j] = act == Activation::relu && v < 0.0f ? 0.0f : v;
+            const int64_t i = r * out + j;
+            float v = py[i] + (pb ? pb[j] : 0.0f);
+            if (act == Activation::relu && v < 0.0f) v = 0.0f;
+            if (drop) v = counter_uniform(seed, i) < dropout_p ? 0.0f : v * scale;
+            py[i] = v;
         }
 
-    // backward: with g = dy masked by the ReLU (where y == 0 the unit was off),
-    //   dx = g W  (rows, in),   dW += g^T x  (out, in),   db += sum over rows of g
+    // backward: first g = dL/d(x W^T + b). With ReLU, y > 0 exactly where the unit was on and the
+    // element kept, so g = dy * scale there and 0 elsewhere; without ReLU, g = dy * keep * scale.
+    // Then  dx = g W  (rows, in),   dW += g^T x  (out, in),   db += sum over rows of g.
     std::vector<Tensor> inputs = {x, weight};
     if (bias.defined()) inputs.push_back(bias);
-    autograd::record(y, inputs, act == Activation::relu ? "linear_relu" : "linear", [rows, in, out, act](Node& self) {
+    const char* name = act == Activation::relu ? (drop ? "linear_relu_dropout" : "linear_relu") : (drop ? "linear_dropout" : "linear");
+    autograd::record(y, inputs, name, [rows, in, out, act, drop, seed, dropout_p, scale](Node& self) {
         const float *px = self.parent_data(0), *pw = self.parent_data(1), *py = self.data->data();
         std::vector<float> masked;
         const float* g = self.grad.data();
-        if (act == Activation::relu) {
+        if (act == Activation::relu || drop) {
             masked.resize(rows * out);
             #pragma omp parallel for if (rows * out > (1 << 16))
-            for (int64_t i = 0; i < rows * out; i++) masked[i] = py[i] == 0.0f ? 0.0f : g[i];
+            for (int64_t i = 0; i < rows * out; i++) {
+                const bool pass = act == Activation::relu ? py[i] > 0.0f : counter_uniform(seed, i) >= dropout_p;
+                masked[i] = pass ? g[i] * scale : 0.0f;
+            }
             g = masked.data();
         }
         if (float* dx = self.parent_grad(0)) gemm(false, false, rows, in, out, g, out, pw, in, dx, in, true);

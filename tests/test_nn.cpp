@@ -67,7 +67,16 @@ TEST_CASE("linear: gradcheck, with and without bias and ReLU, batched input") {
     CHECK_GRAD([](V x) { return nn::linear(x[0], x[1], Tensor()); }, param({3, 4}), param({5, 4}));
     // ReLU has a kink at 0; this draw keeps pre-activations away from it (gradcheck would say so)
     CHECK_GRAD([](V x) { return nn::linear(x[0], x[1], x[2], nn::Activation::relu); }, param({2, 4}), param({6, 4}), param({6}));
+    // with dropout fused in: same draws as nn::dropout after the activation
+    CHECK_GRAD([](V x) { manual_seed(2); return nn::linear(x[0], x[1], x[2], nn::Activation::relu, 0.3f, true); },
+               param({3, 4}), param({6, 4}), param({6}));
+    CHECK_GRAD([](V x) { manual_seed(2); return nn::linear(x[0], x[1], x[2], nn::Activation::none, 0.3f, true); },
+               param({3, 4}), param({6, 4}), param({6}));
     Tensor x = param({2, 4}), w = param({3, 4}), b = param({3});
+    manual_seed(4);
+    const Tensor fused = nn::linear(x, w, b, nn::Activation::relu, 0.5f, true);
+    manual_seed(4);
+    check_close(fused, nn::dropout(relu(matmul(x, w, false, true) + b), 0.5f, true));
     check_close(nn::linear(x, w, b), matmul(x, w, false, true) + b);
     check_close(nn::linear(x, w, b, nn::Activation::relu), relu(matmul(x, w, false, true) + b));
     CHECK_THROWS_WITH_AS(nn::linear(param({2, 5}), w, b), doctest::Contains("(2, 5)"), std::invalid_argument);
