@@ -3,6 +3,7 @@
 #include "autograd/anomaly.h"
 #include "autograd/gemm.h"
 #include "autograd/gradcheck.h"
+#include "autograd/graph_dot.h"
 #include "autograd/ops.h"
 #include "autograd/random.h"
 #include "autograd/tensor.h"

@@ -375,7 +375,7 @@ int main(int argc, char** argv) {
             const double vl = evaluate_loss(model, valid, o.batch);
             const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
             char line[200];
-            std::snprintf(line, sizeof line, "epoch %2d  train loss %.4f (smoothed)  valid loss %.4f  %s  %.0f s", epoch,
+            std::snprintf(line, sizeof line, "epoch %2d  train loss %.4f (label-smoothed)  valid loss %.4f  %s  %.0f s", epoch,
                           epoch_loss / std::max<int64_t>(epoch_tokens, 1), vl, vl < best_valid ? "best" : "    ", secs);
             progress.log(line);
             ep_x.push_back(step);
@@ -398,7 +398,7 @@ int main(int argc, char** argv) {
         }
         if (!o.plot.empty()) {
             common::write_line_plot(o.plot, "Translation: loss per target token", "step", "cross-entropy",
-                                    {{"train (per batch, smoothed)", step_x, step_loss}, {"validation", ep_x, valid_curve}});
+                                    {{"train (per batch, label-smoothed)", step_x, step_loss}, {"validation", ep_x, valid_curve}});
             std::printf("wrote %s\n", o.plot.c_str());
         }
 

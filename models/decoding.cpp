@@ -91,7 +91,10 @@ Hypothesis beam_search(Transformer& model, const Tokens& src, const Mask& src_ma
         }
         live = std::move(next);
     }
-    for (Hypothesis& h : live) finished.push_back(std::move(h));   // max_len reached: unfinished ones compete too
+    // Stopped by max_len before K hypotheses finished: the unfinished ones compete too. (When K
+    // did finish, the live ones are mere prefixes and stay out.)
+    if (finished.size() < K)
+        for (Hypothesis& h : live) finished.push_back(std::move(h));
     return *std::max_element(finished.begin(), finished.end(),
                              [](const Hypothesis& a, const Hypothesis& b) { return a.score < b.score; });
 }

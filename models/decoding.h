@@ -29,9 +29,10 @@ struct Hypothesis {
     double score = 0.0;           // log_prob after the length penalty
 };
 
-// Beam search for one source sentence: src (1, S), src_mask (1, 1, S). Keeps the K best partial
-// hypotheses by log-probability; a hypothesis that emits eos is finished. Stops when K hypotheses
-// have finished or max_len is reached, and returns the finished one with the best score.
+// Beam search for one source sentence: src (1, S), src_mask (1, 1, S). At every step the K best
+// continuations (by log-probability) are kept; those ending in eos are finished, the others stay
+// live. Stops when K hypotheses have finished, or at max_len (then the live ones count as
+// finished too), and returns the finished hypothesis with the best score.
 Hypothesis beam_search(Transformer& model, const Tokens& src, const Mask& src_mask, const BeamSearchOptions& opt);
 
 // The model's log-probability of a whole sequence (bos first), computed in one teacher-forced

@@ -23,9 +23,11 @@ struct TransformerConfig {
     int64_t d_model = 512;    // D: width of every token vector (paper: 512)
     int64_t d_ff = 2048;      // F: hidden width of the feed-forward sublayer (paper: 2048)
     int64_t heads = 8;        // h: attention heads; D must be a multiple of h (paper: 8)
-    float dropout = 0.1f;     // on sublayer outputs, embeddings and attention weights (paper: 0.1)
+    float dropout = 0.1f;     // on sublayer outputs, embeddings + positions, attention weights and the
+                              // feed-forward hidden layer (paper: 0.1)
     bool pre_norm = true;     // true: x + sublayer(norm(x)) (The Annotated Transformer; trains more
-                              // stably); false: norm(x + sublayer(x)) (the paper's post-norm)
+                              // stably); false: norm(x + sublayer(x)) (the paper's post-norm; the
+                              // stacks' final LayerNorm is kept either way)
     int64_t max_len = 5000;   // longest sequence the positional encoding covers
 
     void validate() const;    // throws std::invalid_argument naming the bad field

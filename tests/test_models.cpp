@@ -213,3 +213,16 @@ TEST_CASE("anomaly mode: a healthy training step raises nothing; a poisoned weig
     CHECK_THROWS_WITH_AS(model.forward(b.src, b.tgt_in, b.src_mask, b.tgt_mask), doctest::Contains("forward of 'linear'"),
                          std::runtime_error);
 }
+
+TEST_CASE("beam search never returns an unfinished prefix once K hypotheses have finished") {
+    // an untrained model with eos = 1 finishes hypotheses early and at different lengths
+    for (uint64_t seed = 20; seed < 40; seed++) {
+        manual_seed(seed);
+        Transformer model({.src_vocab = 6, .tgt_vocab = 6, .layers = 1, .d_model = 16, .d_ff = 32, .heads = 2, .dropout = 0.0f});
+        model.eval();
+        const Tokens src({2, 3, 4}, {1, 3});
+        const auto h = models::beam_search(model, src, models::padding_mask(src, 0), {.beam_size = 3, .max_len = 30, .bos = 1, .eos = 1});
+        CAPTURE(seed);
+        CHECK((h.tokens.back() == 1 || h.tokens.size() == 30));   // ends in eos, or ran to max_len
+    }
+}

@@ -1,0 +1,237 @@
+// Scaled dot-product attention worked by hand on a 3-token sentence, one step at a time:
+//
+//     Attention(Q, K, V) = softmax(Q K^T / sqrt(Dk)) V          (Vaswani et al. 2017, eq. 1)
+//
+// then the same through the library (nn::scaled_dot_product_attention, the fused op the model
+// uses, and nn::attention_reference, the same composed from primitive ops) to show they agree,
+// then again with the decoder's subsequent mask, then split into two heads.
+//
+//   ./examples/attention_by_hand                    # print every step
+//   ./examples/attention_by_hand --graph mha.dot    # also draw one MultiHeadAttention forward
+//   dot -Tsvg mha.dot -o mha.svg                    # (Graphviz) render the drawing
+//
+// Change the numbers below and rerun: everything printed is computed from them.
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "autograd/autograd.h"
+#include "autograd/graph_dot.h"
+#include "examples/common/args.h"
+#include "models/transformer.h"
+#include "nn/nn.h"
+
+// ---------------------------------------------------------------- the numbers to play with
+
+constexpr int T = 3;    // tokens in the sentence (queries = keys = values: self-attention)
+constexpr int DK = 4;   // width of each query, key and value vector; 1/sqrt(4) = 0.5 keeps the arithmetic easy
+const char* const TOKENS[T] = {"the", "cat", "sleeps"};
+
+// One row per token. Q: what each token is looking for; K: what each token offers to be found
+// by; V: what each token hands over when it is attended to.
+const float Q[T][DK] = {
+    {1, 0, 1, 0},    // "the"    matches keys with features 0 and 2
+    {0, 2, 0, 2},    // "cat"    strongly wants features 1 and 3
+    {1, 1, 1, 1},    // "sleeps" wants everything equally
+};
+const float K[T][DK] = {
+    {1, 0, 1, 0},    // "the"
+    {0, 1, 0, 1},    // "cat"
+    {1, 1, 0, 0},    // "sleeps"
+};
+const float V[T][DK] = {  // columns 0..2 say "from which token"; column 3 is shared by all tokens
+    {1, 0, 0, 1},    // "the"
+    {0, 1, 0, 1},    // "cat"
+    {0, 0, 1, 1},    // "sleeps"
+};
+
+// ---------------------------------------------------------------- printing
+
+using autograd::Mask;
+using autograd::Tensor;
+using Matrix = std::vector<std::vector<float>>;   // rows x cols
+
+static Matrix from_array(const float (&a)[T][DK]) {
+    Matrix m(T, std::vector<float>(DK));
+    for (int i = 0; i < T; i++)
+        for (int j = 0; j < DK; j++) m[i][j] = a[i][j];
+    return m;
+}
+
+// Rows labelled by token; columns by token (key_cols) or by feature index.
+static void print_matrix(const std::string& title, const Matrix& m, bool key_cols, bool row_sums = false) {
+    std::printf("%s\n%9s", title.c_str(), "");
+    for (size_t j = 0; j < m[0].size(); j++) {
+        if (key_cols) std::printf(" %8s", TOKENS[j]);
+        else std::printf("    dim %zu", j);
+    }
+    std::printf(row_sums ? "   row sum\n" : "\n");
+    for (size_t i = 0; i < m.size(); i++) {
+        std::printf("%9s", TOKENS[i]);
+        float sum = 0.0f;
+        for (float v : m[i]) {
+            if (std::isinf(v)) std::printf(" %8s", v < 0 ? "-inf" : "inf");
+            else std::printf(" %8.4f", v);
+            sum += v;
+        }
+        if (row_sums) std::printf("   %7.4f", sum);
+        std::printf("\n");
+    }
+    std::printf("\n");
+}
+
+// The values of a (1, T, C) or (T, C) tensor as a matrix.
+static Matrix to_matrix(const Tensor& t) {
+    const int64_t cols = t.size(-1), rows = t.numel() / cols;
+    Matrix m(rows, std::vector<float>(cols));
+    for (int64_t i = 0; i < rows; i++)
+        for (int64_t j = 0; j < cols; j++) m[i][j] = t.data()[i * cols + j];
+    return m;
+}
+
+static float max_abs_diff(const Matrix& a, const Matrix& b) {
+    float d = 0.0f;
+    for (size_t i = 0; i < a.size(); i++)
+        for (size_t j = 0; j < a[i].size(); j++) d = std::max(d, std::fabs(a[i][j] - b[i][j]));
+    return d;
+}
+
+// ---------------------------------------------------------------- attention, by hand
+
+// The three steps of eq. 1 with plain loops. allowed[t][s] = false removes key s for query t.
+// Prints every intermediate matrix and returns the output (T, DK).
+static Matrix attention_by_hand(const Matrix& q, const Matrix& k, const Matrix& v, const std::vector<std::vector<bool>>& allowed) {
+    // 1) raw scores: how well query t matches key s, the dot product q_t . k_s
+    Matrix scores(T, std::vector<float>(T, 0.0f));
+    for (int t = 0; t < T; t++)
+        for (int s = 0; s < T; s++)
+            for (int d = 0; d < DK; d++) scores[t][s] += q[t][d] * k[s][d];
+    print_matrix("1) raw scores S = Q K^T   (row t = query t, column s = key s)", scores, true);
+
+    // 2) scale by 1/sqrt(Dk): dot products of Dk-dim vectors grow like sqrt(Dk), which would
+    //    push softmax into saturation; masked-out keys get -inf, i.e. e^-inf = 0 weight
+    const float scale = 1.0f / std::sqrt(static_cast<float>(DK));
+    bool any_masked = false;
+    Matrix scaled = scores;
+    for (int t = 0; t < T; t++)
+        for (int s = 0; s < T; s++) {
+            scaled[t][s] = allowed[t][s] ? scores[t][s] * scale : -std::numeric_limits<float>::infinity();
+            any_masked = any_masked || !allowed[t][s];
+        }
+    char title[128];
+    std::snprintf(title, sizeof title, "2) scaled scores S / sqrt(Dk) = S * %.4f%s", scale, any_masked ? ", masked keys = -inf" : "");
+    print_matrix(title, scaled, true);
+
+    // 3) softmax along each row: w_ts = e^(x_ts - m_t) / sum_s' e^(x_ts' - m_t), m_t the row max
+    Matrix w(T, std::vector<float>(T, 0.0f));
+    for (int t = 0; t < T; t++) {
+        float m = -std::numeric_limits<float>::infinity(), sum = 0.0f;
+        for (int s = 0; s < T; s++) m = std::max(m, scaled[t][s]);
+        for (int s = 0; s < T; s++) sum += (w[t][s] = std::isinf(scaled[t][s]) ? 0.0f : std::exp(scaled[t][s] - m));
+        for (int s = 0; s < T; s++) w[t][s] /= sum;
+    }
+    print_matrix("3) attention weights A = softmax(row)   (each row sums to 1)", w, true, true);
+
+    // 4) output: row t is the weighted average of the value rows, sum_s w_ts v_s
+    Matrix out(T, std::vector<float>(DK, 0.0f));
+    for (int t = 0; t < T; t++)
+        for (int s = 0; s < T; s++)
+            for (int d = 0; d < DK; d++) out[t][d] += w[t][s] * v[s][d];
+    print_matrix("4) output O = A V   (row t = sum over s of A[t][s] * V[s])", out, false);
+    return out;
+}
+
+// The same through the library: the fused op the model uses, and the reference composed from
+// primitive ops (reshape, transpose, matmul, masked_fill, softmax, matmul).
+static void compare_with_library(const Matrix& by_hand, const Mask& mask) {
+    std::vector<float> q, k, v;
+    for (int i = 0; i < T; i++)
+        for (int j = 0; j < DK; j++) q.push_back(Q[i][j]), k.push_back(K[i][j]), v.push_back(V[i][j]);
+    const Tensor tq = Tensor::from_vector(q, {1, T, DK}), tk = Tensor::from_vector(k, {1, T, DK}),   // (B, T, D)
+        tv = Tensor::from_vector(v, {1, T, DK});
+    const Tensor fused = nn::scaled_dot_product_attention(tq, tk, tv, /*heads=*/1, mask);         // (1, T, DK)
+    const Tensor ref = nn::attention_reference(tq, tk, tv, /*heads=*/1, mask);
+    print_matrix("library: nn::scaled_dot_product_attention(q, k, v, heads = 1" + std::string(mask.data.empty() ? "" : ", mask") + ")",
+                 to_matrix(fused), false);
+    std::printf("max |by hand - scaled_dot_product_attention| = %.2g\n", max_abs_diff(by_hand, to_matrix(fused)));
+    std::printf("max |by hand - attention_reference|          = %.2g\n\n", max_abs_diff(by_hand, to_matrix(ref)));
+}
+
+// One nn::MultiHeadAttention forward (D = DK, 2 heads), its graph written as Graphviz DOT.
+static void write_mha_graph(const std::string& path) {
+    autograd::manual_seed(0);
+    nn::MultiHeadAttention mha(DK, 2, /*dropout=*/0.0f);
+    mha.eval();
+    std::vector<float> xs;
+    for (int i = 0; i < T; i++)
+        for (int j = 0; j < DK; j++) xs.push_back(Q[i][j]);
+    const Tensor x = Tensor::from_vector(xs, {1, T, DK});   // (B, T, D): the token vectors
+    const Tensor y = mha.forward(x, x, x);                   // (B, T, D)
+    autograd::DotNames names = mha.named_parameters();       // label the leaves "w_q.weight", ...
+    names.push_back({"x", x});
+    autograd::write_dot(y, path, names);                     // before any backward(): it frees the graph
+    std::printf("wrote %s: the graph of one MultiHeadAttention(d_model=%d, h=2) forward; render it with\n"
+                "  dot -Tsvg %s -o graph.svg\n",
+                path.c_str(), DK, path.c_str());
+}
+
+int main(int argc, char** argv) {
+    std::string graph;
+    common::ArgParser p("attention_by_hand",
+                        "Scaled dot-product attention on a 3-token sentence, step by step, checked against the library.");
+    p.add("--graph", &graph, "also write the computation graph of one MultiHeadAttention forward to PATH (Graphviz DOT)", "PATH");
+    p.parse(argc, argv);
+
+    try {
+        std::printf("Scaled dot-product attention, by hand: softmax(Q K^T / sqrt(Dk)) V\n");
+        std::printf("sentence: \"%s %s %s\", T = %d tokens, Dk = %d\n\n", TOKENS[0], TOKENS[1], TOKENS[2], T, DK);
+        const Matrix q = from_array(Q), k = from_array(K), v = from_array(V);
+        print_matrix("queries Q (T, Dk)", q, false);
+        print_matrix("keys K (T, Dk)", k, false);
+        print_matrix("values V (T, Dk)", v, false);
+
+        std::printf("=== without a mask: every token attends to every token ===\n\n");
+        const std::vector<std::vector<bool>> all(T, std::vector<bool>(T, true));
+        compare_with_library(attention_by_hand(q, k, v, all), Mask());
+
+        std::printf("=== with the decoder's subsequent mask: token t sees tokens 0..t only ===\n\n");
+        const Mask sub = models::subsequent_mask(T);   // (1, T, T), 1 = may attend
+        std::printf("models::subsequent_mask(%d), shape (1, %d, %d), 1 = may attend\n", T, T, T);
+        std::vector<std::vector<bool>> allowed(T, std::vector<bool>(T));
+        for (int t = 0; t < T; t++) {
+            std::printf("%9s", TOKENS[t]);
+            for (int s = 0; s < T; s++) {
+                allowed[t][s] = sub[t * T + s] != 0;
+                std::printf(" %8d", allowed[t][s] ? 1 : 0);
+            }
+            std::printf("\n");
+        }
+        std::printf("\n");
+        compare_with_library(attention_by_hand(q, k, v, allowed), sub);
+
+        std::printf("=== the same Q, K, V as H = 2 heads of Dk = %d: head h uses columns [%d*h, %d*h + %d) ===\n\n", DK / 2,
+                    DK / 2, DK / 2, DK / 2);
+        std::vector<float> fq, fk, fv;
+        for (int i = 0; i < T; i++)
+            for (int j = 0; j < DK; j++) fq.push_back(Q[i][j]), fk.push_back(K[i][j]), fv.push_back(V[i][j]);
+        Tensor weights;   // (B, H, T, S)
+        const Tensor out2 = nn::scaled_dot_product_attention(Tensor::from_vector(fq, {1, T, DK}), Tensor::from_vector(fk, {1, T, DK}),
+                                                             Tensor::from_vector(fv, {1, T, DK}), /*heads=*/2, Mask(), 0.0f, false,
+                                                             &weights);
+        const Matrix w = to_matrix(weights);   // (H * T, S): head 0's rows, then head 1's
+        for (int h = 0; h < 2; h++) {
+            char title[96];
+            std::snprintf(title, sizeof title, "head %d weights (scores scaled by 1/sqrt(%d))", h, DK / 2);
+            print_matrix(title, Matrix(w.begin() + h * T, w.begin() + (h + 1) * T), true, true);
+        }
+        print_matrix("output (1, T, D): head 0 fills dims 0-1, head 1 fills dims 2-3", to_matrix(out2), false);
+
+        if (!graph.empty()) write_mha_graph(graph);
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "attention_by_hand: %s\n", e.what());
+        return 1;
+    }
+    return 0;
+}
