@@ -6,7 +6,8 @@
 CXX      ?= g++
 ARCH     ?= -march=native
 OPT      ?= -O3
-CXXFLAGS ?= -std=c++20 $(OPT) $(ARCH) -fopenmp -Wall -Wextra -I. -MMD -MP
+# -fno-math-errno: sqrt never sets errno, so loops calling it (Adam, LayerNorm) can vectorize
+CXXFLAGS ?= -std=c++20 $(OPT) $(ARCH) -fno-math-errno -fopenmp -Wall -Wextra -I. -MMD -MP
 LDFLAGS  ?= -fopenmp
 BUILD    ?= build
 
@@ -24,7 +25,7 @@ TESTS := $(BUILD)/tests/run_tests
 
 all: $(LIB) $(EXLIB) $(EXAMPLES)
 
-$(BUILD)/%.o: %.cpp
+$(BUILD)/%.o: %.cpp Makefile
 	@mkdir -p $(dir $@)
 	$(CXX) $(CXXFLAGS) -c $< -o $@
 

@@ -1,5 +1,7 @@
 #include "nn/layer_norm.h"
 
+#include <omp.h>
+
 #include <cmath>
 #include <stdexcept>
 
@@ -57,15 +59,24 @@ Tensor layer_norm(const Tensor& x, const Tensor& gain, const Tensor& bias, float
         float* dg = self.parent_grad(1);
         float* db = self.parent_grad(2);
         if (dg || db) {
-            #pragma omp parallel for if (R * C > (1 << 15))
-            for (int64_t i = 0; i < C; i++) {     // each thread owns whole columns: fixed summation order
-                float sg = 0.0f, sb = 0.0f;
+            // column sums over rows; threads split the columns and walk rows in order (fixed
+            // summation order), reading each row contiguously
+            #pragma omp parallel if (R * C > (1 << 15))
+            {
+                const int nt = omp_get_num_threads(), id = omp_get_thread_num();
+                const int64_t i0 = C * id / nt, i1 = C * (id + 1) / nt;
+                std::vector<float> sg(i1 - i0, 0.0f), sb(i1 - i0, 0.0f);
                 for (int64_t r = 0; r < R; r++) {
-                    sg += dy[r * C + i] * (px[r * C + i] - st[2 * r]) * st[2 * r + 1];
-                    sb += dy[r * C + i];
+                    const float mean = st[2 * r], rstd = st[2 * r + 1];
+                    for (int64_t i = i0; i < i1; i++) {
+                        sg[i - i0] += dy[r * C + i] * (px[r * C + i] - mean) * rstd;
+                        sb[i - i0] += dy[r * C + i];
+                    }
                 }
-                if (dg) dg[i] += sg;
-                if (db) db[i] += sb;
+                for (int64_t i = i0; i < i1; i++) {
+                    if (dg) dg[i] += sg[i - i0];
+                    if (db) db[i] += sb[i - i0];
+                }
             }
         }
     });

@@ -1,5 +1,7 @@
 #include "nn/linear.h"
 
+#include <omp.h>
+
 #include <stdexcept>
 
 #include "nn/dropout.h"
@@ -10,6 +12,21 @@ namespace nn {
 using autograd::gemm;
 using autograd::Node;
 using autograd::shape_str;
+
+// acc[j] += sum over rows r of g[r, j], for g (rows, cols). Threads split the columns, and each
+// walks the rows in order, so every sum has the same order whatever the thread count; the inner
+// loop runs along a row, so memory is read contiguously (and vectorized).
+static void column_sums_add(const float* g, int64_t rows, int64_t cols, float* acc) {
+    #pragma omp parallel if (rows * cols > (1 << 16))
+    {
+        const int nt = omp_get_num_threads(), id = omp_get_thread_num();
+        const int64_t j0 = cols * id / nt, j1 = cols * (id + 1) / nt;
+        std::vector<float> s(j1 - j0, 0.0f);
+        for (int64_t r = 0; r < rows; r++)
+            for (int64_t j = j0; j < j1; j++) s[j - j0] += g[r * cols + j];
+        for (int64_t j = j0; j < j1; j++) acc[j] += s[j - j0];
+    }
+}
 
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, Activation act, float dropout_p, bool training) {
     if (weight.dim() != 2 || x.dim() < 1 || x.size(-1) != weight.size(1))
@@ -61,14 +78,7 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, Activat
         if (float* dx = self.parent_grad(0)) gemm(false, false, rows, in, out, g, out, pw, in, dx, in, true);
         if (float* dw = self.parent_grad(1)) gemm(true, false, out, in, rows, g, out, px, in, dw, in, true);
         if (self.parents.size() > 2)
-            if (float* db = self.parent_grad(2)) {
-                #pragma omp parallel for if (rows * out > (1 << 16))
-                for (int64_t j = 0; j < out; j++) {   // each thread owns whole columns: fixed order
-                    float s = 0.0f;
-                    for (int64_t r = 0; r < rows; r++) s += g[r * out + j];
-                    db[j] += s;
-                }
-            }
+            if (float* db = self.parent_grad(2)) column_sums_add(g, rows, out, db);
     });
     return y;
 }
