@@ -199,7 +199,7 @@ int main(int argc, char** argv) {
                     char line[160];
                     std::snprintf(line, sizeof line, "step %5d  loss %.4f  (mean of last %d: %.4f)  lr %.3e", step, final_loss,
                                   window, window_loss / window, lr);
-                    progress.log(line);
+                    progress.result(line);
                     window_loss = 0.0;
                     window = 0;
                 }

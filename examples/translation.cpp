@@ -377,7 +377,7 @@ int main(int argc, char** argv) {
             char line[200];
             std::snprintf(line, sizeof line, "epoch %2d  train loss %.4f (label-smoothed)  valid loss %.4f  %s  %.0f s", epoch,
                           epoch_loss / std::max<int64_t>(epoch_tokens, 1), vl, vl < best_valid ? "best" : "    ", secs);
-            progress.log(line);
+            progress.result(line);
             ep_x.push_back(step);
             train_curve.push_back(epoch_loss / std::max<int64_t>(epoch_tokens, 1));
             valid_curve.push_back(vl);

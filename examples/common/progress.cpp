@@ -184,4 +184,12 @@ std::string Progress::render_line(bool for_terminal, bool with_bar) const {
     return line;
 }
 
+void Progress::result(const std::string& line) {
+    if (live_ && isatty(STDOUT_FILENO)) {
+        log(line);
+    } else {
+        std::cout << line << '\n' << std::flush;
+    }
+}
+
 }  // namespace common

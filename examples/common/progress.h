@@ -52,6 +52,11 @@ public:
     // Print a full line (e.g. a validation result) without garbling the live line.
     void log(const std::string& line);
 
+    // A result line for standard output: while a live line is drawn and stdout is the same
+    // terminal, it goes through log() so the two don't collide; otherwise (stdout redirected to a
+    // file or pipe) it is printed to stdout, where results belong and runs can be compared.
+    void result(const std::string& line);
+
     // Show the final state and end the live line. Safe to call more than once.
     void finish();
 
