@@ -2,6 +2,7 @@
 # make test       build and run the doctest suite
 # make bench      build and run the benchmarks in bench/
 # make sanitize   run the test suite under AddressSanitizer + UndefinedBehaviorSanitizer
+# make fuzz / make fuzz-run   libFuzzer targets (needs clang), see tests/fuzz/README.md
 # make clean
 CXX      ?= g++
 ARCH     ?= -march=native
@@ -61,9 +62,10 @@ sanitize:
 	    LDFLAGS="-fopenmp -fsanitize=address,undefined"
 
 clean:
-	rm -rf $(BUILD) build-sanitize $(EXAMPLES)
+	rm -rf $(BUILD) build-sanitize build-fuzz $(EXAMPLES)
 
 .PHONY: all test bench sanitize clean
 .SECONDARY:
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
+-include tests/fuzz/Makefile.fuzz

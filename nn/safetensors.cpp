@@ -27,7 +27,8 @@ namespace nn {
 // ---------------------------------------------------------------------------------------------
 // Small helpers shared by save and load
 
-constexpr uint64_t kMaxHeaderBytes = 100'000'000;  // a real header is KBs; refuse to malloc GBs
+constexpr uint64_t kMaxHeaderBytes = 16'000'000;   // a real header is KBs; parsing costs ~80x its size in memory
+constexpr size_t kMaxRank = 64;                     // no real tensor has more dimensions
 constexpr double kMaxJsonInt = 9007199254740992.0;  // 2^53: larger integers aren't exact in JSON
 
 size_t dtype_size(const std::string& dtype) {
@@ -260,6 +261,9 @@ static Span parse_entry(const std::string& name, const json::Value& entry, uint6
 
     // 2) shape -> expected byte size
     if (!shape->is_array()) bad(t + "\"shape\" is not an array");
+    if (shape->as_array().size() > kMaxRank)
+        bad(t + "shape has " + std::to_string(shape->as_array().size()) + " dimensions (limit " +
+            std::to_string(kMaxRank) + ")");
     for (const json::Value& d : shape->as_array())
         rec.shape.push_back(static_cast<int64_t>(json_uint(d, t + "shape dimension")));
     uint64_t need = 0;
@@ -352,6 +356,7 @@ static SafetensorsFile load_unprefixed(const std::string& path) {
     std::vector<TensorRecord> recs;
     std::vector<Span> spans;
     for (const auto& [key, value] : header.as_object()) {     // the parser rejected duplicates
+        if (key.empty()) bad("a tensor has an empty name");     // save_safetensors refuses those too
         if (key == "__metadata__") {
             out.metadata = parse_metadata(value);
             continue;

@@ -153,7 +153,9 @@ std::vector<std::string> tokenize(std::string_view text, bool lowercase) {
         } else if (is_punctuation(c)) {       // 3) punctuation, unless it is inside a word
             const bool inside = !word.empty() && is_word_char(next);
             if (inside && is_apostrophe(c)) {
-                const bool clitic = is_elided_clitic(to_lower_utf8(word));
+                // a clitic has at most 6 code points (24 bytes): don't lowercase a long word again
+                // at each of its apostrophes, which made "a'a'a'..." quadratic
+                const bool clitic = word.size() <= 24 && is_elided_clitic(to_lower_utf8(word));
                 push_char(word, c);
                 if (clitic) flush_word();     // "l'" + "homme"; "don't" stays whole
             } else if (inside && joins_word(prev, c, next)) {
