@@ -49,7 +49,7 @@ std::string join(const Tokens& t, int64_t row) {
 
 struct Options {
     int64_t vocab = 11, seq_len = 10;
-    int steps = 1200, batch = 64, warmup = 200, eval_count = 1000, beam = 0, threads = 0, print_every = 100;
+    int steps = 1200, batch = 128, warmup = 200, eval_count = 1000, beam = 0, threads = 0, print_every = 100;
     int64_t layers = 2, d_model = 128, heads = 4, d_ff = 256;
     float dropout = 0.0f, lr_factor = 1.0f;
     uint64_t seed = 1;
