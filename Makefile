@@ -56,10 +56,24 @@ bench: $(BENCHES)
 	OMP_NUM_THREADS=2 ./$(BUILD)/bench/bench_gemm
 	@for c in default d128 paper; do OMP_NUM_THREADS=2 ./$(BUILD)/bench/bench_training $$c || exit 1; done
 
-# The whole suite with ASan + UBSan (+ LeakSanitizer, part of ASan on Linux), in its own build dir.
+# The whole suite, then a short training run of each example (with a save, a load and a
+# translation), built with ASan + UBSan (+ LeakSanitizer, part of ASan on Linux) in build-sanitize/.
+SAN_FLAGS := OPT="-O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined" \
+             LDFLAGS="-fopenmp -fsanitize=address,undefined" BUILD=build-sanitize
 sanitize:
-	$(MAKE) test BUILD=build-sanitize OPT="-O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined" \
-	    LDFLAGS="-fopenmp -fsanitize=address,undefined"
+	$(MAKE) $(SAN_FLAGS) test build-sanitize/bin/copy_task build-sanitize/bin/translation
+	build-sanitize/bin/copy_task --steps 30 --eval 20 --save build-sanitize/copy.safetensors > /dev/null
+	build-sanitize/bin/copy_task --load build-sanitize/copy.safetensors --eval 20 --beam 2 > /dev/null
+	build-sanitize/bin/translation --epochs 1 --d-model 32 --d-ff 64 --heads 2 --beam 2 \
+	    --save build-sanitize/tr.safetensors > /dev/null
+	echo "the dog sees the cat ." | build-sanitize/bin/translation --load build-sanitize/tr.safetensors --stdin \
+	    --attention build-sanitize/attn.svg > /dev/null
+	@echo "sanitize: suite and example runs clean"
+
+# examples built into $(BUILD)/bin (used by the sanitizer build, which must not overwrite examples/)
+$(BUILD)/bin/%: $(BUILD)/examples/%.o $(EXLIB) $(LIB)
+	@mkdir -p $(dir $@)
+	$(CXX) $< $(EXLIB) $(LIB) $(LDFLAGS) -o $@
 
 clean:
 	rm -rf $(BUILD) build-sanitize build-fuzz $(EXAMPLES)
