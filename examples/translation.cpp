@@ -367,10 +367,8 @@ int main(int argc, char** argv) {
                 epoch_tokens += b.tokens;
                 step_x.push_back(step);
                 step_loss.push_back(loss.item());
-                const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
                 progress.update(step, {{"epoch", std::to_string(epoch)}, {"loss", common::format_value(loss.item())},
                                        {"lr", common::format_value(lr, 3)}});
-                (void)secs;
             }
             const double vl = evaluate_loss(model, valid, o.batch);
             const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
