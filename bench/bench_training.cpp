@@ -2,7 +2,7 @@
 // the process's peak resident memory. One configuration per run, so peak RSS is that config's:
 //   ./build/bench/bench_training default | d128 | paper  [steps]
 // The configurations match ../shared/anchors/torch_copy_task.py run as
-//   default: (ours only) N=2 D=128 F=256 h=4, B=64, no dropout   (the example's default)
+//   default: (ours only) N=2 D=128 F=256 h=4, B=128, no dropout  (the example's default)
 //   d128:    --d_model 128 --d_ff 512   (N=2, h=8, B=80, dropout 0.1)
 //   paper:   the defaults               (N=2, D=512, F=2048, h=8, B=80, dropout 0.1)
 #include <omp.h>
@@ -25,7 +25,7 @@ int main(int argc, char** argv) {
     models::TransformerConfig cfg{.src_vocab = 11, .tgt_vocab = 11, .layers = 2};
     int64_t B = 80, steps = 30;
     if (name == "default") {
-        cfg.d_model = 128, cfg.d_ff = 256, cfg.heads = 4, cfg.dropout = 0.0f, B = 64, steps = 100;
+        cfg.d_model = 128, cfg.d_ff = 256, cfg.heads = 4, cfg.dropout = 0.0f, B = 128, steps = 100;
     } else if (name == "d128") {
         cfg.d_model = 128, cfg.d_ff = 512, cfg.heads = 8, cfg.dropout = 0.1f, steps = 100;
     } else if (name == "paper") {
