@@ -44,6 +44,12 @@ examples/%: $(BUILD)/examples/%.o $(EXLIB) $(LIB)
 $(TESTS): $(TEST_SRCS:%.cpp=$(BUILD)/%.o) $(EXLIB) $(LIB)
 	$(CXX) $(filter %.o,$^) $(EXLIB) $(LIB) $(LDFLAGS) -o $@
 
+# The tests need doctest's single header; say how to get it instead of a wall of compile errors.
+check-doctest:
+	@printf '#include <doctest/doctest.h>\n' | $(CXX) -std=c++20 -I. -fsyntax-only -x c++ - 2>/dev/null || \
+	    { echo "make test needs doctest: apt-get install doctest-dev (Debian/Ubuntu), or put doctest/doctest.h on the include path"; exit 1; }
+$(TEST_SRCS:%.cpp=$(BUILD)/%.o): | check-doctest
+
 test: $(TESTS)
 	./$(TESTS)
 
@@ -78,7 +84,7 @@ $(BUILD)/bin/%: $(BUILD)/examples/%.o $(EXLIB) $(LIB)
 clean:
 	rm -rf $(BUILD) build-sanitize build-fuzz $(EXAMPLES)
 
-.PHONY: all test bench sanitize clean
+.PHONY: all test bench sanitize clean check-doctest
 .SECONDARY:
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
