@@ -239,3 +239,18 @@ TEST_CASE("softmax and log_softmax: gradcheck, stability, masked rows") {
     Mask m({0, 0, 1, 0, 1, 1}, {2, 3});
     CHECK_GRAD([&](V x) { return softmax(masked_fill(x[0], m, -inf)); }, param({2, 3}));
 }
+
+TEST_CASE("sum_to folds a broadcast gradient back to the input's shape") {
+    // the hand example of docs/01: z = x + y with x (2, 3), y (3,), L = sum(z^2), dz = 2z
+    const std::vector<float> dz = {22, 44, 66, 28, 50, 72};
+    CHECK(sum_to(dz.data(), {2, 3}, {3}) == std::vector<float>{50, 94, 138});
+    CHECK(sum_to(dz.data(), {2, 3}, {2, 1}) == std::vector<float>{132, 150});
+    CHECK(sum_to(dz.data(), {2, 3}, {}) == std::vector<float>{282});
+    CHECK(sum_to(dz.data(), {2, 3}, {2, 3}) == dz);
+    // and it agrees with what add's backward accumulates into a broadcast input
+    Tensor x = Tensor::from_vector({1, 2, 3, 4, 5, 6}, {2, 3}).requires_grad_();
+    Tensor y = Tensor::from_vector({10, 20, 30}, {3}).requires_grad_();
+    sum(pow(x + y, 2.0f)).backward();
+    CHECK(y.grad().to_vector() == std::vector<float>{50, 94, 138});
+    CHECK_THROWS_AS(sum_to(dz.data(), {2, 3}, {4}), std::invalid_argument);
+}
