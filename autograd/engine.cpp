@@ -73,7 +73,7 @@ static void run_backward(Node& root, const float* seed, bool retain_graph) {
     std::vector<std::shared_ptr<Node>> order = topo_order(root_ptr);
     // Gradients flowing through non-leaf nodes belong to this call only. A grad kept from an
     // earlier call (retain_grad) is set aside and added back at the end, so it is not sent twice.
-    std::vector<std::pair<Node*, std::vector<float>>> kept;
+    std::vector<std::pair<Node*, FloatBuffer>> kept;
     for (auto& n : order)
         if (n->backward && !n->grad.empty()) kept.emplace_back(n.get(), std::move(n->grad)), n->grad.clear();
     float* g = root.grad_buffer();
@@ -82,15 +82,16 @@ static void run_backward(Node& root, const float* seed, bool retain_graph) {
     for (auto it = order.rbegin(); it != order.rend(); ++it) {
         Node& n = **it;
         if (!n.backward) continue;                      // a leaf: its grad is the result
-        if (n.grad.empty()) continue;                   // nothing flowed here
-        n.backward(n);
-        if (anomaly) check_parent_grads_finite(n);
+        if (!n.grad.empty()) {                          // else nothing flowed here
+            n.backward(n);
+            if (anomaly) check_parent_grads_finite(n);
+        }
         if (!retain_graph) {                            // free the graph as we go
             n.backward = nullptr;
             n.parents.clear();
             n.released = true;
         }
-        if (!n.retains_grad) std::vector<float>().swap(n.grad);   // non-leaf grads are temporary
+        if (!n.retains_grad) FloatBuffer().swap(n.grad);   // non-leaf grads are temporary
     }
     for (auto& [n, old] : kept)
         if (n->retains_grad) {

@@ -38,7 +38,7 @@ GradcheckResult gradcheck(const TensorFn& fn, std::vector<Tensor> inputs, const 
     for (size_t t = 0; t < inputs.size(); t++) {
         Tensor& x = inputs[t];
         if (!x.requires_grad()) continue;
-        const std::vector<float> analytic = x.has_grad() ? x.node().grad : std::vector<float>(x.numel(), 0.0f);
+        const std::vector<float> analytic = x.has_grad() ? x.grad().to_vector() : std::vector<float>(x.numel(), 0.0f);
         for (int64_t k = 0; k < x.numel(); k++) {
             const float orig = x.data()[k];
             x.data()[k] = orig + static_cast<float>(opt.eps);

@@ -92,7 +92,7 @@ float* Node::parent_grad(size_t i) {
 static std::shared_ptr<Node> make_node(const Shape& shape) {
     auto n = std::make_shared<Node>();
     n->shape = shape;
-    n->data = std::make_shared<std::vector<float>>(static_cast<size_t>(shape_numel(shape)));
+    n->data = std::make_shared<FloatBuffer>(static_cast<size_t>(shape_numel(shape)));   // uninitialized
     return n;
 }
 
@@ -121,7 +121,7 @@ Tensor Tensor::from_vector(std::vector<float> values, const Shape& shape) {
                                     std::to_string(n) + " elements)");
     auto node = std::make_shared<Node>();
     node->shape = shape;
-    node->data = std::make_shared<std::vector<float>>(std::move(values));
+    node->data = std::make_shared<FloatBuffer>(values.begin(), values.end());
     return Tensor(node);
 }
 
@@ -196,10 +196,13 @@ Tensor& Tensor::retain_grad() { node().retains_grad = true; return *this; }
 
 Tensor Tensor::grad() const {
     if (!has_grad()) return Tensor();
-    return from_vector(node().grad, shape());
+    auto n = std::make_shared<Node>();
+    n->shape = shape();
+    n->data = std::make_shared<FloatBuffer>(node().grad);   // a copy
+    return Tensor(n);
 }
 
-void Tensor::zero_grad() { std::vector<float>().swap(node().grad); }
+void Tensor::zero_grad() { FloatBuffer().swap(node().grad); }
 
 Tensor Tensor::detach() const {
     auto n = std::make_shared<Node>();

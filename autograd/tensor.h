@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "autograd/allocator.h"
+
 namespace autograd {
 
 using Shape = std::vector<int64_t>;
@@ -27,8 +29,8 @@ int normalize_dim(int64_t dim, int ndim, const char* op);
 // One value in the graph.
 struct Node {
     Shape shape;
-    std::shared_ptr<std::vector<float>> data;    // shared, so reshape/detach need no copy
-    std::vector<float> grad;                     // empty until the first gradient arrives
+    std::shared_ptr<FloatBuffer> data;           // shared, so reshape/detach need no copy
+    FloatBuffer grad;                            // empty until the first gradient arrives
     bool requires_grad = false;
     bool retains_grad = false;                   // keep grad of a non-leaf after backward
     bool released = false;                       // its graph was freed by a backward()
@@ -78,7 +80,7 @@ public:
     int64_t numel() const { return node().numel(); }
     float* data() { return node().data->data(); }
     const float* data() const { return node().data->data(); }
-    std::vector<float> to_vector() const { return *node().data; }
+    std::vector<float> to_vector() const { return {node().data->begin(), node().data->end()}; }
     float item() const;                                 // the value of a one-element tensor
     float& at(const std::vector<int64_t>& index);      // bounds-checked element access
     float at(const std::vector<int64_t>& index) const;

@@ -60,9 +60,10 @@ int main(int argc, char** argv) {
     rusage ru{};
     getrusage(RUSAGE_SELF, &ru);
     std::printf("%-8s N=%lld D=%-4lld F=%-4lld h=%lld B=%lld dropout=%.1f threads=%d | median %7.1f ms/step "
-                "(min %.1f, max %.1f, %lld steps) | %7.0f tokens/s | peak RSS %.0f MB\n",
+                "(min %.1f, max %.1f, %lld steps) | %7.0f tokens/s | peak RSS %.0f MB (tensors %.0f MB)\n",
                 name.c_str(), (long long)cfg.layers, (long long)cfg.d_model, (long long)cfg.d_ff, (long long)cfg.heads,
                 (long long)B, cfg.dropout, omp_get_max_threads(), median, ms.front(), ms.back(), (long long)steps,
-                B * (L - 1) / (median / 1000.0), ru.ru_maxrss / 1024.0);
+                B * (L - 1) / (median / 1000.0), ru.ru_maxrss / 1024.0,
+                autograd::memory_stats().peak_live_bytes / 1048576.0);
     return 0;
 }

@@ -17,15 +17,14 @@ Tensor dropout(const Tensor& x, float p, bool training) {
     Tensor y = Tensor::empty(x.shape());
     const float* px = x.data();
     float* py = y.data();
-    #pragma omp parallel for if (n > (1 << 16))
+    #pragma omp parallel for simd if (n > (1 << 16))
     for (int64_t i = 0; i < n; i++) py[i] = counter_uniform(seed, i) < p ? 0.0f : px[i] * scale;
     // backward: y = x * keep * scale, so dx = dy * keep * scale, with the same keep decisions
     autograd::record(y, {x}, "dropout", [seed, n, p, scale](Node& self) {
         float* dx = self.parent_grad(0);
         const float* dy = self.grad.data();
-        #pragma omp parallel for if (n > (1 << 16))
-        for (int64_t i = 0; i < n; i++)
-            if (counter_uniform(seed, i) >= p) dx[i] += dy[i] * scale;
+        #pragma omp parallel for simd if (n > (1 << 16))   // branch-free: the mask is random
+        for (int64_t i = 0; i < n; i++) dx[i] += counter_uniform(seed, i) >= p ? dy[i] * scale : 0.0f;
     });
     return y;
 }

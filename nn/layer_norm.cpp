@@ -17,7 +17,7 @@ Tensor layer_norm(const Tensor& x, const Tensor& gain, const Tensor& bias, float
                                     std::to_string(C) + ",), got " + shape_str(gain.shape()) + " and " + shape_str(bias.shape()));
     const int64_t R = x.numel() / C;
     Tensor y = Tensor::empty(x.shape());                        // (..., C)
-    auto stats = std::make_shared<std::vector<float>>(2 * R);   // per row: mean, 1/std
+    auto stats = std::make_shared<autograd::FloatBuffer>(2 * R);   // per row: mean, 1/std
     const float *px = x.data(), *pg = gain.data(), *pb = bias.data();
     float* py = y.data();
     #pragma omp parallel for if (R * C > (1 << 15))

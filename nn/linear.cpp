@@ -68,12 +68,19 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, Activat
         const float* g = self.grad.data();
         if (act == Activation::relu || drop) {
             masked.resize(rows * out);
-            #pragma omp parallel for if (rows * out > (1 << 16))
-            for (int64_t i = 0; i < rows * out; i++) {
-                const bool pass = act == Activation::relu ? py[i] > 0.0f : counter_uniform(seed, i) >= dropout_p;
-                masked[i] = pass ? g[i] * scale : 0.0f;
+            float* m = masked.data();
+            const int64_t n = rows * out;
+            const float s = scale, p = dropout_p;   // locals: lets the loops below vectorize
+            // Two branch-free loops rather than one with a test inside: a ReLU mask is ~50%
+            // random, and a mispredicted branch per element cost more than the rest of the loop.
+            if (act == Activation::relu) {
+                #pragma omp parallel for simd if (n > (1 << 16))
+                for (int64_t i = 0; i < n; i++) m[i] = py[i] > 0.0f ? g[i] * s : 0.0f;
+            } else {
+                #pragma omp parallel for simd if (n > (1 << 16))
+                for (int64_t i = 0; i < n; i++) m[i] = counter_uniform(seed, i) >= p ? g[i] * s : 0.0f;
             }
-            g = masked.data();
+            g = m;
         }
         if (float* dx = self.parent_grad(0)) gemm(false, false, rows, in, out, g, out, pw, in, dx, in, true);
         if (float* dw = self.parent_grad(1)) gemm(true, false, out, in, rows, g, out, px, in, dw, in, true);

@@ -30,7 +30,7 @@ Tensor cross_entropy(const Tensor& logits, const Tokens& targets, const CrossEnt
     int64_t n = 0;
     for (int64_t r = 0; r < R; r++) n += targets[r] != opt.ignore_index;
     // per row: log-sum-exp, then loss_r = -(1 - eps) logp[target] - (eps / V) sum_j logp[j]
-    auto lse = std::make_shared<std::vector<float>>(R);
+    auto lse = std::make_shared<autograd::FloatBuffer>(R);
     std::vector<double> row_loss(R, 0.0);
     const float* x = logits.data();
     #pragma omp parallel for if (R * V > (1 << 15))

@@ -13,9 +13,15 @@ class PositionalEncoding : public Module {
 public:
     PositionalEncoding(int64_t d_model, float dropout = 0.1f, int64_t max_len = 5000);
     Tensor forward(const Tensor& x) const;   // x (B, T, D) -> dropout(x + PE[:T]) (B, T, D)
+    // PE rows 0..T-1 (T, D): a constant, not a parameter. Rows are computed the first time a
+    // length needs them, not all max_len up front: 5000 x 512 floats would be 10 MB per model
+    // side, mostly for positions a copy task of length 10 never reaches.
+    Tensor table(int64_t T) const;
     int64_t d_model, max_len;
-    Tensor pe;                               // (max_len, D); a constant, not a parameter
     float dropout_p;
+
+private:
+    mutable Tensor pe_;                      // (rows computed so far, D), grows by doubling
 };
 
 }  // namespace nn

@@ -12,7 +12,7 @@ float clip_grad_norm(const std::vector<Tensor>& params, float max_norm) {
     double sum_sq = 0.0;
     for (const Tensor& t : params) {
         if (!t.has_grad()) continue;
-        const std::vector<float>& g = t.node().grad;
+        const autograd::FloatBuffer& g = t.node().grad;
         for (float x : g) sum_sq += static_cast<double>(x) * x;
     }
     const double norm = std::sqrt(sum_sq);

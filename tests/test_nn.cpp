@@ -136,13 +136,17 @@ TEST_CASE("embedding: lookup, repeated ids accumulate, out-of-range ids throw") 
 TEST_CASE("positional encoding matches the paper's formula") {
     nn::PositionalEncoding pe(8, 0.0f, 50);
     // PE(pos, 2i) = sin(pos / 10000^(2i/D)), PE(pos, 2i+1) = cos(...)
-    CHECK(pe.pe.at({3, 0}) == doctest::Approx(std::sin(3.0)));
-    CHECK(pe.pe.at({3, 1}) == doctest::Approx(std::cos(3.0)));
-    CHECK(pe.pe.at({7, 4}) == doctest::Approx(std::sin(7.0 / std::pow(10000.0, 4.0 / 8.0))));
-    CHECK(pe.pe.at({7, 5}) == doctest::Approx(std::cos(7.0 / std::pow(10000.0, 4.0 / 8.0))));
+    CHECK(pe.table(8).at({3, 0}) == doctest::Approx(std::sin(3.0)));
+    CHECK(pe.table(8).at({3, 1}) == doctest::Approx(std::cos(3.0)));
+    CHECK(pe.table(8).at({7, 4}) == doctest::Approx(std::sin(7.0 / std::pow(10000.0, 4.0 / 8.0))));
+    CHECK(pe.table(8).at({7, 5}) == doctest::Approx(std::cos(7.0 / std::pow(10000.0, 4.0 / 8.0))));
     const Tensor x = Tensor::zeros({2, 5, 8});
-    CHECK(pe.forward(x).at({1, 4, 2}) == pe.pe.at({4, 2}));
+    CHECK(pe.forward(x).at({1, 4, 2}) == pe.table(8).at({4, 2}));
     CHECK_THROWS_AS(pe.forward(Tensor::zeros({1, 51, 8})), std::invalid_argument);
+    // rows are computed as lengths need them; a longer request extends the same table
+    const Tensor short_rows = pe.table(5), all_rows = pe.table(50);
+    CHECK(all_rows.at({49, 0}) == doctest::Approx(std::sin(49.0)));
+    CHECK(short_rows.at({4, 3}) == all_rows.at({4, 3}));
 }
 
 // q (B, T, D), k and v (B, S, D) with D = H * Dk
