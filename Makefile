@@ -64,7 +64,7 @@ bench: $(BENCHES)
 
 # The whole suite, then a short training run of each example (with a save, a load and a
 # translation), built with ASan + UBSan (+ LeakSanitizer, part of ASan on Linux) in build-sanitize/.
-SAN_FLAGS := OPT="-O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined" \
+SAN_FLAGS := OPT="-O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined -DAUTOGRAD_POISON_MEMORY" \
              LDFLAGS="-fopenmp -fsanitize=address,undefined" BUILD=build-sanitize
 sanitize:
 	$(MAKE) $(SAN_FLAGS) test build-sanitize/bin/copy_task build-sanitize/bin/translation

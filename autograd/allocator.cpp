@@ -4,6 +4,17 @@
 #include <map>
 #include <mutex>
 
+// Under AddressSanitizer a block waiting in the cache is marked unreadable, so a use after free
+// of a tensor's memory is still caught, although the block was never returned to the system.
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+#define CACHE_POISON(p, n) ASAN_POISON_MEMORY_REGION(p, n)
+#define CACHE_UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION(p, n)
+#else
+#define CACHE_POISON(p, n) ((void)(p), (void)(n))
+#define CACHE_UNPOISON(p, n) ((void)(p), (void)(n))
+#endif
+
 namespace autograd {
 
 namespace {
@@ -29,9 +40,12 @@ Cache& cache() {
 
 Header* header_of(void* p) { return reinterpret_cast<Header*>(static_cast<char*>(p) - kAlign); }
 
-void system_free(void* p) { ::operator delete(header_of(p), std::align_val_t(kAlign)); }
+void system_free(void* p, std::size_t size) {
+    CACHE_UNPOISON(p, size);   // (a no-op unless it was cached under ASan)
+    ::operator delete(header_of(p), std::align_val_t(kAlign));
+}
 
-void poison([[maybe_unused]] void* p, [[maybe_unused]] std::size_t bytes) {
+void fill_with_nans([[maybe_unused]] void* p, [[maybe_unused]] std::size_t bytes) {
 #ifdef AUTOGRAD_POISON_MEMORY
     float* f = static_cast<float*>(p);
     for (std::size_t i = 0; i < bytes / sizeof(float); i++) f[i] = std::numeric_limits<float>::quiet_NaN();
@@ -55,7 +69,8 @@ void* cached_alloc(std::size_t bytes) {
             c.stats.peak_live_bytes = std::max(c.stats.peak_live_bytes, c.stats.live_bytes);
             c.stats.hits++;
             c.free_blocks.erase(it);
-            poison(p, bytes);
+            CACHE_UNPOISON(p, bytes);
+            fill_with_nans(p, bytes);
             return p;
         }
     }
@@ -69,7 +84,7 @@ void* cached_alloc(std::size_t bytes) {
         c.stats.peak_live_bytes = std::max(c.stats.peak_live_bytes, c.stats.live_bytes);
         c.stats.misses++;
     }
-    poison(p, bytes);
+    fill_with_nans(p, bytes);
     return p;
 }
 
@@ -84,12 +99,13 @@ void cached_free(void* p) noexcept {
             try {
                 c.free_blocks.emplace(size, p);
                 c.stats.cached_bytes += size;
+                CACHE_POISON(p, size);
                 return;
             } catch (...) {   // no memory for the map node: give the block back instead
             }
         }
     }
-    system_free(p);
+    system_free(p, size);
 }
 
 MemoryStats memory_stats() {
@@ -106,7 +122,7 @@ void empty_cache() {
         blocks.swap(c.free_blocks);
         c.stats.cached_bytes = 0;
     }
-    for (auto& [size, p] : blocks) system_free(p);
+    for (auto& [size, p] : blocks) system_free(p, size);
 }
 
 void set_cache_limit(std::size_t bytes) {

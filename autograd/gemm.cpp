@@ -196,22 +196,28 @@ void pack_b_sliver(bool trans_b, const float* B, int ldb, int p0, int kc, int j0
 // ----------------------------------------------------------------------------------------------
 // the micro-kernel: the only code written with explicit vectors
 
-// C[0:m, 0:n] (row stride ldc) = (add_to_c ? C : 0) + Ap_sliver (MR x kc) * Bp_sliver (kc x NR)
+// C[0:m, 0:n] (row stride ldc) = (add_to_c ? C : 0) + A sliver (MR x kc) * Bp_sliver (kc x NR)
 // m <= MR and n <= NR say how much of the MR x NR tile is inside C; the packed slivers are
 // zero-padded, so the arithmetic is the same for edge tiles, only the final store is narrower.
+// The A sliver is either packed (kPackedA: A(r, k) = Ap[k*MR + r]) or read in place from a
+// row-major op(A) (A(r, k) = Ap[r*lda + k]): the kernel only broadcasts single floats of A, and a
+// broadcast costs the same from any address, so when the rows of op(A) are contiguous in memory
+// packing them buys nothing but a copy (see gemm_thread).
 // `acc += a * b` compiles to one fused multiply-add (vfmadd231ps) where the ISA has FMA: GCC
 // contracts it by default in C++ (-ffp-contract=fast); with -ffp-contract=off it would stay a
 // multiply and an add, still correct, just slower.
-void micro_kernel(int kc, const float* __restrict Ap, const float* __restrict Bp,
+template <bool kPackedA>
+void micro_kernel(int kc, const float* __restrict Ap, idx lda, const float* __restrict Bp,
                   float* C, int ldc, int m, int n, bool add_to_c) {
     vfloat acc[MR][NV] = {};  // the C tile, in registers
     for (int k = 0; k < kc; k++) {
         vfloat b[NV];  // row k of the B sliver (NR floats), 64-byte aligned
         for (int v = 0; v < NV; v++) std::memcpy(&b[v], Bp + v * kVec, sizeof(vfloat));
-        for (int r = 0; r < MR; r++)
-            for (int v = 0; v < NV; v++)
-                acc[r][v] += Ap[r] * b[v];  // broadcast A[r][k]; one FMA per vector
-        Ap += MR;
+        for (int r = 0; r < MR; r++) {
+            const float a = kPackedA ? Ap[r] : Ap[r * lda];  // A(r, k)
+            for (int v = 0; v < NV; v++) acc[r][v] += a * b[v];  // broadcast a; one FMA per vector
+        }
+        Ap += kPackedA ? MR : 1;
         Bp += NR;
     }
 
@@ -314,14 +320,25 @@ void gemm_thread(const Args& g, float* Bp, int nt, int tid) {
             for (int s0 = my_rows.begin; s0 < my_rows.end; s0 += block_ms) {  // 3rd loop
                 const int i0 = s0 * MR;
                 const int mc = std::min(std::min(s0 + block_ms, my_rows.end) * MR, g.M) - i0;
-                pack_a(g.trans_a, g.A, g.lda, i0, mc, pc, kc, Ap);
+                // Not transposed, op(A)'s rows lie contiguous in memory and the micro-kernel
+                // reads full MR-row slivers in place; only a last, partial sliver is packed
+                // (zero-padded), so the kernel never reads past row M. Transposed, every sliver
+                // is packed. Packing A was up to a third of the time at D = 128, where each
+                // packed float is used by only N = 128 multiply-adds.
+                const int full = g.trans_a ? 0 : mc / MR * MR;  // rows read in place
+                if (full < mc) pack_a(g.trans_a, g.A, g.lda, i0 + full, mc - full, pc, kc, Ap + idx(full) * kc);
 
                 for (int t = my_cols.begin; t < my_cols.end; t++) {  // 2nd loop
                     const int j = jc + t * NR;
-                    for (int ir = 0; ir < mc; ir += MR)  // 1st loop
-                        micro_kernel(kc, Ap + idx(ir) * kc, Bp + idx(t) * NR * kc,
-                                     g.C + idx(i0 + ir) * g.ldc + j, g.ldc,
-                                     std::min(MR, mc - ir), std::min(NR, g.N - j), add_to_c);
+                    const float* bp = Bp + idx(t) * NR * kc;
+                    for (int ir = 0; ir < mc; ir += MR) {  // 1st loop
+                        float* c = g.C + idx(i0 + ir) * g.ldc + j;
+                        const int m = std::min(MR, mc - ir), n = std::min(NR, g.N - j);
+                        if (ir < full)
+                            micro_kernel<false>(kc, g.A + idx(i0 + ir) * g.lda + pc, g.lda, bp, c, g.ldc, m, n, add_to_c);
+                        else
+                            micro_kernel<true>(kc, Ap + idx(ir) * kc, 0, bp, c, g.ldc, m, n, add_to_c);
+                    }
                 }
             }
             // nobody may repack Bp for the next slice while others still read this one

@@ -86,7 +86,8 @@ int main() {
         for (int v = 0; v < 4; v++) shapes.push_back({"transformer", d[0], d[1], d[2], v >= 2, v % 2 == 1});
     // the same Linear layers as the framework calls them: x (800, in), W (out, in)
     //   forward y = x W^T (NT), backward dx = dy W (NN), dW = dy^T x (TN)
-    const int layers[3][2] = {{512, 2048}, {2048, 512}, {512, 512}};  // (in, out)
+    // (paper's D=512/F=2048, then the d128 configuration's D=128/F=512)
+    const int layers[6][2] = {{512, 2048}, {2048, 512}, {512, 512}, {128, 512}, {512, 128}, {128, 128}};  // (in, out)
     for (const auto& l : layers) {
         const int in = l[0], out = l[1];
         shapes.push_back({"linear fwd  y = x W^T", 800, out, in, false, true});
@@ -95,8 +96,12 @@ int main() {
     }
     shapes.push_back({"square", 512, 512, 512, false, false});
     shapes.push_back({"square", 2048, 2048, 2048, false, false});
-    shapes.push_back({"attention head", 10, 10, 64, false, true});   // scores = q k^T
-    shapes.push_back({"attention head", 10, 64, 10, false, false});  // out = p v
+    // one attention head of the copy task (T = S = 10; Dk = 64 in --paper, 16 in d128)
+    for (int dk : {64, 16}) {
+        shapes.push_back({"attention head", 10, 10, dk, false, true});   // scores = q k^T
+        shapes.push_back({"attention head", 10, dk, 10, false, false});  // out = p v
+        shapes.push_back({"attention head", 10, dk, 10, true, false});   // dv = p^T dout
+    }
 
     for (const Shape& s : shapes) bench(s, s.M * s.N >= 2048 * 2048 ? 5 : 15);
     return 0;

@@ -61,7 +61,7 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
     float *pp = P.data(), *po = out.data();
     #pragma omp parallel if (B * H * T * S * Dk > (1 << 14))
     {
-        std::vector<float> dropped(drop ? T * S : 0);   // per-thread scratch
+        autograd::FloatBuffer dropped(drop ? T * S : 0);   // per-thread scratch
         #pragma omp for schedule(static)
         for (int64_t bh = 0; bh < B * H; bh++) {
             const int64_t b = bh / H, h = bh % H;
@@ -107,7 +107,7 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
         float* dv = self.parent_grad(2);
         #pragma omp parallel if (B * H * T * S * Dk > (1 << 14))
         {
-            std::vector<float> dP(T * S), Pd(drop ? T * S : 0);
+            autograd::FloatBuffer dP(T * S), Pd(drop ? T * S : 0);
             #pragma omp for schedule(static)
             for (int64_t bh = 0; bh < B * H; bh++) {
                 const int64_t b = bh / H, h = bh % H, qo = b * T * D + h * Dk, ko = b * S * D + h * Dk;

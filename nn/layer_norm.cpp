@@ -65,7 +65,7 @@ Tensor layer_norm(const Tensor& x, const Tensor& gain, const Tensor& bias, float
             {
                 const int nt = omp_get_num_threads(), id = omp_get_thread_num();
                 const int64_t i0 = C * id / nt, i1 = C * (id + 1) / nt;
-                std::vector<float> sg(i1 - i0, 0.0f), sb(i1 - i0, 0.0f);
+                autograd::FloatBuffer sg(i1 - i0, 0.0f), sb(i1 - i0, 0.0f);
                 for (int64_t r = 0; r < R; r++) {
                     const float mean = st[2 * r], rstd = st[2 * r + 1];
                     for (int64_t i = i0; i < i1; i++) {

@@ -21,7 +21,7 @@ static void column_sums_add(const float* g, int64_t rows, int64_t cols, float* a
     {
         const int nt = omp_get_num_threads(), id = omp_get_thread_num();
         const int64_t j0 = cols * id / nt, j1 = cols * (id + 1) / nt;
-        std::vector<float> s(j1 - j0, 0.0f);
+        autograd::FloatBuffer s(j1 - j0, 0.0f);
         for (int64_t r = 0; r < rows; r++)
             for (int64_t j = j0; j < j1; j++) s[j - j0] += g[r * cols + j];
         for (int64_t j = j0; j < j1; j++) acc[j] += s[j - j0];
@@ -64,7 +64,7 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, Activat
     const char* name = act == Activation::relu ? (drop ? "linear_relu_dropout" : "linear_relu") : (drop ? "linear_dropout" : "linear");
     autograd::record(y, inputs, name, [rows, in, out, act, drop, seed, dropout_p, scale](Node& self) {
         const float *px = self.parent_data(0), *pw = self.parent_data(1), *py = self.data->data();
-        std::vector<float> masked;
+        autograd::FloatBuffer masked;   // from the allocator cache, like tensors
         const float* g = self.grad.data();
         if (act == Activation::relu || drop) {
             masked.resize(rows * out);

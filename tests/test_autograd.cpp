@@ -84,6 +84,18 @@ TEST_CASE("the graph is released after backward unless retained") {
     CHECK_THROWS_WITH_AS(y.backward(), doctest::Contains("retain_graph"), std::logic_error);
 }
 
+TEST_CASE("backward also releases the nodes that no gradient reached") {
+    Tensor x = leaf(2.0f);
+    Tensor a = x * 3.0f;
+    Tensor out = Tensor::full({}, 1.0f);
+    // an op whose backward sends nothing to its input (as for an input it is constant in)
+    autograd::record(out, {a}, "blocks_grad", [](Node&) {});
+    out.backward();
+    CHECK_FALSE(x.has_grad());
+    // a's graph was part of that backward, so it is freed like the rest
+    CHECK_THROWS_WITH_AS((a * 1.0f).backward(), doctest::Contains("already freed"), std::logic_error);
+}
+
 TEST_CASE("graph memory comes back: no live nodes leak") {
     const int64_t before = Node::live_count();
     {
