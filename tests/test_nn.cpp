@@ -174,6 +174,28 @@ TEST_CASE("fused attention equals the composition of primitives, values and grad
     }
 }
 
+TEST_CASE("fused attention on longer sequences: several gemm tiles per head, T != S, padding") {
+    manual_seed(8);
+    const int64_t B = 2, H = 2, T = 40, S = 36, D = 16;   // T > 12 rows and S > 32 columns: edge tiles
+    Mask pad = Mask::full({B, 1, S}, 1);
+    for (int64_t s = 30; s < S; s++) pad[s] = 0;          // batch 0 has 6 padded keys
+    for (bool masked : {false, true}) {
+        CAPTURE(masked);
+        const Mask m = masked ? pad : Mask();
+        Tensor q = param({B, T, D}), k = param({B, S, D}), v = param({B, S, D});
+        const Tensor fused = nn::scaled_dot_product_attention(q, k, v, H, m);
+        check_close(fused, nn::attention_reference(q, k, v, H, m), 1e-4f);
+        const Tensor w = Tensor::randn(fused.shape());
+        sum(fused * w).backward();
+        const Tensor gq = q.grad(), gk = k.grad(), gv = v.grad();
+        q.zero_grad(); k.zero_grad(); v.zero_grad();
+        sum(nn::attention_reference(q, k, v, H, m) * w).backward();
+        check_close(gq, q.grad(), 1e-3f);
+        check_close(gk, k.grad(), 1e-3f);
+        check_close(gv, v.grad(), 1e-3f);
+    }
+}
+
 TEST_CASE("dropout inside attention and in nn::dropout: gradcheck with a fixed seed") {
     // reseeding inside fn makes every evaluation draw the same keep decisions
     const Mask pad({1, 1, 1, 0, 1, 1, 1, 1}, {2, 1, 4});
