@@ -73,20 +73,30 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
             for (int64_t t = 0; t < T; t++) {
                 float* row = Pbh + t * S;
                 const uint8_t* ok = allowed->empty() ? nullptr : allowed->data() + (b * T + t) * S;
-                float m = -std::numeric_limits<float>::infinity();
-                for (int64_t s = 0; s < S; s++)
-                    if (!ok || ok[s]) m = std::max(m, row[s] * scale);
+                // a masked key's score becomes -inf, which exp() sends to exactly 0: no branch
+                // per element (a branch on the mask mispredicts; these rows are only S long)
+                constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+                float m = kNegInf;
+                for (int64_t s = 0; s < S; s++) {
+                    row[s] = !ok || ok[s] ? row[s] * scale : kNegInf;
+                    m = std::max(m, row[s]);
+                }
+                if (m == kNegInf) {   // no allowed key: all zeros
+                    for (int64_t s = 0; s < S; s++) row[s] = 0.0f;
+                    continue;
+                }
                 float sum = 0.0f;
                 for (int64_t s = 0; s < S; s++) {
-                    row[s] = (!ok || ok[s]) ? std::exp(row[s] * scale - m) : 0.0f;
+                    row[s] = std::exp(row[s] - m);
                     sum += row[s];
                 }
-                const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;   // no allowed key: all zeros
+                const float inv = 1.0f / sum;
                 for (int64_t s = 0; s < S; s++) row[s] *= inv;
             }
             // 3) out_h = dropout(P) V_h, written into columns [h*Dk, (h+1)*Dk) of out    (T, Dk)
             const float* Pused = Pbh;
             if (drop) {
+                #pragma omp simd
                 for (int64_t i = 0; i < T * S; i++) dropped[i] = Pbh[i] * keep(bh * T * S + i);
                 Pused = dropped.data();
             }
@@ -107,14 +117,18 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
         float* dv = self.parent_grad(2);
         #pragma omp parallel if (B * H * T * S * Dk > (1 << 14))
         {
-            autograd::FloatBuffer dP(T * S), Pd(drop ? T * S : 0);
+            autograd::FloatBuffer dP(T * S), Pd(drop ? T * S : 0), kf(drop ? T * S : 0);
             #pragma omp for schedule(static)
             for (int64_t bh = 0; bh < B * H; bh++) {
                 const int64_t b = bh / H, h = bh % H, qo = b * T * D + h * Dk, ko = b * S * D + h * Dk;
                 const float *Pbh = pp + bh * T * S, *dO = dout + qo;
                 const float* Pused = Pbh;
-                if (drop) {
-                    for (int64_t i = 0; i < T * S; i++) Pd[i] = Pbh[i] * keep(bh * T * S + i);
+                if (drop) {   // the keep factors, drawn again from the seed, once for both uses
+                    #pragma omp simd
+                    for (int64_t i = 0; i < T * S; i++) {
+                        kf[i] = keep(bh * T * S + i);
+                        Pd[i] = Pbh[i] * kf[i];
+                    }
                     Pused = Pd.data();
                 }
                 if (dv) gemm(true, false, S, Dk, T, Pused, S, dO, D, dv + ko, D, true);
@@ -124,7 +138,7 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
                     float* d = dP.data() + t * S;
                     const float* p = Pbh + t * S;
                     if (drop)
-                        for (int64_t s = 0; s < S; s++) d[s] *= keep(bh * T * S + t * S + s);
+                        for (int64_t s = 0; s < S; s++) d[s] *= kf[t * S + s];
                     float dot = 0.0f;
                     for (int64_t s = 0; s < S; s++) dot += d[s] * p[s];
                     for (int64_t s = 0; s < S; s++) d[s] = p[s] * (d[s] - dot) * scale;   // dSc, with the 1/sqrt(Dk)
