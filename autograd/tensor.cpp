@@ -84,6 +84,14 @@ float* Node::grad_buffer() {
     return grad.data();
 }
 
+float* Node::parent_grad_for_write(size_t i, bool* fresh) {
+    Node& p = *parents[i];
+    if (!p.requires_grad) return nullptr;
+    *fresh = p.grad.empty();
+    if (*fresh) p.grad.resize(p.data->size());   // FloatBuffer: uninitialized
+    return p.grad.data();
+}
+
 float* Node::parent_grad(size_t i) {
     Node& p = *parents[i];
     return p.requires_grad ? p.grad_buffer() : nullptr;

@@ -49,6 +49,12 @@ struct Node {
     float* grad_buffer();
     // Parent i's gradient buffer, or nullptr if that parent needs no gradient (skip the work).
     float* parent_grad(size_t i);
+    // The same, for an op that is about to write *every* element of it: if the parent has no
+    // gradient yet, its buffer is allocated but not zeroed and *fresh is set, and the op must
+    // store (=) rather than add (+=). That saves a pass over memory to zero a buffer that is
+    // overwritten at once. Ask for it right before writing: if parent i is also parent j, the
+    // second request sees the first one's gradient and comes back not fresh.
+    float* parent_grad_for_write(size_t i, bool* fresh);
     const float* parent_data(size_t i) const { return parents[i]->data->data(); }
 
     static int64_t live_count();                 // nodes alive right now (tests count leaks)

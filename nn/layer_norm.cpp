@@ -24,8 +24,12 @@ Tensor layer_norm(const Tensor& x, const Tensor& gain, const Tensor& bias, float
     for (int64_t r = 0; r < R; r++) {
         const float* xr = px + r * C;
         float mean = 0.0f, var = 0.0f;
+        // `omp simd reduction` lets the compiler keep one partial sum per vector lane (a fixed
+        // order, so still deterministic); a plain float sum must be added strictly in sequence
+        #pragma omp simd reduction(+ : mean)
         for (int64_t i = 0; i < C; i++) mean += xr[i];
         mean /= static_cast<float>(C);
+        #pragma omp simd reduction(+ : var)
         for (int64_t i = 0; i < C; i++) var += (xr[i] - mean) * (xr[i] - mean);
         const float rstd = 1.0f / std::sqrt(var / static_cast<float>(C) + eps);
         for (int64_t i = 0; i < C; i++) py[r * C + i] = (xr[i] - mean) * rstd * pg[i] + pb[i];
@@ -39,12 +43,14 @@ Tensor layer_norm(const Tensor& x, const Tensor& gain, const Tensor& bias, float
     autograd::record(y, {x, gain, bias}, "layer_norm", [R, C, stats](Node& self) {
         const float *px = self.parent_data(0), *pg = self.parent_data(1), *dy = self.grad.data();
         const float* st = stats->data();
-        if (float* dx = self.parent_grad(0)) {
+        bool fresh = false;   // dx has no gradient yet: store into it instead of adding
+        if (float* dx = self.parent_grad_for_write(0, &fresh)) {
             #pragma omp parallel for if (R * C > (1 << 15))
             for (int64_t r = 0; r < R; r++) {
                 const float mean = st[2 * r], rstd = st[2 * r + 1];
                 const float *xr = px + r * C, *gr = dy + r * C;
                 float mg = 0.0f, mgx = 0.0f;
+                #pragma omp simd reduction(+ : mg, mgx)
                 for (int64_t i = 0; i < C; i++) {
                     const float g = gr[i] * pg[i];
                     mg += g;
@@ -52,8 +58,9 @@ Tensor layer_norm(const Tensor& x, const Tensor& gain, const Tensor& bias, float
                 }
                 mg /= static_cast<float>(C);
                 mgx /= static_cast<float>(C);
+                float* dxr = dx + r * C;
                 for (int64_t i = 0; i < C; i++)
-                    dx[r * C + i] += rstd * (gr[i] * pg[i] - mg - (xr[i] - mean) * rstd * mgx);
+                    dxr[i] = (fresh ? 0.0f : dxr[i]) + rstd * (gr[i] * pg[i] - mg - (xr[i] - mean) * rstd * mgx);
             }
         }
         float* dg = self.parent_grad(1);

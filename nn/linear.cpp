@@ -13,10 +13,10 @@ using autograd::gemm;
 using autograd::Node;
 using autograd::shape_str;
 
-// acc[j] += sum over rows r of g[r, j], for g (rows, cols). Threads split the columns, and each
+// acc[j] += sum over rows r of g[r, j], for g (rows, cols); acc[j] = that sum if `store`. Threads split the columns, and each
 // walks the rows in order, so every sum has the same order whatever the thread count; the inner
 // loop runs along a row, so memory is read contiguously (and vectorized).
-static void column_sums_add(const float* g, int64_t rows, int64_t cols, float* acc) {
+static void column_sums_add(const float* g, int64_t rows, int64_t cols, float* acc, bool store) {
     #pragma omp parallel if (rows * cols > (1 << 16))
     {
         const int nt = omp_get_num_threads(), id = omp_get_thread_num();
@@ -24,7 +24,7 @@ static void column_sums_add(const float* g, int64_t rows, int64_t cols, float* a
         autograd::FloatBuffer s(j1 - j0, 0.0f);
         for (int64_t r = 0; r < rows; r++)
             for (int64_t j = j0; j < j1; j++) s[j - j0] += g[r * cols + j];
-        for (int64_t j = j0; j < j1; j++) acc[j] += s[j - j0];
+        for (int64_t j = j0; j < j1; j++) acc[j] = (store ? 0.0f : acc[j]) + s[j - j0];
     }
 }
 
@@ -82,10 +82,11 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, Activat
             }
             g = m;
         }
-        if (float* dx = self.parent_grad(0)) gemm(false, false, rows, in, out, g, out, pw, in, dx, in, true);
-        if (float* dw = self.parent_grad(1)) gemm(true, false, out, in, rows, g, out, px, in, dw, in, true);
+        bool fresh = false;   // an empty gradient: store into it instead of adding
+        if (float* dx = self.parent_grad_for_write(0, &fresh)) gemm(false, false, rows, in, out, g, out, pw, in, dx, in, !fresh);
+        if (float* dw = self.parent_grad_for_write(1, &fresh)) gemm(true, false, out, in, rows, g, out, px, in, dw, in, !fresh);
         if (self.parents.size() > 2)
-            if (float* db = self.parent_grad(2)) column_sums_add(g, rows, out, db);
+            if (float* db = self.parent_grad_for_write(2, &fresh)) column_sums_add(g, rows, out, db, fresh);
     });
     return y;
 }

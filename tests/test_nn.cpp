@@ -82,6 +82,24 @@ TEST_CASE("linear: gradcheck, with and without bias and ReLU, batched input") {
     CHECK_THROWS_WITH_AS(nn::linear(param({2, 5}), w, b), doctest::Contains("(2, 5)"), std::invalid_argument);
 }
 
+TEST_CASE("linear and layer_norm store into an empty gradient and add into a used one") {
+    // Their backward writes (=) a parent's gradient the first time and adds (+=) after that.
+    // Each case below makes one parent's gradient arrive in two parts:
+    manual_seed(5);
+    // the same tensor as input and weight: y = W W^T, so dW gets two terms from one op
+    CHECK_GRAD([](V x) { return nn::linear(x[0], x[0], x[1]); }, param({4, 4}), param({4}));
+    // an input that two ops read, backpropagated in either order
+    CHECK_GRAD([](V x) { return nn::linear(x[0], x[1], x[2]) + nn::linear(x[0], x[1], x[2], nn::Activation::relu); },
+               param({3, 4}), param({4, 4}), param({4}));
+    CHECK_GRAD([](V x) { return nn::layer_norm(x[0], x[1], x[2]) * x[0]; }, param({3, 5}), param({5}), param({5}));
+    // and a gradient that was there before the backward (accumulation across calls)
+    Tensor x = param({2, 4}), w = param({3, 4}), b = param({3});
+    sum(nn::linear(x, w, b)).backward();
+    const Tensor once = x.grad();
+    sum(nn::linear(x, w, b)).backward();
+    check_close(x.grad(), once * 2.0f);
+}
+
 TEST_CASE("layer_norm: gradcheck, and equal to the composition of primitives (biased variance)") {
     manual_seed(2);
     CHECK_GRAD([](V x) { return nn::layer_norm(x[0], x[1], x[2]); }, param({2, 3, 5}), param({5}), param({5}));
