@@ -5,7 +5,8 @@
 # the median of the per-pair ratios.
 #
 #   make build/bench/bench_training
-#   sh bench/compare_pytorch.sh path/to/torch_copy_task.py [rounds]
+#   sh bench/compare_pytorch.sh path/to/torch_copy_task.py [rounds] [configs]
+#   (rounds: default 3; configs: default "d128 paper")
 #
 # PyTorch: Debian's python3-torch (apt-get install -y python3-torch libopenblas0-openmp), run by
 # /usr/bin/python3 with 2 threads. Set OPENBLAS_CORETYPE (e.g. SkylakeX) in the environment to
@@ -14,6 +15,7 @@
 set -eu
 anchor=${1:?usage: sh bench/compare_pytorch.sh path/to/torch_copy_task.py [rounds]}
 rounds=${2:-3}
+configs=${3:-d128 paper}
 ours=./build/bench/bench_training
 [ -x "$ours" ] || { echo "compare_pytorch: build $ours first (make build/bench/bench_training)" >&2; exit 2; }
 [ -r "$anchor" ] || { echo "compare_pytorch: cannot read $anchor" >&2; exit 2; }
@@ -24,7 +26,8 @@ trap 'rm -rf "$tmp"' EXIT
 
 median() { sort -n | awk '{v[NR]=$1} END {print (NR % 2) ? v[(NR+1)/2] : (v[NR/2] + v[NR/2+1]) / 2}'; }
 
-for config in d128 paper; do
+for config in $configs; do
+    case $config in d128|paper) ;; *) echo "compare_pytorch: unknown config '$config' (d128, paper)" >&2; exit 2;; esac
     if [ "$config" = paper ]; then torch_args="--steps 30"; else torch_args="--steps 60 --d_model 128 --d_ff 512"; fi
     : > "$tmp/pairs"
     i=1
