@@ -39,6 +39,9 @@ TEST_CASE("elementwise binary ops with broadcasting") {
     }
     // only one side requires grad
     CHECK_GRAD([](const std::vector<Tensor>& x) { return x[0] * x[1]; }, param({2, 3}), Tensor::randn({3}));
+    // the same tensor on both sides: both partial derivatives land in one gradient
+    CHECK_GRAD([](const std::vector<Tensor>& x) { return x[0] * x[0]; }, param({2, 3}));
+    CHECK_GRAD([](const std::vector<Tensor>& x) { return x[0] / x[0] + x[0] - exp(x[0]); }, param({4}, 0.5f, 2.0f));
 }
 
 TEST_CASE("broadcast forward values follow NumPy") {
