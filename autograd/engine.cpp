@@ -73,9 +73,9 @@ static void run_backward(Node& root, const float* seed, bool retain_graph) {
     std::vector<std::shared_ptr<Node>> order = topo_order(root_ptr);
     // Gradients flowing through non-leaf nodes belong to this call only. A grad kept from an
     // earlier call (retain_grad) is set aside and added back at the end, so it is not sent twice.
-    std::vector<std::pair<Node*, FloatBuffer>> kept;
+    std::vector<std::pair<std::shared_ptr<Node>, FloatBuffer>> kept;
     for (auto& n : order)
-        if (n->backward && !n->grad.empty()) kept.emplace_back(n.get(), std::move(n->grad)), n->grad.clear();
+        if (n->backward && !n->grad.empty()) kept.emplace_back(n, std::move(n->grad)), n->grad.clear();
     float* g = root.grad_buffer();
     for (int64_t i = 0; i < root.numel(); i++) g[i] += seed[i];
     const bool anomaly = anomaly_mode_enabled();
@@ -92,6 +92,10 @@ static void run_backward(Node& root, const float* seed, bool retain_graph) {
             n.released = true;
         }
         if (!n.retains_grad) FloatBuffer().swap(n.grad);   // non-leaf grads are temporary
+        // Drop the walk's own reference too: a value that no op still to run needs is freed now
+        // (its memory goes back to the allocator cache and serves the gradients still to come),
+        // rather than all at once when backward() returns.
+        if (!retain_graph) it->reset();
     }
     for (auto& [n, old] : kept)
         if (n->retains_grad) {
