@@ -46,15 +46,19 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, Activat
     const uint64_t seed = drop ? autograd::default_generator().next_u64() : 0;
     const float scale = drop ? 1.0f / (1.0f - dropout_p) : 1.0f;   // inverted dropout
     const float* pb = bias.defined() ? bias.data() : nullptr;
+    const bool relu = act == Activation::relu;
+    const float p = dropout_p;
     #pragma omp parallel for if (rows * out > (1 << 16))
-    for (int64_t r = 0; r < rows; r++)
+    for (int64_t r = 0; r < rows; r++) {
+        float* yr = py + r * out;
+        #pragma omp simd   // every test below is a select, not a branch: the loop vectorizes
         for (int64_t j = 0; j < out; j++) {
-            const int64_t i = r * out + j;
-            float v = py[i] + (pb ? pb[j] : 0.0f);
-            if (act == Activation::relu && v < 0.0f) v = 0.0f;
-            if (drop) v = counter_uniform(seed, i) < dropout_p ? 0.0f : v * scale;
-            py[i] = v;
+            float v = yr[j] + (pb ? pb[j] : 0.0f);
+            v = relu && v < 0.0f ? 0.0f : v;
+            if (drop) v = counter_uniform(seed, r * out + j) < p ? 0.0f : v * scale;
+            yr[j] = v;
         }
+    }
 
     // backward: first g = dL/d(x W^T + b). With ReLU, y > 0 exactly where the unit was on and the
     // element kept, so g = dy * scale there and 0 elsewhere; without ReLU, g = dy * keep * scale.
