@@ -1,8 +1,10 @@
 #include "autograd/allocator.h"
 
+#include <algorithm>
 #include <limits>
 #include <map>
 #include <mutex>
+#include <vector>
 
 // Under AddressSanitizer a block waiting in the cache is marked unreadable, so a use after free
 // of a tensor's memory is still caught, although the block was never returned to the system.
@@ -25,10 +27,31 @@ constexpr std::size_t kAlign = 64;   // every block, and the header in front of 
 struct Header { std::size_t size; };
 static_assert(sizeof(Header) <= kAlign);
 
+struct Cached {
+    void* p;                  // the caller's pointer
+    std::uint64_t freed_at;   // the cache's clock (requests served) when the block came back
+};
+
+// A block nobody has taken for this many requests goes back to the system. A training step
+// makes a few thousand requests and reuses its blocks every step, so in a steady loop nothing is
+// ever this idle; but when sizes keep changing (translation batches of different lengths, or
+// decoding after training), blocks of sizes no longer asked for would otherwise pile up.
+constexpr std::uint64_t kIdleRequests = std::uint64_t(1) << 14;
+
+// The cache never holds more than the most tensor memory ever live at once (but at least
+// kMinCache, and at most the limit set by set_cache_limit). A loop that repeats the same sizes
+// needs less than that: at the end of a backward pass the cache holds the step's activations,
+// which were live together a moment before. When the sizes keep changing, this bounds the cache
+// to one step's worth instead of one per batch shape; the blocks that do not fit go back to the
+// system, as if there were no cache.
+constexpr std::size_t kMinCache = std::size_t(4) << 20;
+
 struct Cache {
     std::mutex mutex;
-    std::multimap<std::size_t, void*> free_blocks;   // size -> caller pointer, smallest first
+    std::multimap<std::size_t, Cached> free_blocks;   // size -> block, smallest first
     std::size_t limit = std::size_t(1) << 30;
+    std::uint64_t requests = 0;                       // the clock: cached_alloc calls so far
+    std::uint64_t last_sweep = 0;
     MemoryStats stats;
 };
 
@@ -45,6 +68,28 @@ void system_free(void* p, std::size_t size) {
     ::operator delete(header_of(p), std::align_val_t(kAlign));
 }
 
+// Take the blocks idle for more than kIdleRequests out of the cache (the caller frees them,
+// outside the lock). Runs every kIdleRequests / 4 requests, so it costs little.
+std::vector<std::pair<std::size_t, void*>> take_idle_blocks(Cache& c) {
+    std::vector<std::pair<std::size_t, void*>> idle;
+    if (c.requests - c.last_sweep < kIdleRequests / 4) return idle;
+    c.last_sweep = c.requests;
+    auto is_idle = [&](const Cached& b) { return c.requests - b.freed_at > kIdleRequests; };
+    std::size_t n = 0;
+    for (const auto& [size, b] : c.free_blocks) n += is_idle(b);
+    idle.reserve(n);   // may throw; the cache is still untouched then
+    for (auto it = c.free_blocks.begin(); it != c.free_blocks.end();) {
+        if (is_idle(it->second)) {
+            idle.emplace_back(it->first, it->second.p);
+            c.stats.cached_bytes -= it->first;
+            it = c.free_blocks.erase(it);
+        } else {
+            ++it;
+        }
+    }
+    return idle;
+}
+
 void fill_with_nans([[maybe_unused]] void* p, [[maybe_unused]] std::size_t bytes) {
 #ifdef AUTOGRAD_POISON_MEMORY
     float* f = static_cast<float*>(p);
@@ -59,11 +104,14 @@ void* cached_alloc(std::size_t bytes) {
     bytes = (bytes + kAlign - 1) / kAlign * kAlign;   // whole cache lines, so the header stays aligned
     if (bytes == 0) bytes = kAlign;
     Cache& c = cache();
+    std::vector<std::pair<std::size_t, void*>> idle;
     {
         std::lock_guard<std::mutex> lock(c.mutex);
+        c.requests++;
+        idle = take_idle_blocks(c);
         auto it = c.free_blocks.lower_bound(bytes);     // smallest block that is big enough
         if (it != c.free_blocks.end() && it->first <= bytes + bytes / 8) {
-            void* p = it->second;
+            void* p = it->second.p;
             c.stats.cached_bytes -= it->first;
             c.stats.live_bytes += it->first;
             c.stats.peak_live_bytes = std::max(c.stats.peak_live_bytes, c.stats.live_bytes);
@@ -71,9 +119,11 @@ void* cached_alloc(std::size_t bytes) {
             c.free_blocks.erase(it);
             CACHE_UNPOISON(p, bytes);
             fill_with_nans(p, bytes);
+            for (auto& [size, q] : idle) system_free(q, size);
             return p;
         }
     }
+    for (auto& [size, q] : idle) system_free(q, size);
     // a miss: ask the system, outside the lock
     void* base = ::operator new(kAlign + bytes, std::align_val_t(kAlign));
     static_cast<Header*>(base)->size = bytes;
@@ -95,9 +145,10 @@ void cached_free(void* p) noexcept {
     {
         std::lock_guard<std::mutex> lock(c.mutex);
         c.stats.live_bytes -= size;
-        if (c.stats.cached_bytes + size <= c.limit) {
+        const std::size_t cap = std::min(c.limit, std::max(c.stats.peak_live_bytes, kMinCache));
+        if (c.stats.cached_bytes + size <= cap) {
             try {
-                c.free_blocks.emplace(size, p);
+                c.free_blocks.emplace(size, Cached{p, c.requests});
                 c.stats.cached_bytes += size;
                 CACHE_POISON(p, size);
                 return;
@@ -116,13 +167,13 @@ MemoryStats memory_stats() {
 
 void empty_cache() {
     Cache& c = cache();
-    std::multimap<std::size_t, void*> blocks;
+    std::multimap<std::size_t, Cached> blocks;
     {
         std::lock_guard<std::mutex> lock(c.mutex);
         blocks.swap(c.free_blocks);
         c.stats.cached_bytes = 0;
     }
-    for (auto& [size, p] : blocks) system_free(p, size);
+    for (auto& [size, b] : blocks) system_free(b.p, size);
 }
 
 void set_cache_limit(std::size_t bytes) {

@@ -1,5 +1,6 @@
 // Everything in autograd/: include this one header.
 #pragma once
+#include "autograd/allocator.h"
 #include "autograd/anomaly.h"
 #include "autograd/gemm.h"
 #include "autograd/gradcheck.h"

@@ -29,6 +29,11 @@
 //                       |MRxNR    |    |           a thread owns a rectangle of cells and is the
 //                       +----+----+----+---        only one that writes them (no atomics)
 //
+//    Two measured exceptions skip a copy that buys nothing: op(A) that is not transposed is read
+//    in place (its rows are already contiguous, and the kernel only broadcasts single floats of
+//    A), and so is op(B) that is not transposed when A is packed (the dW = dy^T x products).
+//    Only the last, partial sliver of a matrix is then packed, to get its zero padding.
+//
 // 3) Register tiling. The micro-kernel keeps an MR x NR tile of C in vector registers for the
 //    whole KC-long sum: for each k it loads NR floats of B (NR/16 vectors), broadcasts each of
 //    the MR floats of A, and does MR*NR/16 fused multiply-adds. With MR=12, NR=32 on AVX-512

@@ -53,6 +53,16 @@ TEST_CASE("allocator: empty_cache and the cache limit return memory to the syste
     set_cache_limit(std::size_t(1) << 30);
 }
 
+TEST_CASE("allocator: a block nobody asks for goes back to the system after a while") {
+    empty_cache();
+    cached_free(cached_alloc(1 << 20));
+    CHECK(memory_stats().cached_bytes >= (1 << 20));
+    for (int i = 0; i < 8000; i++) cached_free(cached_alloc(64));   // a little while: still cached
+    CHECK(memory_stats().cached_bytes >= (1 << 20));
+    for (int i = 0; i < 40000; i++) cached_free(cached_alloc(64));  // a long while: released
+    CHECK(memory_stats().cached_bytes < (1 << 20));
+}
+
 TEST_CASE("allocator: live bytes balance after concurrent allocations from many threads") {
     const std::size_t live0 = memory_stats().live_bytes;
     #pragma omp parallel for num_threads(4)
