@@ -38,13 +38,7 @@ struct Cached {
 // decoding after training), blocks of sizes no longer asked for would otherwise pile up.
 constexpr std::uint64_t kIdleRequests = std::uint64_t(1) << 14;
 
-// The cache never holds more than the most tensor memory ever live at once (but at least
-// kMinCache, and at most the limit set by set_cache_limit). A loop that repeats the same sizes
-// needs less than that: at the end of a backward pass the cache holds the step's activations,
-// which were live together a moment before. When the sizes keep changing, this bounds the cache
-// to one step's worth instead of one per batch shape; the blocks that do not fit go back to the
-// system, as if there were no cache.
-constexpr std::size_t kMinCache = std::size_t(4) << 20;
+
 
 struct Cache {
     std::mutex mutex;
@@ -145,8 +139,7 @@ void cached_free(void* p) noexcept {
     {
         std::lock_guard<std::mutex> lock(c.mutex);
         c.stats.live_bytes -= size;
-        const std::size_t cap = std::min(c.limit, std::max(c.stats.peak_live_bytes, kMinCache));
-        if (c.stats.cached_bytes + size <= cap) {
+        if (c.stats.cached_bytes + size <= c.limit) {
             try {
                 c.free_blocks.emplace(size, Cached{p, c.requests});
                 c.stats.cached_bytes += size;

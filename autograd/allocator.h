@@ -10,8 +10,7 @@
 //
 //   request n bytes -> smallest cached block of size in [n, n + n/8]   (hit: no system call)
 //                      otherwise a new 64-byte aligned block of n bytes (miss)
-//   free            -> back into the cache, unless the cache would then hold more than the peak
-//                      of live tensor memory (or the limit): then back to the system
+//   free            -> back into the cache (or to the system, past the cache limit)
 //   idle            -> a cached block nobody took for 16,384 requests goes back to the system
 //
 // Blocks are 64-byte aligned (one cache line, one AVX-512 vector). The 1/8 slack lets a batch
@@ -44,8 +43,9 @@ struct MemoryStats {
 MemoryStats memory_stats();
 // Return every cached free block to the system (live tensors are untouched).
 void empty_cache();
-// Free blocks beyond this many cached bytes go back to the system (default 1 GiB; the cache
-// also never holds more than the peak live tensor memory, or 64 MB if that is less).
+// Free blocks beyond this many cached bytes go back to the system (default 1 GiB). 0 turns the
+// cache off: for workloads whose tensor shapes keep changing, where it holds memory for little
+// gain (examples/translation.cpp does this).
 void set_cache_limit(std::size_t bytes);
 
 // std::allocator interface over cached_alloc, for std::vector.
