@@ -212,17 +212,19 @@ void pack_b_sliver(bool trans_b, const float* B, int ldb, int p0, int kc, int j0
 // C[0:m, 0:n] (row stride ldc) = (add_to_c ? C : 0) + A sliver (MR x kc) * Bp_sliver (kc x NR)
 // m <= MR and n <= NR say how much of the MR x NR tile is inside C; the packed slivers are
 // zero-padded, so the arithmetic is the same for edge tiles, only the final store is narrower.
-// The A sliver is either packed (kPackedA: A(r, k) = Ap[k*MR + r]) or read in place from a
-// row-major op(A) (A(r, k) = Ap[r*lda + k]): the kernel only broadcasts single floats of A, and a
-// broadcast costs the same from any address, so when the rows of op(A) are contiguous in memory
-// packing them buys nothing but a copy (see gemm_thread).
+// The A sliver is packed (kPackedA: A(r, k) = Ap[k*MR + r]) or read in place (A(r, k) =
+// Ap[r*lda + k] for op(A) = A, Ap[k*lda + r] for op(A) = A^T): the kernel only broadcasts single
+// floats of A, and a broadcast costs the same from any address, so packing A buys nothing but a
+// copy when its slivers can be read where they are (see gemm_thread).
 // `acc += a * b` compiles to one fused multiply-add (vfmadd231ps) where the ISA has FMA: GCC
 // contracts it by default in C++ (-ffp-contract=fast); with -ffp-contract=off it would stay a
 // multiply and an add, still correct, just slower.
 // kNV < NV computes only the first kNV vectors of each tile row: for an edge tile no wider than
 // that (n <= kNV * kVec), the rest would be thrown away, so it is not computed. The packed B
 // layout is the same; the kernel just reads the first kNV vectors of each row of the sliver.
-template <bool kPackedA, int kNV = NV>
+enum ALayout { kPackedA, kRowsA, kColsA };   // packed; op(A) = A in place; op(A) = A^T in place
+
+template <ALayout kA, int kNV = NV>
 void micro_kernel(int kc, const float* __restrict Ap, idx lda, const float* __restrict Bp, idx ldbk,
                   float* C, int ldc, int m, int n, bool add_to_c) {
     vfloat acc[MR][NV] = {};  // the C tile, in registers
@@ -230,10 +232,10 @@ void micro_kernel(int kc, const float* __restrict Ap, idx lda, const float* __re
         vfloat b[kNV];  // row k of the B sliver (NR floats), 64-byte aligned
         for (int v = 0; v < kNV; v++) std::memcpy(&b[v], Bp + v * kVec, sizeof(vfloat));
         for (int r = 0; r < MR; r++) {
-            const float a = kPackedA ? Ap[r] : Ap[r * lda];  // A(r, k)
+            const float a = kA == kRowsA ? Ap[r * lda] : Ap[r];  // A(r, k)
             for (int v = 0; v < kNV; v++) acc[r][v] += a * b[v];  // broadcast a; one FMA per vector
         }
-        Ap += kPackedA ? MR : 1;
+        Ap += kA == kPackedA ? MR : kA == kRowsA ? 1 : lda;
         Bp += ldbk;
     }
 
@@ -353,10 +355,14 @@ void gemm_thread(const Args& g, float* Bp, int nt, int tid) {
                 const int mc = std::min(std::min(s0 + block_ms, my_rows.end) * MR, g.M) - i0;
                 // Not transposed, op(A)'s rows lie contiguous in memory and the micro-kernel
                 // reads full MR-row slivers in place; only a last, partial sliver is packed
-                // (zero-padded), so the kernel never reads past row M. Transposed, every sliver
-                // is packed. Packing A was up to a third of the time at D = 128, where each
-                // packed float is used by only N = 128 multiply-adds.
-                const int full = g.trans_a ? 0 : mc / MR * MR;  // rows read in place
+                // (zero-padded), so the kernel never reads past row M. Packing A was up to a third
+                // of the time at D = 128, where each packed float is used by only N = 128
+                // multiply-adds. Transposed, the MR floats the kernel needs at each k are
+                // contiguous too, a row of A apart; that pays when few B slivers reuse the A
+                // sliver and rows are close (measured: up to 1.25x for the D = 128 dW products,
+                // 3% slower at N = 2048 or a row stride of 2048), so only then.
+                const bool a_in_place = !g.trans_a || (g.N <= 512 && g.lda <= 1024);
+                const int full = a_in_place ? mc / MR * MR : 0;  // rows read in place
                 if (full < mc) pack_a(g.trans_a, g.A, g.lda, i0 + full, mc - full, pc, kc, Ap + idx(full) * kc);
 
                 for (int t = my_cols.begin; t < my_cols.end; t++) {  // 2nd loop
@@ -372,12 +378,14 @@ void gemm_thread(const Args& g, float* Bp, int nt, int tid) {
                     for (int ir = 0; ir < mc; ir += MR) {  // 1st loop
                         float* c = g.C + idx(i0 + ir) * g.ldc + j;
                         const int m = std::min(MR, mc - ir), n = std::min(NR, g.N - j);
-                        if (ir < full)
-                            micro_kernel<false>(kc, g.A + idx(i0 + ir) * g.lda + pc, g.lda, bp, ldbk, c, g.ldc, m, n, add_to_c);
+                        if (ir < full && !g.trans_a)
+                            micro_kernel<kRowsA>(kc, g.A + idx(i0 + ir) * g.lda + pc, g.lda, bp, ldbk, c, g.ldc, m, n, add_to_c);
+                        else if (ir < full)
+                            micro_kernel<kColsA>(kc, g.A + idx(pc) * g.lda + i0 + ir, g.lda, bp, ldbk, c, g.ldc, m, n, add_to_c);
                         else if (n <= kVec)  // a narrow edge (an attention head's 10 or 16 columns)
-                            micro_kernel<true, 1>(kc, Ap + idx(ir) * kc, 0, bp, ldbk, c, g.ldc, m, n, add_to_c);
+                            micro_kernel<kPackedA, 1>(kc, Ap + idx(ir) * kc, 0, bp, ldbk, c, g.ldc, m, n, add_to_c);
                         else
-                            micro_kernel<true>(kc, Ap + idx(ir) * kc, 0, bp, ldbk, c, g.ldc, m, n, add_to_c);
+                            micro_kernel<kPackedA>(kc, Ap + idx(ir) * kc, 0, bp, ldbk, c, g.ldc, m, n, add_to_c);
                     }
                 }
             }
