@@ -38,8 +38,6 @@ struct Cached {
 // decoding after training), blocks of sizes no longer asked for would otherwise pile up.
 constexpr std::uint64_t kIdleRequests = std::uint64_t(1) << 14;
 
-
-
 struct Cache {
     std::mutex mutex;
     std::multimap<std::size_t, Cached> free_blocks;   // size -> block, smallest first
