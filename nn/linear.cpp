@@ -13,9 +13,9 @@ using autograd::gemm;
 using autograd::Node;
 using autograd::shape_str;
 
-// acc[j] += sum over rows r of g[r, j], for g (rows, cols); acc[j] = that sum if `store`. Threads split the columns, and each
-// walks the rows in order, so every sum has the same order whatever the thread count; the inner
-// loop runs along a row, so memory is read contiguously (and vectorized).
+// acc[j] += sum over rows r of g[r, j], for g (rows, cols); with `store`, acc[j] = that sum.
+// Threads split the columns, and each walks the rows in order, so every sum has the same order
+// whatever the thread count; the inner loop runs along a row, so memory is read contiguously.
 static void column_sums_add(const float* g, int64_t rows, int64_t cols, float* acc, bool store) {
     #pragma omp parallel if (rows * cols > (1 << 16))
     {
