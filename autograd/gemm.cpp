@@ -31,8 +31,9 @@
 //
 //    Two measured exceptions skip a copy that buys nothing: op(A) that is not transposed is read
 //    in place (its rows are already contiguous, and the kernel only broadcasts single floats of
-//    A), and so is op(B) that is not transposed when A is packed (the dW = dy^T x products).
-//    Only the last, partial sliver of a matrix is then packed, to get its zero padding.
+//    A), and, for the dW = dy^T x products (transposed A, untransposed B), so are B and, where
+//    it measured faster, A. Only the last, partial sliver of a matrix is then packed, to get
+//    its zero padding.
 //
 // 3) Register tiling. The micro-kernel keeps an MR x NR tile of C in vector registers for the
 //    whole KC-long sum: for each k it loads NR floats of B (NR/16 vectors), broadcasts each of
@@ -329,8 +330,7 @@ void gemm_thread(const Args& g, float* Bp, int nt, int tid) {
             const int kc = std::min(KC, g.K - pc);
             const bool add_to_c = g.accumulate || pc > 0;  // later slices add to earlier ones
 
-            // When op(A) is packed (transposed A: the dW = dy^T x products) and op(B) is not
-            // transposed, the kernel reads full NR-wide slivers of B in place (a row of the
+            // When A is transposed (the dW = dy^T x products) and B is not, the kernel reads full NR-wide slivers of B in place (a row of the
             // sliver is NR consecutive floats of a row of B); only a last, partial sliver is
             // packed, by each thread that needs it, privately. This made the dW products at
             // D = 128 up to 1.2x faster (no B copy, no barriers). With A read in place too (NN),
