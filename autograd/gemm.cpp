@@ -330,12 +330,13 @@ void gemm_thread(const Args& g, float* Bp, int nt, int tid) {
             const int kc = std::min(KC, g.K - pc);
             const bool add_to_c = g.accumulate || pc > 0;  // later slices add to earlier ones
 
-            // When A is transposed (the dW = dy^T x products) and B is not, the kernel reads full NR-wide slivers of B in place (a row of the
-            // sliver is NR consecutive floats of a row of B); only a last, partial sliver is
-            // packed, by each thread that needs it, privately. This made the dW products at
-            // D = 128 up to 1.2x faster (no B copy, no barriers). With A read in place too (NN),
-            // two unpacked streams were slower for large N, so there, and for transposed B,
-            // all threads pack the B panel together, then wait until it is complete.
+            // When A is transposed (the dW = dy^T x products) and B is not, the kernel reads
+            // full NR-wide slivers of B in place (a row of the sliver is NR consecutive floats
+            // of a row of B); only a last, partial sliver is packed, by each thread that needs
+            // it, privately. This made the dW products at D = 128 up to 1.2x faster (no B copy,
+            // no barriers). For NN products, with A read in place, B in place too was slower
+            // at large N (two unpacked streams), so there, and for transposed B, all threads
+            // pack the B panel together, then wait until it is complete.
             const bool direct_b = g.trans_a && !g.trans_b;
             const int last = ns - 1;
             const float* edge = nullptr;
