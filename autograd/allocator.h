@@ -6,7 +6,7 @@
 // from mmap, so every step pays a page fault (and the kernel zeroing a page) for each 4 KB it
 // touches, then munmap at free. So freed blocks are not returned; they wait in a cache, sorted
 // by size, and the next request of about the same size takes one (as PyTorch's CUDA caching
-// allocator does). After the first step, every tensor of a step comes from the cache.
+// allocator does). After the first few steps, every tensor of a step comes from the cache.
 //
 //   request n bytes -> smallest cached block of size in [n, n + n/8]   (hit: no system call)
 //                      otherwise a new 64-byte aligned block of n bytes (miss)

@@ -379,14 +379,18 @@ void gemm_thread(const Args& g, float* Bp, int nt, int tid) {
                     for (int ir = 0; ir < mc; ir += MR) {  // 1st loop
                         float* c = g.C + idx(i0 + ir) * g.ldc + j;
                         const int m = std::min(MR, mc - ir), n = std::min(NR, g.N - j);
-                        if (ir < full && !g.trans_a)
-                            micro_kernel<kRowsA>(kc, g.A + idx(i0 + ir) * g.lda + pc, g.lda, bp, ldbk, c, g.ldc, m, n, add_to_c);
-                        else if (ir < full)
-                            micro_kernel<kColsA>(kc, g.A + idx(pc) * g.lda + i0 + ir, g.lda, bp, ldbk, c, g.ldc, m, n, add_to_c);
-                        else if (n <= kVec)  // a narrow edge (an attention head's 10 or 16 columns)
-                            micro_kernel<kPackedA, 1>(kc, Ap + idx(ir) * kc, 0, bp, ldbk, c, g.ldc, m, n, add_to_c);
-                        else
-                            micro_kernel<kPackedA>(kc, Ap + idx(ir) * kc, 0, bp, ldbk, c, g.ldc, m, n, add_to_c);
+                        const float* ap = Ap + idx(ir) * kc;  // the A sliver, packed
+                        if (ir < full && !g.trans_a) {        // ... or read in place
+                            ap = g.A + idx(i0 + ir) * g.lda + pc;
+                            micro_kernel<kRowsA>(kc, ap, g.lda, bp, ldbk, c, g.ldc, m, n, add_to_c);
+                        } else if (ir < full) {
+                            ap = g.A + idx(pc) * g.lda + i0 + ir;
+                            micro_kernel<kColsA>(kc, ap, g.lda, bp, ldbk, c, g.ldc, m, n, add_to_c);
+                        } else if (n <= kVec) {  // a narrow edge (an attention head's 10 or 16 columns)
+                            micro_kernel<kPackedA, 1>(kc, ap, 0, bp, ldbk, c, g.ldc, m, n, add_to_c);
+                        } else {
+                            micro_kernel<kPackedA>(kc, ap, 0, bp, ldbk, c, g.ldc, m, n, add_to_c);
+                        }
                     }
                 }
             }
