@@ -1,5 +1,5 @@
 # make            build the library and every example (optimized, OpenMP, -Wall -Wextra)
-# make test       build and run the doctest suite
+# make test       build and run the doctest suite (fetches doctest's header if it is missing)
 # make bench      build and run the benchmarks in bench/
 # make sanitize   run the test suite under AddressSanitizer + UndefinedBehaviorSanitizer
 # make fuzz / make fuzz-run   libFuzzer targets (needs clang), see tests/fuzz/README.md
@@ -11,6 +11,10 @@ OPT      ?= -O3
 CXXFLAGS ?= -std=c++20 $(OPT) $(ARCH) -fno-math-errno -fopenmp -Wall -Wextra -I. -MMD -MP
 LDFLAGS  ?= -fopenmp
 BUILD    ?= build
+
+# Build on every core by default; a -j on the command line (make -j1) takes precedence.
+NPROC    := $(shell nproc 2>/dev/null || getconf _NPROCESSORS_ONLN 2>/dev/null || echo 2)
+MAKEFLAGS += -j$(NPROC)
 
 # The framework: every .cpp under these folders goes into one static library.
 LIB_SRCS := $(wildcard autograd/*.cpp nn/*.cpp optim/*.cpp models/*.cpp)
@@ -28,7 +32,7 @@ all: $(LIB) $(EXLIB) $(EXAMPLES)
 
 $(BUILD)/%.o: %.cpp Makefile
 	@mkdir -p $(dir $@)
-	$(CXX) $(CXXFLAGS) -c $< -o $@
+	$(CXX) $(CXXFLAGS) $(TEST_INCLUDES) -c $< -o $@
 
 $(LIB): $(LIB_SRCS:%.cpp=$(BUILD)/%.o)
 	@rm -f $@
@@ -44,10 +48,13 @@ examples/%: $(BUILD)/examples/%.o $(EXLIB) $(LIB)
 $(TESTS): $(TEST_SRCS:%.cpp=$(BUILD)/%.o) $(EXLIB) $(LIB)
 	$(CXX) $(filter %.o,$^) $(EXLIB) $(LIB) $(LDFLAGS) -o $@
 
-# The tests need doctest's single header; say how to get it instead of a wall of compile errors.
+# The tests need doctest's single header: the system's if the compiler finds it, else Debian's
+# package fetched without root into DOCTEST_DIR (tests/find_doctest.sh says what it did, or what
+# to do when it cannot). One folder for every build (sanitize, OPENMP=0, ...).
+DOCTEST_DIR ?= build/doctest
 check-doctest:
-	@printf '#include <doctest/doctest.h>\n' | $(CXX) -std=c++20 -I. -fsyntax-only -x c++ - 2>/dev/null || \
-	    { echo "make test needs doctest: apt-get install doctest-dev (Debian/Ubuntu), or put doctest/doctest.h on the include path"; exit 1; }
+	@sh tests/find_doctest.sh "$(CXX)" "$(DOCTEST_DIR)"
+$(TEST_SRCS:%.cpp=$(BUILD)/%.o): TEST_INCLUDES = -I$(DOCTEST_DIR)/usr/include
 $(TEST_SRCS:%.cpp=$(BUILD)/%.o): | check-doctest
 
 test: $(TESTS)
