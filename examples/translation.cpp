@@ -42,7 +42,7 @@ namespace {
 
 struct Options {
     std::string data, valid, test, save = "translation.safetensors", load, translate, attention, plot;
-    bool lowercase = false, use_stdin = false;
+    bool lowercase = false, bleu_lowercase = false, use_stdin = false;
     int epochs = 10, batch = 64, warmup = 400, beam = 4, threads = 0, min_freq = 1, max_len = 50;
     int64_t layers = 2, d_model = 128, heads = 4, d_ff = 512;
     float dropout = 0.1f, lr_factor = 1.0f, label_smoothing = 0.1f;
@@ -149,22 +149,29 @@ struct Score {
     double exact = 0.0;
 };
 
+// BLEU as sacreBLEU computes it: hypotheses (detokenized model output) against the references as
+// written in the data, case-sensitive unless --bleu-lowercase. Exact match compares the same
+// 13a token sequences, so it does not depend on spacing either.
 Score score(models::Transformer& model, const Vocab& sv, const Vocab& tv, const std::vector<data::Pair>& pairs,
             const Options& o, int beam, std::vector<std::string>* hyps_out = nullptr) {
     std::vector<std::vector<int32_t>> srcs;
     std::vector<std::string> refs, hyps;
     for (const auto& p : pairs) {
         srcs.push_back(encode_source(sv, tok(p.src, o)));
-        refs.push_back(data::detokenize(tok(p.tgt, o)));
+        refs.push_back(p.tgt);
     }
     const auto outs = translate_ids(model, srcs, beam, o.max_len + 2);
+    const data::BleuOptions bleu_opt{.lowercase = o.bleu_lowercase};
+    auto normalized = [&](const std::string& line) {
+        return data::tokenize_13a(o.bleu_lowercase ? data::to_lower_utf8(line) : line);
+    };
     Score s;
     for (size_t i = 0; i < outs.size(); i++) {
         hyps.push_back(data::detokenize(tv.decode(outs[i])));
-        s.exact += hyps.back() == refs[i];
+        s.exact += normalized(hyps.back()) == normalized(refs[i]);
     }
     s.exact = pairs.empty() ? 0.0 : 100.0 * s.exact / pairs.size();
-    s.bleu = data::corpus_bleu(hyps, refs);
+    s.bleu = data::corpus_bleu(hyps, refs, bleu_opt);
     if (hyps_out) *hyps_out = hyps;
     return s;
 }
@@ -252,6 +259,8 @@ int main(int argc, char** argv) {
     p.add("--valid", &o.valid, "separate validation TSV (default: split off --data)", "FILE");
     p.add("--test", &o.test, "separate test TSV (default: split off --data)", "FILE");
     p.flag("--lowercase", &o.lowercase, "lowercase all text before tokenizing");
+    p.flag("--bleu-lowercase", &o.bleu_lowercase,
+           "score case-insensitive BLEU (sacreBLEU -lc); default: case-sensitive against the raw references");
     p.add("--min-freq", &o.min_freq, "drop words seen fewer times in training (they become <unk>)").min(1);
     p.add("--max-len", &o.max_len, "skip training pairs longer than this many tokens").range(1, 1000);
     p.add("--epochs", &o.epochs, "passes over the training set").min(0);
@@ -418,8 +427,11 @@ int main(int argc, char** argv) {
         }
         const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         std::printf("total %.0f s\n", secs);
-        std::printf("test BLEU: %.1f (%s), exact match: %.1f%%\n", final_score.bleu.score,
-                    o.beam > 0 ? ("beam " + std::to_string(o.beam)).c_str() : "greedy", final_score.exact);
+        // The signature says which BLEU this is (sacreBLEU 2.x's notation): one reference, case,
+        // tokenizer, smoothing. The score is against the references as written.
+        std::printf("test BLEU: %.1f (%s), exact match: %.1f%%  [signature: %s]\n", final_score.bleu.score,
+                    o.beam > 0 ? ("beam " + std::to_string(o.beam)).c_str() : "greedy", final_score.exact,
+                    data::bleu_signature({.lowercase = o.bleu_lowercase}).c_str());
     } catch (const std::exception& e) {
         std::fprintf(stderr, "translation: %s\n", e.what());
         return 1;

@@ -422,6 +422,19 @@ TEST_CASE("corpus_bleu: statistics are summed over the corpus, not averaged") {
     CHECK_THROWS_AS(data::corpus_bleu({"a"}, {"a", "b"}), std::invalid_argument);
 }
 
+TEST_CASE("corpus_bleu: case-sensitive by default; --bleu-lowercase (sacreBLEU -lc) folds case; the signature says which") {
+    // 13a keeps case: "The" and "the" are different unigrams. Hypothesis "The cat sat on the Mat ."
+    // against "the cat sat on the mat .": 5/7, 3/6, 2/5, 1/4 n-grams match; lowercased, all do.
+    const data::BleuResult mixed = data::corpus_bleu({"The cat sat on the Mat ."}, {"the cat sat on the mat ."});
+    CHECK(mixed.correct[0] == 5);
+    CHECK(mixed.correct[3] == 1);
+    CHECK(mixed.score == doctest::Approx(100.0 * std::pow(5.0 / 7 * 3.0 / 6 * 2.0 / 5 * 1.0 / 4, 0.25)));   // 43.47
+    const data::BleuResult lc = data::corpus_bleu({"The cat sat on the Mat ."}, {"the cat sat on the mat ."}, {.lowercase = true});
+    CHECK(lc.score == doctest::Approx(100.0));
+    CHECK(data::bleu_signature() == "nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp");
+    CHECK(data::bleu_signature({.lowercase = true}) == "nrefs:1|case:lc|eff:no|tok:13a|smooth:exp");
+}
+
 // ---- toy grammar ----------------------------------------------------------------------------
 
 namespace {

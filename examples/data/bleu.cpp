@@ -129,7 +129,8 @@ std::string tokenize_13a(std::string_view line) {
     return joined;
 }
 
-BleuResult corpus_bleu(const std::vector<std::string>& hypotheses, const std::vector<std::string>& references) {
+BleuResult corpus_bleu(const std::vector<std::string>& hypotheses, const std::vector<std::string>& references,
+                       const BleuOptions& opt) {
     if (hypotheses.size() != references.size())
         throw std::invalid_argument("corpus_bleu: " + std::to_string(hypotheses.size()) + " hypotheses but " +
                                     std::to_string(references.size()) + " references");
@@ -138,8 +139,10 @@ BleuResult corpus_bleu(const std::vector<std::string>& hypotheses, const std::ve
 
     // 1) sufficient statistics, summed over the corpus
     for (size_t s = 0; s < hypotheses.size(); s++) {
-        const std::vector<std::string> hyp = split_whitespace(tokenize_13a(hypotheses[s]));
-        const std::vector<std::string> ref = split_whitespace(tokenize_13a(references[s]));
+        const auto prepare = [&](const std::string& line) {
+            return split_whitespace(tokenize_13a(opt.lowercase ? to_lower_utf8(line) : line));
+        };
+        const std::vector<std::string> hyp = prepare(hypotheses[s]), ref = prepare(references[s]);
         r.sys_len += hyp.size();
         r.ref_len += ref.size();
 
@@ -204,6 +207,10 @@ std::string to_string(const BleuResult& r) {
                   r.score, r.precisions[0], r.precisions[1], r.precisions[2], r.precisions[3], r.bp, ratio,
                   r.sys_len, r.ref_len);
     return buf;
+}
+
+std::string bleu_signature(const BleuOptions& opt) {
+    return std::string("nrefs:1|case:") + (opt.lowercase ? "lc" : "mixed") + "|eff:no|tok:13a|smooth:exp";
 }
 
 }  // namespace data

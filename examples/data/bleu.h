@@ -46,9 +46,19 @@ struct BleuResult {
 // Case and apostrophes are kept: "It's 3.5 km." -> "It's 3.5 km ."
 std::string tokenize_13a(std::string_view line);
 
-// Corpus BLEU of hypotheses[i] against references[i]. Throws std::invalid_argument if the two
-// lists differ in size.
-BleuResult corpus_bleu(const std::vector<std::string>& hypotheses, const std::vector<std::string>& references);
+struct BleuOptions {
+    bool lowercase = false;   // sacreBLEU's -lc: lowercase hypotheses and references first
+};
+
+// Corpus BLEU of hypotheses[i] against references[i]: pass the references as written (raw
+// text), as sacreBLEU expects; its 13a tokenizer does the splitting. Throws
+// std::invalid_argument if the two lists differ in size.
+BleuResult corpus_bleu(const std::vector<std::string>& hypotheses, const std::vector<std::string>& references,
+                       const BleuOptions& opt = {});
+
+// sacreBLEU's signature for the score above, which says exactly which BLEU it is:
+// "nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp" ("case:lc" when lowercased).
+std::string bleu_signature(const BleuOptions& opt = {});
 
 // sacreBLEU-style one-liner:
 // "BLEU = 32.16 83.3/60.0/25.0/16.7 (BP = 0.846 ratio = 0.857 hyp_len = 6 ref_len = 7)"
