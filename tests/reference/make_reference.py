@@ -402,6 +402,8 @@ def greedy_decode(model, src, max_len, bos):
 
 
 def check_checkpoint(path, binary, count, seed):
+    if not os.access(binary, os.X_OK):
+        sys.exit(f"make_reference: {binary} not found: build it first (make examples/copy_task)")
     metadata, tensors = load_safetensors(path)
     c = parse_config(metadata["config"])
     L = int(metadata["seq_len"])
