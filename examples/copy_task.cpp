@@ -11,7 +11,9 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <fstream>
 #include <iostream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -54,7 +56,7 @@ struct Options {
     float dropout = 0.0f, lr_factor = 1.0f;
     uint64_t seed = 1;
     bool paper = false;
-    std::string save, load, plot;
+    std::string save, load, plot, decode;
 };
 
 // The Annotated Transformer's configuration: 20 epochs of 20 batches of 80, N=2, D=512, F=2048,
@@ -107,6 +109,25 @@ int evaluate(models::Transformer& model, const Options& o, Generator& rng, Token
     return correct;
 }
 
+// --decode: greedy-decode each line of `path` (source ids separated by spaces) and print only the
+// outputs, one line each. tests/reference/make_reference.py compares them with PyTorch's.
+void decode_lines(models::Transformer& model, const std::string& path) {
+    std::ifstream in(path);
+    if (!in) throw std::runtime_error("cannot read '" + path + "'");
+    model.eval();
+    std::string line;
+    for (int lineno = 1; std::getline(in, line); lineno++) {
+        std::istringstream is(line);
+        std::vector<int32_t> ids;
+        for (int32_t id; is >> id;) ids.push_back(id);
+        if (!is.eof()) throw std::runtime_error(path + ":" + std::to_string(lineno) + ": expected token ids separated by spaces");
+        if (ids.empty()) continue;
+        const Tokens src(ids, {1, static_cast<int64_t>(ids.size())});   // (1, S)
+        const Tokens out = models::greedy_decode(model, src, models::padding_mask(src, COPY_PAD), src.size(1), COPY_START);
+        std::printf("%s\n", join(out, 0).c_str());
+    }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -131,6 +152,8 @@ int main(int argc, char** argv) {
     p.flag("--paper", &o.paper, "The Annotated Transformer's configuration (N=2, D=512, F=2048, h=8, 400 steps of 80)");
     p.add("--save", &o.save, "write the trained model to PATH (safetensors)", "PATH");
     p.add("--load", &o.load, "evaluate the model saved at PATH instead of training", "PATH");
+    p.add("--decode", &o.decode, "with --load: greedy-decode the sequences in PATH (one per line, ids separated by "
+                                 "spaces) and print only the outputs", "PATH");
     p.add("--beam", &o.beam, "evaluate with beam search of this width (0: greedy)").range(0, 64);
     p.add("--plot", &o.plot, "write the training-loss curve to PATH as SVG", "PATH");
     p.parse(argc, argv);
@@ -156,6 +179,12 @@ int main(int argc, char** argv) {
             if (f.metadata.count("seq_len")) o.seq_len = std::stoll(f.metadata.at("seq_len"));
         }
         models::Transformer model(cfg);
+        if (!o.decode.empty()) {
+            if (o.load.empty()) throw std::runtime_error("--decode needs a model: give --load PATH");
+            nn::load(model, o.load);
+            decode_lines(model, o.decode);
+            return 0;
+        }
         std::printf("copy task: V=%lld L=%lld | model N=%lld D=%lld F=%lld h=%lld dropout=%.2g | %lld parameters | %d threads\n",
                     (long long)o.vocab, (long long)o.seq_len, (long long)cfg.layers, (long long)cfg.d_model,
                     (long long)cfg.d_ff, (long long)cfg.heads, cfg.dropout, (long long)model.num_parameters(),
