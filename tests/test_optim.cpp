@@ -119,18 +119,7 @@ TEST_CASE("optim Adam: first three steps with the paper's betas match the hand-d
     check_close(after[2], {0.701397036, -1.70053193});
 }
 
-// Above 1 << 15 elements the update loop runs on OpenMP threads; each element's arithmetic is the
-// same, so a large parameter gives the hand-derived values everywhere.
-TEST_CASE("optim Adam: a large parameter (threaded update) matches the small case element by element") {
-    const int64_t n = 70000;
-    Tensor p = Tensor::full({n}, 1.0f).requires_grad_();
-    optim::Adam opt({p}, {.lr = 0.1f, .beta1 = 0.9f, .beta2 = 0.98f, .eps = 1e-9f});
-    const auto after = run_quadratic(opt, p, 3);
-    CHECK(after[2][0] == Approx(0.701397036).epsilon(1e-6));
-    int64_t differing = 0;
-    for (int64_t i = 0; i < n; i++) differing += after[2][i] != after[2][0];
-    CHECK(differing == 0);
-}
+// The threaded update of a large parameter: "threaded Adam and SGD updates" in test_threaded_kernels.cpp.
 
 // Weight decay lambda = 0.5, lr = 0.1, default betas (0.9, 0.999), eps = 1e-8, from p0 = [1, -2],
 // now with L = 0.5 * sum((p - [2, 1])^2), so g = p - [2, 1] is not proportional to p (Adam is blind
