@@ -332,6 +332,38 @@ TEST_CASE("cross_entropy: matches log_softmax + nll, ignore_index, label smoothi
     CHECK_THROWS_AS(nn::cross_entropy(logits, Tokens::full({3, 2}, 1)), std::invalid_argument);
 }
 
+// cross_entropy's forward with a backward that smooths towards eps / (V - 1) instead of eps / V:
+// a plausible slip (the other common convention), off by eps / (V (V - 1)) / n per element
+static Tensor cross_entropy_smoothing_slip(const Tensor& logits, const Tokens& targets, float eps) {
+    Tensor loss;
+    {
+        NoGradGuard no_grad;
+        loss = nn::cross_entropy(logits, targets, {.label_smoothing = eps});
+    }
+    const int64_t V = logits.size(-1), R = targets.numel();
+    record(loss, {logits}, "cross_entropy_slip", [targets, V, R, eps](Node& self) {
+        const float* x = self.parent_data(0);
+        float* dx = self.parent_grad(0);
+        for (int64_t r = 0; r < R; r++) {
+            double s = 0.0;
+            for (int64_t j = 0; j < V; j++) s += std::exp(x[r * V + j]);
+            for (int64_t j = 0; j < V; j++) {
+                const float q = (j == targets[r] ? 1.0f - eps : 0.0f) + eps / static_cast<float>(V - 1);
+                dx[r * V + j] += self.grad[0] / static_cast<float>(R) * (static_cast<float>(std::exp(x[r * V + j]) / s) - q);
+            }
+        }
+    });
+    return loss;
+}
+
+TEST_CASE("gradcheck's default tolerance catches label smoothing eps/(V-1) in cross_entropy's backward") {
+    manual_seed(11);
+    const Tokens t({2, 0, 4, 1, 3, 0}, {2, 3});
+    const Tensor logits = param({2, 3, 5}, -2.0f, 2.0f);
+    CHECK(gradcheck([&](V x) { return nn::cross_entropy(x[0], t, {.label_smoothing = 0.1f}); }, {logits}).ok);
+    CHECK_FALSE(gradcheck([&](V x) { return cross_entropy_smoothing_slip(x[0], t, 0.1f); }, {logits}).ok);
+}
+
 static std::string temp_path(const std::string& name) {
     return (std::filesystem::temp_directory_path() / ("nn_test_" + std::to_string(::getpid()) + "_" + name)).string();
 }

@@ -25,6 +25,59 @@ TEST_CASE("gradcheck itself catches a wrong backward") {
     CHECK_FALSE(gradcheck(wrong, {param({3})}).ok);
 }
 
+TEST_CASE("gradcheck reports the worst five mismatches, worst first") {
+    // forward 2x; backward claims (2 + i/10) x for element i: the error grows with i
+    auto wrong = [](const std::vector<Tensor>& x) {
+        Tensor y = x[0] * 2.0f;
+        Tensor out = Tensor::empty(y.shape());
+        std::copy_n(y.data(), y.numel(), out.data());
+        record(out, {x[0]}, "wrong", [](Node& self) {
+            float* dx = self.parent_grad(0);
+            for (int64_t i = 0; i < self.numel(); i++) dx[i] += (2.0f + 0.1f * static_cast<float>(i)) * self.grad[i];
+        });
+        return out;
+    };
+    manual_seed(0);
+    const GradcheckResult r = gradcheck(wrong, {param({8})});
+    INFO(r.report);
+    CHECK_FALSE(r.ok);
+    CHECK(r.report.find("7 mismatches") != std::string::npos);   // element 0 is right
+    const size_t e7 = r.report.find("element 7"), e6 = r.report.find("element 6"), e3 = r.report.find("element 3");
+    CHECK(e7 < e6);
+    CHECK(e6 < e3);
+    CHECK(e3 != std::string::npos);
+    CHECK(r.report.find("element 2:") == std::string::npos);   // only the worst five
+}
+
+// GELU's forward with the derivative of its tanh approximation, 0.5 (1 + tanh u) + 0.5 x (1 - tanh^2 u) u'
+// with u = sqrt(2/pi) (x + 0.044715 x^3): a plausible slip, within 8e-4 (relative) of the exact derivative
+static Tensor gelu_with_tanh_derivative(const Tensor& x) {
+    Tensor y;
+    {
+        NoGradGuard no_grad;
+        y = gelu(x);
+    }
+    record(y, {x}, "gelu_wrong", [](Node& self) {
+        const float* px = self.parent_data(0);
+        float* dx = self.parent_grad(0);
+        const float c = std::sqrt(2.0f / static_cast<float>(M_PI));
+        for (int64_t i = 0; i < self.numel(); i++) {
+            const float v = px[i], t = std::tanh(c * (v + 0.044715f * v * v * v));
+            dx[i] += self.grad[i] * (0.5f * (1.0f + t) + 0.5f * v * (1.0f - t * t) * c * (1.0f + 3.0f * 0.044715f * v * v));
+        }
+    });
+    return y;
+}
+
+TEST_CASE("gradcheck's default tolerance catches GELU with its tanh approximation's derivative") {
+    manual_seed(2);
+    const Tensor x = param({4, 6}, -3.0f, 3.0f);
+    CHECK(gradcheck([](const std::vector<Tensor>& v) { return gelu(v[0]); }, {x}).ok);
+    const GradcheckResult wrong = gradcheck([](const std::vector<Tensor>& v) { return gelu_with_tanh_derivative(v[0]); }, {x});
+    INFO(wrong.report);
+    CHECK_FALSE(wrong.ok);
+}
+
 TEST_CASE("elementwise binary ops with broadcasting") {
     manual_seed(1);
     const std::vector<std::pair<Shape, Shape>> shapes = {
