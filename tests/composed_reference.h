@@ -1,12 +1,15 @@
 // The fused kernels' computations composed from primitive ops (exp, log, sum, matmul, ...), each
 // written the way the formula reads. Their values and gradients come from the primitives alone,
 // which gradcheck verifies one by one, so the tests hold every fused op equal to these on shapes
-// far larger than finite differences could afford. Plus `expect_close`, to compare two tensors.
+// far larger than finite differences could afford. Plus `expect_close`, to compare two tensors,
+// and `expect_fused_equals_composed`, to compare two functions' values and gradients.
 #pragma once
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <functional>
 #include <string>
+#include <vector>
 
 #include "nn/nn.h"
 
@@ -79,4 +82,27 @@ inline void expect_close(const autograd::Tensor& got, const autograd::Tensor& wa
     INFO(bad << " of " << got.numel() << " elements differ; worst at flat index " << worst << ": got "
               << (worst >= 0 ? got.data()[worst] : 0.0f) << ", want " << (worst >= 0 ? want.data()[worst] : 0.0f));
     CHECK(bad == 0);
+}
+
+// A fused op and its composed reference give the same values and, under the same random upstream
+// gradient, the same gradient for every leaf. Both functions take the leaves.
+inline void expect_fused_equals_composed(const std::function<autograd::Tensor(const std::vector<autograd::Tensor>&)>& fused,
+                                         const std::function<autograd::Tensor(const std::vector<autograd::Tensor>&)>& reference,
+                                         std::vector<autograd::Tensor> leaves, double rtol, double atol) {
+    auto run = [&](const auto& fn) {
+        for (autograd::Tensor& t : leaves) t.zero_grad();
+        const autograd::Tensor y = fn(leaves);
+        autograd::Generator g(99);
+        std::vector<float> w(static_cast<size_t>(y.numel()));
+        for (float& v : w) v = g.uniform(-1.0f, 1.0f);
+        y.backward(autograd::Tensor::from_vector(w, y.shape()));
+        std::vector<autograd::Tensor> out = {y};
+        for (const autograd::Tensor& t : leaves) out.push_back(t.requires_grad() ? t.grad() : autograd::Tensor());
+        return out;
+    };
+    const auto got = run(fused), want = run(reference);
+    expect_close(got[0], want[0], rtol, atol, "value");
+    for (size_t i = 0; i < leaves.size(); i++)
+        if (leaves[i].requires_grad()) expect_close(got[i + 1], want[i + 1], rtol, atol, "gradient of input " + std::to_string(i));
+    for (autograd::Tensor& t : leaves) t.zero_grad();
 }

@@ -9,6 +9,7 @@
 #include <limits>
 
 #include "nn/nn.h"
+#include "tests/composed_reference.h"
 #include "tests/gradcheck_helpers.h"
 
 using namespace autograd;
@@ -72,13 +73,20 @@ TEST_CASE("linear: gradcheck, with and without bias and ReLU, batched input") {
                param({3, 4}), param({6, 4}), param({6}));
     CHECK_GRAD([](V x) { manual_seed(2); return nn::linear(x[0], x[1], x[2], nn::Activation::none, 0.3f, true); },
                param({3, 4}), param({6, 4}), param({6}));
-    Tensor x = param({2, 4}), w = param({3, 4}), b = param({3});
-    manual_seed(4);
-    const Tensor fused = nn::linear(x, w, b, nn::Activation::relu, 0.5f, true);
-    manual_seed(4);
-    check_close(fused, nn::dropout(relu(matmul(x, w, false, true) + b), 0.5f, true));
-    check_close(nn::linear(x, w, b), matmul(x, w, false, true) + b);
-    check_close(nn::linear(x, w, b, nn::Activation::relu), relu(matmul(x, w, false, true) + b));
+    // equal to the composition of primitives, values and the gradients of x, W and b
+    Tensor x = param({2, 3, 4}), w = param({5, 4}), b = param({5});
+    for (nn::Activation act : {nn::Activation::none, nn::Activation::relu})
+        for (float p : {0.0f, 0.5f}) {
+            CAPTURE(act == nn::Activation::relu);
+            CAPTURE(p);
+            Tensor keep;   // dropout's factors (0 or 1/(1-p)), drawn as the fused op draws them
+            if (p > 0.0f) {
+                manual_seed(4);
+                keep = nn::dropout(Tensor::ones({2, 3, 5}), p, true);
+            }
+            expect_fused_equals_composed([&](V v) { manual_seed(4); return nn::linear(v[0], v[1], v[2], act, p, p > 0.0f); },
+                                         [&](V v) { return composed::linear(v[0], v[1], v[2], act, keep); }, {x, w, b}, 1e-5, 1e-6);
+        }
     CHECK_THROWS_WITH_AS(nn::linear(param({2, 5}), w, b), doctest::Contains("(2, 5)"), std::invalid_argument);
 }
 
@@ -100,12 +108,12 @@ TEST_CASE("linear and layer_norm store into an empty gradient and add into a use
     check_close(x.grad(), once * 2.0f);
 }
 
-TEST_CASE("layer_norm: gradcheck, and equal to the composition of primitives (biased variance)") {
+TEST_CASE("layer_norm: gradcheck, and equal to the composition of primitives (biased variance), values and gradients") {
     manual_seed(2);
     CHECK_GRAD([](V x) { return nn::layer_norm(x[0], x[1], x[2]); }, param({2, 3, 5}), param({5}), param({5}));
     const Tensor x = param({4, 6}, -3.0f, 3.0f), g = param({6}), b = param({6});
-    const Tensor ref = (x - mean(x, -1, true)) / sqrt(var(x, -1, false, true) + 1e-5f) * g + b;
-    check_close(nn::layer_norm(x, g, b), ref, 1e-4f);
+    expect_fused_equals_composed([](V v) { return nn::layer_norm(v[0], v[1], v[2]); },
+                                 [](V v) { return composed::layer_norm(v[0], v[1], v[2]); }, {x, g, b}, 1e-5, 1e-6);
     nn::LayerNorm ln(6);
     const Tensor y = ln.forward(x);
     CHECK(mean(y, -1).to_vector()[0] == doctest::Approx(0.0).scale(1.0));
@@ -296,7 +304,7 @@ TEST_CASE("feed-forward: shapes and gradcheck") {
     CHECK(ff.num_parameters() == 4 * 8 + 8 + 8 * 4 + 4);
 }
 
-TEST_CASE("cross_entropy: matches log_softmax + nll, ignore_index, label smoothing, gradcheck") {
+TEST_CASE("cross_entropy: matches log_softmax + nll and the composition of primitives, ignore_index, label smoothing, gradcheck") {
     manual_seed(11);
     const Tokens t({2, 0, 4, 1, 3, 0}, {2, 3});    // 0 is padding
     const Tensor logits = param({2, 3, 5}, -2.0f, 2.0f);
@@ -320,6 +328,15 @@ TEST_CASE("cross_entropy: matches log_softmax + nll, ignore_index, label smoothi
     }
     CHECK(nn::cross_entropy(logits, t, {.ignore_index = 0, .label_smoothing = 0.1f}).item() == doctest::Approx(smooth / 4));
     CHECK_GRAD([&](V x) { return nn::cross_entropy(x[0], t, {.ignore_index = 0, .label_smoothing = 0.1f}); }, param({2, 3, 5}));
+    // equal to the composition of primitives, loss and gradient, with ignored targets and smoothing
+    for (const nn::CrossEntropyOptions opt : {nn::CrossEntropyOptions{}, nn::CrossEntropyOptions{.ignore_index = 0},
+                                              nn::CrossEntropyOptions{.label_smoothing = 0.2f},
+                                              nn::CrossEntropyOptions{.ignore_index = 0, .label_smoothing = 0.1f}}) {
+        CAPTURE(opt.ignore_index);
+        CAPTURE(opt.label_smoothing);
+        expect_fused_equals_composed([&](V x) { return nn::cross_entropy(x[0], t, opt); },
+                                     [&](V x) { return composed::cross_entropy(x[0], t, opt); }, {logits}, 1e-6, 1e-7);
+    }
     CHECK_GRAD([&](V x) { return nn::cross_entropy(x[0], t); }, param({2, 3, 5}));
     CHECK_GRAD([&](V x) { return nn::nll_loss(log_softmax(x[0]), t, 0); }, param({2, 3, 5}));
     // padded positions get exactly zero gradient

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "autograd/autograd.h"
+#include "tests/composed_reference.h"
 #include "tests/gradcheck_helpers.h"
 
 using namespace autograd;
@@ -269,7 +270,7 @@ TEST_CASE("index_select gathers rows by integer ids; repeated ids accumulate") {
     CHECK_THROWS_AS(index_select(table, 0, Tokens({-1}, {1})), std::out_of_range);
 }
 
-TEST_CASE("softmax and log_softmax: gradcheck, stability, masked rows") {
+TEST_CASE("softmax and log_softmax: gradcheck, stability, masked rows, equal to the composition of primitives") {
     manual_seed(9);
     using V = const std::vector<Tensor>&;
     CHECK_GRAD([](V x) { return softmax(x[0]); }, param({3, 5}, -3.0f, 3.0f));
@@ -291,6 +292,14 @@ TEST_CASE("softmax and log_softmax: gradcheck, stability, masked rows") {
     CHECK(sm.at({1, 0}) + sm.at({1, 1}) == doctest::Approx(1.0));
     sum(sm * Tensor::randn({2, 3})).backward();
     for (float g : masked.grad().to_vector()) CHECK_FALSE(std::isnan(g));
+    for (int j = 0; j < 3; j++) CHECK(masked.grad().at({0, j}) == 0.0f);   // nothing flows into a fully masked row
+    CHECK(masked.grad().at({1, 2}) == 0.0f);                                 // nor into a masked entry
+    // equal to the composition of primitives, values and gradients, with masked (-inf) entries
+    Tensor x = param({4, 6}, -3.0f, 3.0f);
+    for (int64_t i : {1, 7, 8, 15, 22}) x.data()[i] = -inf;   // no row entirely masked
+    expect_fused_equals_composed([](V v) { return softmax(v[0]); }, [](V v) { return composed::softmax(v[0]); }, {x}, 1e-6, 1e-7);
+    expect_fused_equals_composed([](V v) { return log_softmax(v[0]); }, [](V v) { return composed::log_softmax(v[0]); }, {x},
+                                 1e-6, 1e-7);
     // gradient through masked_fill + softmax: masked positions get exactly zero
     Mask m({0, 0, 1, 0, 1, 1}, {2, 3});
     CHECK_GRAD([&](V x) { return softmax(masked_fill(x[0], m, -inf)); }, param({2, 3}));
