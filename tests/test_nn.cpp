@@ -278,11 +278,14 @@ TEST_CASE("MultiHeadAttention: shapes, weights kept, masks broadcast over heads,
     CHECK(y.shape() == Shape{B, T, D});
     CHECK(mha.last_attention.shape() == Shape{B, H, T, S});
     CHECK(mha.last_attention.at({1, 1, 2, 3}) == 0.0f);
-    // gradcheck the whole module through its parameters and inputs
+    // gradcheck the whole module through its inputs and every parameter (the four projections'
+    // weights and biases; the function reads the parameters through the module)
     std::vector<Tensor> ins = {param({B, T, D}), param({B, S, D})};
     for (Tensor& p : mha.parameters()) ins.push_back(p);
-    CHECK_GRAD([&](V x) { return mha.forward(x[0], x[1], x[1], pad); }, ins[0], ins[1], mha.w_q->weight, mha.w_k->weight,
-               mha.w_v->weight, mha.w_o->weight, mha.w_o->bias);
+    REQUIRE(ins.size() == 2 + 8);
+    const GradcheckResult r = gradcheck([&](V x) { return mha.forward(x[0], x[1], x[1], pad); }, ins);
+    INFO(r.report);
+    CHECK(r.ok);
     // encoder-decoder attention without a mask sees every source position
     nn::MultiHeadAttention cross(D, H, 0.0f);
     Tensor src = param({1, S, D});
@@ -298,10 +301,26 @@ TEST_CASE("MultiHeadAttention: shapes, weights kept, masks broadcast over heads,
 }
 
 TEST_CASE("feed-forward: shapes and gradcheck") {
-    manual_seed(10);
-    nn::PositionwiseFeedForward ff(4, 8, 0.0f);
+    manual_seed(11);
+    nn::PositionwiseFeedForward ff(4, 8, 0.2f);
     CHECK(ff.forward(Tensor::randn({2, 3, 4})).shape() == Shape{2, 3, 4});
     CHECK(ff.num_parameters() == 4 * 8 + 8 + 8 * 4 + 4);
+    // through the input and all four parameters, in training mode (dropout on, reseeded so every
+    // evaluation drops the same units). ReLU has a kink at 0, where finite differences are
+    // meaningless: this draw keeps every pre-activation further from it than a step of 2e-2 in
+    // any input or parameter can move it
+    std::vector<Tensor> ins = {param({1, 3, 4})};
+    const Tensor pre = matmul(ins[0], ff.w_1->weight, false, true) + ff.w_1->bias;   // (1, 3, F)
+    float closest = INFINITY;
+    for (float z : pre.to_vector()) closest = std::min(closest, std::fabs(z));
+    CHECK(closest > 0.03f);
+    for (Tensor& p : ff.parameters()) ins.push_back(p);
+    REQUIRE(ins.size() == 5);
+    const GradcheckResult r = gradcheck([&](V x) { manual_seed(3); return ff.forward(x[0]); }, ins);
+    INFO(r.report);
+    CHECK(r.ok);
+    ff.eval();
+    CHECK(gradcheck([&](V x) { return ff.forward(x[0]); }, ins).ok);
 }
 
 TEST_CASE("cross_entropy: matches log_softmax + nll and the composition of primitives, ignore_index, label smoothing, gradcheck") {
