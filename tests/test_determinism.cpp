@@ -119,7 +119,11 @@ TEST_CASE("generator state text round trip and bad input") {
     h.deserialize(g.serialize());
     CHECK(h.normal() == g.normal());
     CHECK(h.next_u64() == g.next_u64());
-    CHECK_THROWS_AS(h.deserialize("1 2 3"), std::invalid_argument);
-    CHECK_THROWS_AS(h.deserialize("0 0 0 0 0 0"), std::invalid_argument);
-    CHECK_THROWS_AS(h.deserialize("1 2 3 4 5 1 extra"), std::invalid_argument);
+    using doctest::Contains;
+    CHECK_THROWS_WITH_AS(h.deserialize("1 2 3"), Contains("expected six numbers \"s0 s1 s2 s3 spare has_spare\", in the generator state '1 2 3'"),
+                         std::invalid_argument);
+    CHECK_THROWS_WITH_AS(h.deserialize("0 0 0 0 0 0"), Contains("the four state words are all 0"), std::invalid_argument);
+    CHECK_THROWS_WITH_AS(h.deserialize("1 2 3 4 5 2"), Contains("has_spare must be 0 or 1, got 2"), std::invalid_argument);
+    CHECK_THROWS_WITH_AS(h.deserialize("1 2 3 4 5 1 extra"), Contains("unexpected text after the six numbers"), std::invalid_argument);
+    CHECK(h.next_u64() == g.next_u64());   // a failed load changed nothing
 }

@@ -59,10 +59,11 @@ TEST_CASE("Transformer: shapes through every module, parameter names, config rou
     CHECK(model.num_parameters() == expected);
     const TransformerConfig back = TransformerConfig::from_string(model.cfg.to_string());
     CHECK(back.to_string() == model.cfg.to_string());
-    CHECK_THROWS_AS(TransformerConfig::from_string("layers=2"), std::invalid_argument);
-    CHECK_THROWS_AS(Transformer(TransformerConfig{.d_model = 10, .heads = 3}), std::invalid_argument);
-    CHECK_THROWS_AS(model.encode(Tokens::full({2, 3}, 9), models::padding_mask(Tokens::full({2, 3}, 9), 0)),
-                    std::out_of_range);   // id 9 outside a vocabulary of 7
+    CHECK_THROWS_WITH_AS(TransformerConfig::from_string("layers=2"), doctest::Contains("incomplete config 'layers=2'"), std::invalid_argument);
+    CHECK_THROWS_WITH_AS(Transformer(TransformerConfig{.d_model = 10, .heads = 3}), doctest::Contains("d_model (10) must be a multiple of heads (3)"),
+                         std::invalid_argument);
+    CHECK_THROWS_WITH_AS(model.encode(Tokens::full({2, 3}, 9), models::padding_mask(Tokens::full({2, 3}, 9), 0)),
+                         doctest::Contains("token id 9 at flat position 0 of ids (2, 3) is outside the vocabulary [0, 7)"), std::out_of_range);   // id 9 outside a vocabulary of 7
 }
 
 TEST_CASE("decoder: output t does not depend on target inputs after t; all source positions are seen") {
@@ -148,7 +149,8 @@ TEST_CASE("beam search stops at eos and honours the length penalty") {
     const models::Hypothesis hp =
         models::beam_search(model, src, m, {.beam_size = 3, .max_len = 12, .bos = 1, .eos = 2, .length_penalty = 1.0f});
     CHECK(hp.score == doctest::Approx(hp.log_prob / ((5.0 + (hp.tokens.size() - 1)) / 6.0)));
-    CHECK_THROWS_AS(models::beam_search(model, Tokens::full({2, 3}, 1), m, {}), std::invalid_argument);
+    CHECK_THROWS_WITH_AS(models::beam_search(model, Tokens::full({2, 3}, 1), m, {}), doctest::Contains("one sentence (1, S), got (2, 3)"),
+                         std::invalid_argument);
 }
 
 // Every named parameter of b holds exactly a's bits (and the names and shapes agree).
