@@ -6,6 +6,8 @@
 #include <cstring>
 #include <filesystem>
 
+#include <unistd.h>   // getpid: temp file names unique to this run
+
 #include "examples/data/copy_task_data.h"
 #include "models/transformer.h"
 #include "nn/nn.h"

@@ -8,6 +8,8 @@
 #include <fstream>
 #include <limits>
 
+#include <unistd.h>   // getpid: temp file names unique to this run
+
 #include "nn/nn.h"
 #include "tests/composed_reference.h"
 #include "tests/gradcheck_helpers.h"

@@ -10,6 +10,8 @@
 #include <memory>
 #include <numbers>
 
+#include <unistd.h>
+
 #include "autograd/autograd.h"
 #include "nn/linear.h"
 #include "optim/optim.h"
@@ -58,8 +60,9 @@ struct MLP {
 
 Tensor mse(const Tensor& pred, const Tensor& target) { return mean(pow(pred - target, 2.0f)); }
 
+// under the temp dir, with the process id: two runs of the suite at once never share a file
 std::string temp_path(const std::string& stem) {
-    return (std::filesystem::temp_directory_path() / (stem + ".safetensors")).string();
+    return (std::filesystem::temp_directory_path() / (stem + "_" + std::to_string(::getpid()) + ".safetensors")).string();
 }
 
 }  // namespace

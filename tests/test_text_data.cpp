@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include <unistd.h>   // getpid: temp file names unique to this run
+
 #include "examples/data/bleu.h"
 #include "examples/data/tokenizer.h"
 #include "examples/data/toy_grammar.h"
@@ -306,7 +308,7 @@ TEST_CASE("parse_tsv / read_tsv: no usable data throws, naming the input") {
 }
 
 TEST_CASE("read_tsv reads a file") {
-    const std::filesystem::path path = std::filesystem::temp_directory_path() / "test_text_data_pairs.tsv";
+    const std::filesystem::path path = std::filesystem::temp_directory_path() / ("test_text_data_pairs_" + std::to_string(::getpid()) + ".tsv");
     {
         std::ofstream out(path, std::ios::binary);
         out << "cat\tKatze\r\ndog\tHund\r\n";
