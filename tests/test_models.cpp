@@ -122,7 +122,10 @@ TEST_CASE("a tiny Transformer learns a tiny copy task; greedy and beam search ag
     int correct = 0;
     for (int64_t i = 0; i < N; i++)
         correct += std::equal(src.data.begin() + i * L, src.data.begin() + (i + 1) * L, out.data.begin() + i * L);
-    CHECK(correct >= 45);   // >= 90% exact after ~3 s of training (the full example reaches 100%)
+    // >= 90% exact. Measured: 50 of 50 with -march=native (AVX-512), x86-64-v2 and x86-64 (SSE2)
+    // builds alike, whose gemm kernels round differently: the margin is 5 sequences.
+    INFO("exact copies: " << correct << " of " << N);
+    CHECK(correct >= 45);
 
     for (int64_t i = 0; i < 10; i++) {
         const Tokens one(std::vector<int32_t>(src.data.begin() + i * L, src.data.begin() + (i + 1) * L), {1, L});

@@ -116,6 +116,10 @@ TEST_CASE("layer_norm: gradcheck, and equal to the composition of primitives (bi
     const Tensor x = param({4, 6}, -3.0f, 3.0f), g = param({6}), b = param({6});
     expect_fused_equals_composed([](V v) { return nn::layer_norm(v[0], v[1], v[2]); },
                                  [](V v) { return composed::layer_norm(v[0], v[1], v[2]); }, {x, g, b}, 1e-5, 1e-6);
+    // rows with a variance (~1e-6) below eps = 1e-5, where eps, not the variance, sets the scale
+    const Tensor flat = (param({4, 6}) * 2e-3f).detach().requires_grad_();
+    expect_fused_equals_composed([](V v) { return nn::layer_norm(v[0], v[1], v[2]); },
+                                 [](V v) { return composed::layer_norm(v[0], v[1], v[2]); }, {flat, g, b}, 1e-5, 1e-6);
     nn::LayerNorm ln(6);
     const Tensor y = ln.forward(x);
     CHECK(mean(y, -1).to_vector()[0] == doctest::Approx(0.0).scale(1.0));
@@ -234,8 +238,27 @@ TEST_CASE("dropout inside attention and in nn::dropout: gradcheck with a fixed s
     // with dropout the weights still come out before dropout: rows sum to 1
     Tensor w;
     manual_seed(5);
-    nn::scaled_dot_product_attention(Tensor::randn({2, 3, 4}), Tensor::randn({2, 4, 4}), Tensor::randn({2, 4, 4}), 2, pad, 0.5f, true, &w);
+    const Tensor q = Tensor::randn({2, 3, 4}), k = Tensor::randn({2, 4, 4}), v = Tensor::randn({2, 4, 4});
+    manual_seed(6);
+    const Tensor out = nn::scaled_dot_product_attention(q, k, v, 2, pad, 0.5f, true, &w);
     CHECK(w.at({1, 1, 2, 0}) + w.at({1, 1, 2, 1}) + w.at({1, 1, 2, 2}) + w.at({1, 1, 2, 3}) == doctest::Approx(1.0));
+    // and the output is (weights * keep) V, keep = 0 or 1/(1-p) drawn per weight as nn::dropout draws
+    const uint64_t seed = Generator(6).next_u64();
+    const int64_t B = 2, H = 2, T = 3, S = 4, Dk = 2;
+    int64_t dropped = 0;
+    for (int64_t b = 0; b < B; b++)
+        for (int64_t h = 0; h < H; h++)
+            for (int64_t t = 0; t < T; t++)
+                for (int64_t d = 0; d < Dk; d++) {
+                    double want = 0.0;
+                    for (int64_t s = 0; s < S; s++) {
+                        const bool kept = nn::counter_uniform(seed, ((b * H + h) * T + t) * S + s) >= 0.5f;
+                        dropped += !kept && d == 0;
+                        want += w.at({b, h, t, s}) * (kept ? 2.0 : 0.0) * v.at({b, s, h * Dk + d});
+                    }
+                    CHECK(out.at({b, t, h * Dk + d}) == doctest::Approx(want).epsilon(1e-5).scale(1.0));
+                }
+    CHECK(dropped > 0);
 }
 
 TEST_CASE("attention masks: padded keys get zero weight, the subsequent mask hides the future") {
@@ -403,6 +426,24 @@ TEST_CASE("gradcheck's default tolerance catches label smoothing eps/(V-1) in cr
     const Tensor logits = param({2, 3, 5}, -2.0f, 2.0f);
     CHECK(gradcheck([&](V x) { return nn::cross_entropy(x[0], t, {.label_smoothing = 0.1f}); }, {logits}).ok);
     CHECK_FALSE(gradcheck([&](V x) { return cross_entropy_smoothing_slip(x[0], t, 0.1f); }, {logits}).ok);
+}
+
+TEST_CASE("every nn op's backward adds into an existing gradient instead of overwriting it") {
+    manual_seed(13);
+    const Tokens t({2, 0, 4, 1, 3, 0}, {2, 3});
+    const Mask pad({1, 1, 1, 0, 1, 1, 1, 1}, {2, 1, 4});
+    check_backward_adds([](V x) { return nn::layer_norm(x[0], x[1], x[2]); }, {param({3, 5}), param({5}), param({5})});
+    check_backward_adds([](V x) { return nn::linear(x[0], x[1], x[2]); }, {param({2, 3, 4}), param({5, 4}), param({5})});
+    check_backward_adds([](V x) { return nn::linear(x[0], x[1], x[2], nn::Activation::relu); }, {param({3, 4}), param({5, 4}), param({5})});
+    check_backward_adds([](V x) { manual_seed(1); return nn::linear(x[0], x[1], x[2], nn::Activation::none, 0.3f, true); },
+                        {param({3, 4}), param({5, 4}), param({5})});
+    check_backward_adds([](V x) { manual_seed(1); return nn::dropout(x[0], 0.3f, true); }, {param({4, 5})});
+    check_backward_adds([&](V x) { return nn::cross_entropy(x[0], t, {.ignore_index = 0, .label_smoothing = 0.1f}); }, {param({2, 3, 5})});
+    check_backward_adds([&](V x) { return nn::nll_loss(x[0], t, 0); }, {param({2, 3, 5})});
+    check_backward_adds([&](V x) { return nn::scaled_dot_product_attention(x[0], x[1], x[2], 2, pad); },
+                        {param({2, 3, 4}), param({2, 4, 4}), param({2, 4, 4})});
+    check_backward_adds([&](V x) { manual_seed(1); return nn::scaled_dot_product_attention(x[0], x[1], x[2], 2, pad, 0.3f, true); },
+                        {param({2, 3, 4}), param({2, 4, 4}), param({2, 4, 4})});
 }
 
 static std::string temp_path(const std::string& name) {

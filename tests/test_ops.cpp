@@ -122,7 +122,7 @@ TEST_CASE("elementwise scalar and unary ops") {
     CHECK_GRAD([](V x) { return log(x[0]); }, param({2, 3}, 0.5f, 2.0f));
     CHECK_GRAD([](V x) { return sqrt(x[0]); }, param({2, 3}, 0.5f, 2.0f));
     CHECK_GRAD([](V x) { return tanh(x[0]); }, param({2, 3}));
-    CHECK_GRAD([](V x) { return gelu(x[0]); }, param({2, 3}, -3.0f, 3.0f));
+    CHECK_GRAD([](V x) { return gelu(x[0]); }, param({4, 6}, -3.0f, 3.0f));   // enough points to tell tanh-GELU's derivative apart
     // relu has a kink at 0: keep the inputs away from it
     Tensor r = Tensor::from_vector({-1.5f, -0.3f, 0.2f, 0.9f, 2.0f, -2.0f}, {2, 3}).requires_grad_();
     CHECK_GRAD([](V x) { return relu(x[0]); }, r);
@@ -324,4 +324,45 @@ TEST_CASE("sum_to folds a broadcast gradient back to the input's shape") {
     sum(pow(x + y, 2.0f)).backward();
     CHECK(y.grad().to_vector() == std::vector<float>{50, 94, 138});
     CHECK_THROWS_WITH_AS(sum_to(dz.data(), {2, 3}, {4}), doctest::Contains("sum_to: shapes (2, 3) and (4,)"), std::invalid_argument);
+}
+
+TEST_CASE("every op's backward adds into an existing gradient instead of overwriting it") {
+    manual_seed(12);
+    using V = const std::vector<Tensor>&;
+    const Tensor pos = param({3, 4}, 0.5f, 2.0f);
+    const std::vector<std::pair<const char*, TensorFn>> unary = {
+        {"neg", [](V x) { return -x[0]; }},            {"add_scalar", [](V x) { return x[0] + 2.0f; }},
+        {"mul_scalar", [](V x) { return x[0] * 3.0f; }}, {"pow", [](V x) { return pow(x[0], 3.0f); }},
+        {"exp", [](V x) { return exp(x[0]); }},        {"log", [](V x) { return log(x[0]); }},
+        {"sqrt", [](V x) { return sqrt(x[0]); }},      {"tanh", [](V x) { return tanh(x[0]); }},
+        {"relu", [](V x) { return relu(x[0]); }},      {"gelu", [](V x) { return gelu(x[0]); }},
+        {"sum", [](V x) { return sum(x[0]); }},        {"sum dim", [](V x) { return sum(x[0], 1); }},
+        {"mean", [](V x) { return mean(x[0]); }},      {"mean dim", [](V x) { return mean(x[0], 0, true); }},
+        {"max", [](V x) { return max(x[0]); }},        {"max dim", [](V x) { return max(x[0], 1); }},
+        {"var", [](V x) { return var(x[0]); }},        {"var dim", [](V x) { return var(x[0], 1, false); }},
+        {"reshape", [](V x) { return reshape(x[0], {2, 6}); }}, {"permute", [](V x) { return permute(x[0], {1, 0}); }},
+        {"unsqueeze", [](V x) { return unsqueeze(x[0], 0); }},  {"narrow", [](V x) { return narrow(x[0], 1, 1, 2); }},
+        {"cat", [](V x) { return cat({x[0], x[0]}, 0); }},
+        {"index_select", [](V x) { return index_select(x[0], 0, Tokens({2, 0, 2}, {3})); }},
+        {"masked_fill", [](V x) { return masked_fill(x[0], Mask({0, 1, 0, 0}, {1, 4}), -1.0f); }},
+        {"softmax", [](V x) { return softmax(x[0]); }}, {"log_softmax", [](V x) { return log_softmax(x[0]); }},
+    };
+    for (const auto& [name, fn] : unary) {
+        CAPTURE(std::string(name));
+        check_backward_adds(fn, {pos});
+    }
+    const Tensor a = param({3, 4}), b = param({3, 4}, 0.5f, 2.0f), row = param({4}, 0.5f, 2.0f), m = param({4, 5});
+    const std::vector<std::pair<const char*, TensorFn>> binary = {
+        {"add", [](V x) { return x[0] + x[1]; }}, {"sub", [](V x) { return x[0] - x[1]; }},
+        {"mul", [](V x) { return x[0] * x[1]; }}, {"div", [](V x) { return x[0] / x[1]; }},
+    };
+    for (const auto& [name, fn] : binary) {
+        CAPTURE(std::string(name));
+        check_backward_adds(fn, {a, b});     // same shapes
+        check_backward_adds(fn, {a, row});   // broadcast
+    }
+    check_backward_adds([](V x) { return matmul(x[0], x[1]); }, {a, m});
+    check_backward_adds([](V x) { return matmul(x[0], x[1], true, false); }, {b, a});
+    check_backward_adds([](V x) { return matmul(x[0], x[1]); }, {param({2, 3, 4}), m});            // x @ W
+    check_backward_adds([](V x) { return matmul(x[0], x[1]); }, {param({2, 3, 4}), param({2, 4, 2})});
 }
