@@ -389,6 +389,13 @@ TEST_CASE("cross_entropy: matches log_softmax + nll and the composition of primi
     Tensor l2 = param({2, 3, 5});
     nn::cross_entropy(l2, t, {.ignore_index = 0, .label_smoothing = 0.1f}).backward();
     for (int j = 0; j < 5; j++) CHECK(l2.grad().at({0, 1, j}) == 0.0f);
+    // logits of +-1e4 (the largest not first in its row) neither overflow nor NaN: the loss is
+    // computed from the row max, as in softmax
+    Tensor big = Tensor::from_vector({-1e4f, 0.0f, 1e4f, -1e4f, 0.0f, 1e4f}, {2, 3}).requires_grad_();
+    const Tensor big_loss = nn::cross_entropy(big, Tokens({2, 1}, {2}));   // losses 0 and 1e4
+    CHECK(big_loss.item() == doctest::Approx(5e3));
+    big_loss.backward();
+    CHECK(big.grad().to_vector() == std::vector<float>{0.0f, 0.0f, 0.0f, 0.0f, -0.5f, 0.5f});   // (softmax - onehot) / 2
     // all ignored: 0, not NaN
     CHECK(nn::cross_entropy(logits, Tokens::full({2, 3}, 0), {.ignore_index = 0}).item() == 0.0f);
     CHECK_THROWS_WITH_AS(nn::cross_entropy(logits, Tokens::full({2, 3}, 5)), doctest::Contains("target 5"), std::out_of_range);

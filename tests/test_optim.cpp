@@ -91,7 +91,7 @@ TEST_CASE("optim SGD: first three steps match the hand-derived values") {
         {"weight decay + momentum", {.lr = 0.1f, .momentum = 0.9f, .weight_decay = 0.5f}, {0.85, 0.5875, 0.263125}},
     };
     for (const Case& c : cases) {
-        CAPTURE(c.name);
+        CAPTURE(std::string(c.name));
         Tensor p = two_element_param();
         optim::SGD opt({p}, c.opt);
         const auto after = run_quadratic(opt, p, 3);
@@ -322,7 +322,7 @@ TEST_CASE("optim state round trip: save, resume, and continue bit-exactly") {
     const Tensor x = Tensor::randn({8, 3});   // (8, 3)
     const Tensor y = Tensor::randn({8, 2});   // (8, 2)
     for (const auto& [name, make] : makers) {
-        CAPTURE(name);
+        CAPTURE(std::string(name));
         MLP net(3, 5, 2);
         auto train = [&](optim::Optimizer& opt, int steps) {
             for (int s = 0; s < steps; s++) {

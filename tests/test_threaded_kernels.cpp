@@ -60,7 +60,8 @@ std::vector<Tensor> same_on_1_and_2_threads(const std::function<std::vector<Tens
     return two.tensors;
 }
 
-// Leaf gradients to compare: reset every leaf, run the forward, backward with upstream `w`.
+// The output and each leaf's gradient after one forward and one backward (upstream gradient w),
+// the leaves' old gradients dropped first.
 std::vector<Tensor> forward_backward(std::vector<Tensor> leaves, const std::function<Tensor()>& forward, const Tensor& w) {
     for (Tensor& t : leaves) t.zero_grad();
     const Tensor y = forward();
@@ -92,7 +93,11 @@ TEST_CASE("threaded elementwise ops: equal to a plain loop, the same bytes on 1 
     const Tensor w = Tensor::randn({n});
     const float *pa = a.data(), *pb = b.data(), *pw = w.data();
 
-    struct Binary { const char* name; Tensor (*op)(const Tensor&, const Tensor&); double (*f)(double, double), (*da)(double, double), (*db)(double, double); };
+    struct Binary {
+        const char* name;
+        Tensor (*op)(const Tensor&, const Tensor&);
+        double (*f)(double, double), (*da)(double, double), (*db)(double, double);   // value, d/da, d/db
+    };
     const Binary binaries[] = {
         {"add", add, [](double x, double y) { return x + y; }, [](double, double) { return 1.0; }, [](double, double) { return 1.0; }},
         {"sub", sub, [](double x, double y) { return x - y; }, [](double, double) { return 1.0; }, [](double, double) { return -1.0; }},
@@ -100,7 +105,7 @@ TEST_CASE("threaded elementwise ops: equal to a plain loop, the same bytes on 1 
         {"div", div, [](double x, double y) { return x / y; }, [](double, double y) { return 1.0 / y; }, [](double x, double y) { return -x / (y * y); }},
     };
     for (const Binary& op : binaries) {
-        CAPTURE(op.name);
+        CAPTURE(std::string(op.name));
         const auto got = same_on_1_and_2_threads([&] { return forward_backward({a, b}, [&] { return op.op(a, b); }, w); },
                                                  3);   // forward, a's gradient, b's gradient
         std::vector<float> y(n), ga(n), gb(n);
@@ -115,7 +120,11 @@ TEST_CASE("threaded elementwise ops: equal to a plain loop, the same bytes on 1 
     }
 
     // unary ops: y = f(x), dx = dy * f'(x), with f' written out here independently
-    struct Unary { const char* name; Tensor (*op)(const Tensor&); double (*f)(double), (*df)(double); };
+    struct Unary {
+        const char* name;
+        Tensor (*op)(const Tensor&);
+        double (*f)(double), (*df)(double);   // value, derivative
+    };
     const Unary unaries[] = {
         {"exp", exp, [](double x) { return std::exp(x); }, [](double x) { return std::exp(x); }},
         {"tanh", tanh, [](double x) { return std::tanh(x); }, [](double x) { return 1.0 / (std::cosh(x) * std::cosh(x)); }},
@@ -124,7 +133,7 @@ TEST_CASE("threaded elementwise ops: equal to a plain loop, the same bytes on 1 
          [](double x) { return 0.5 * std::erfc(-x / std::sqrt(2.0)) + x * std::exp(-0.5 * x * x) / std::sqrt(2.0 * M_PI); }},
     };
     for (const Unary& op : unaries) {
-        CAPTURE(op.name);
+        CAPTURE(std::string(op.name));
         const auto got = same_on_1_and_2_threads([&] { return forward_backward({a}, [&] { return op.op(a); }, w); }, 2);
         std::vector<float> y(n), ga(n);
         for (int64_t i = 0; i < n; i++) {
@@ -154,7 +163,7 @@ TEST_CASE("threaded shape copies: permute and reshape's gradient move every elem
     CHECK(wrong_grad == 0);
 
     // reshape shares the storage; its backward copies the gradient through unchanged
-    const int64_t n = kShapeCopyParallelMin + 1;   // a prime-free split: (n,) -> (1, n)
+    const int64_t n = kShapeCopyParallelMin + 1;   // (n,) -> (1, n)
     Tensor v = Tensor::randn({n}).requires_grad_();
     const Tensor wv = Tensor::randn({1, n});
     const auto r = same_on_1_and_2_threads([&] { return forward_backward({v}, [&] { return reshape(v, {1, n}); }, wv); }, 1);
