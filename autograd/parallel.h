@@ -3,9 +3,10 @@
 // Starting a thread team costs a microsecond or two (much more when its threads are asleep), so
 // each kernel splits a loop only when the loop touches more elements than the kernel's threshold
 // below; under it, one thread is done before a team would have started. Loops that do little per
-// element (a copy, an add) need more elements to pay for the team (2^16) than loops with an exp()
-// or a per-row reduction (2^15). To re-measure a threshold, time the kernel with OMP_NUM_THREADS=1
-// and 2 at sizes around it, and put it where 2 threads start to win.
+// element (a copy, an add) have the higher threshold (2^16), loops with an exp() or a per-row
+// reduction the lower one (2^15): they pay for a team with fewer elements. To re-measure a
+// threshold, time the kernel with OMP_NUM_THREADS=1 and 2 at sizes around it, and put it where
+// 2 threads start to win.
 //
 // The kernels and their tests share these names: the tests size their inputs just above them, so
 // the threaded paths are really exercised (and stay exercised if a threshold moves).
