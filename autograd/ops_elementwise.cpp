@@ -3,6 +3,7 @@
 #include <stdexcept>
 
 #include "autograd/ops.h"
+#include "autograd/parallel.h"
 
 namespace autograd {
 
@@ -61,7 +62,7 @@ static Tensor binary_op(const Tensor& a, const Tensor& b, const char* op, F f, D
     float* py = y.data();
     if (a.shape() == b.shape()) {                          // fast path: no broadcasting
         const int64_t n = y.numel();
-        #pragma omp parallel for if (n > (1 << 16))
+        #pragma omp parallel for if (worth_threads(n, kElementwiseParallelMin))
         for (int64_t i = 0; i < n; i++) py[i] = f(pa[i], pb[i]);
     } else {
         for_each_broadcast(out_shape, a.shape(), b.shape(),
@@ -77,11 +78,11 @@ static Tensor binary_op(const Tensor& a, const Tensor& b, const char* op, F f, D
             const int64_t n = self.numel();
             bool fresh = false;
             if (float* ga = self.parent_grad_for_write(0, &fresh)) {
-                #pragma omp parallel for simd if (n > (1 << 16))
+                #pragma omp parallel for simd if (parallel: worth_threads(n, kElementwiseParallelMin))
                 for (int64_t i = 0; i < n; i++) ga[i] = (fresh ? 0.0f : ga[i]) + dy[i] * dfa(pa[i], pb[i], py[i]);
             }
             if (float* gb = self.parent_grad_for_write(1, &fresh)) {
-                #pragma omp parallel for simd if (n > (1 << 16))
+                #pragma omp parallel for simd if (parallel: worth_threads(n, kElementwiseParallelMin))
                 for (int64_t i = 0; i < n; i++) gb[i] = (fresh ? 0.0f : gb[i]) + dy[i] * dfb(pa[i], pb[i], py[i]);
             }
             return;
@@ -131,13 +132,13 @@ static Tensor unary_op(const Tensor& a, const char* op, F f, D dfdx) {
     const float* px = a.data();
     float* py = y.data();
     const int64_t n = a.numel();
-    #pragma omp parallel for if (n > (1 << 16))
+    #pragma omp parallel for if (worth_threads(n, kElementwiseParallelMin))
     for (int64_t i = 0; i < n; i++) py[i] = f(px[i]);
     record(y, {a}, op, [dfdx, n](Node& self) {
         const float *px = self.parent_data(0), *py = self.data->data(), *dy = self.grad.data();
         bool fresh = false;   // x has no gradient yet: store instead of zeroing and adding
         float* dx = self.parent_grad_for_write(0, &fresh);
-        #pragma omp parallel for simd if (n > (1 << 16))
+        #pragma omp parallel for simd if (parallel: worth_threads(n, kElementwiseParallelMin))
         for (int64_t i = 0; i < n; i++) dx[i] = (fresh ? 0.0f : dx[i]) + dy[i] * dfdx(px[i], py[i]);
     });
     return y;

@@ -4,6 +4,7 @@
 
 #include "autograd/gemm.h"
 #include "autograd/ops.h"
+#include "autograd/parallel.h"
 
 namespace autograd {
 
@@ -63,7 +64,7 @@ MatmulPlan make_plan(const Shape& as, const Shape& bs, bool ta, bool tb) {
 // one thread) and `writes_shared` is false (no two batches write the same memory).
 template <class F>
 void for_each_batch(const MatmulPlan& p, bool writes_shared, F body) {
-    const bool par = p.batches > 1 && p.small() && !writes_shared;
+    const bool par = !writes_shared && p.small() && worth_threads(p.batches, 1);   // more than one batch
     #pragma omp parallel for if (par) schedule(static)
     for (int64_t i = 0; i < p.batches; i++) body(i);
 }

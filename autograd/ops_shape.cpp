@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "autograd/ops.h"
+#include "autograd/parallel.h"
 
 namespace autograd {
 
@@ -36,7 +37,7 @@ Tensor reshape(const Tensor& a, const Shape& shape) {
     record(y, {a}, "reshape", [numel](Node& self) {
         const float* dy = self.grad.data();
         float* dx = self.parent_grad(0);
-        #pragma omp parallel for if (numel > (1 << 16))
+        #pragma omp parallel for if (worth_threads(numel, kShapeCopyParallelMin))
         for (int64_t i = 0; i < numel; i++) dx[i] += dy[i];
     });
     return y;
@@ -71,7 +72,7 @@ static void permute_walk(const Shape& in, const std::vector<int>& dims, F f) {
     if (n == 0) return;
     const int64_t inner = nd ? out_shape[nd - 1] : 1, step = nd ? st[nd - 1] : 0;
     // rows are independent, and a permutation never sends two elements to one place
-    #pragma omp parallel for if (n > (1 << 16))
+    #pragma omp parallel for if (worth_threads(n, kShapeCopyParallelMin))
     for (int64_t r = 0; r < n / inner; r++) {
         int64_t base = 0, rem = r;
         for (int d = nd - 2; d >= 0; d--) { base += (rem % out_shape[d]) * st[d]; rem /= out_shape[d]; }

@@ -3,6 +3,7 @@
 #include <limits>
 
 #include "autograd/ops.h"
+#include "autograd/parallel.h"
 
 namespace autograd {
 
@@ -14,7 +15,7 @@ Tensor softmax(const Tensor& x) {
     Tensor y = Tensor::empty(x.shape());
     const float* px = x.data();
     float* py = y.data();
-    #pragma omp parallel for if (R * C > (1 << 15))
+    #pragma omp parallel for if (worth_threads(R * C, kSoftmaxParallelMin))
     for (int64_t r = 0; r < R; r++) {
         const float* xr = px + r * C;
         float* yr = py + r * C;
@@ -34,7 +35,7 @@ Tensor softmax(const Tensor& x) {
     record(y, {x}, "softmax", [R, C](Node& self) {
         const float *py = self.data->data(), *dy = self.grad.data();
         float* dx = self.parent_grad(0);
-        #pragma omp parallel for if (R * C > (1 << 15))
+        #pragma omp parallel for if (worth_threads(R * C, kSoftmaxParallelMin))
         for (int64_t r = 0; r < R; r++) {
             const float *yr = py + r * C, *gr = dy + r * C;
             float dot = 0.0f;
@@ -53,7 +54,7 @@ Tensor log_softmax(const Tensor& x) {
     Tensor y = Tensor::empty(x.shape());
     const float* px = x.data();
     float* py = y.data();
-    #pragma omp parallel for if (R * C > (1 << 15))
+    #pragma omp parallel for if (worth_threads(R * C, kSoftmaxParallelMin))
     for (int64_t r = 0; r < R; r++) {
         const float* xr = px + r * C;
         float* yr = py + r * C;
@@ -72,7 +73,7 @@ Tensor log_softmax(const Tensor& x) {
     record(y, {x}, "log_softmax", [R, C](Node& self) {
         const float *py = self.data->data(), *dy = self.grad.data();
         float* dx = self.parent_grad(0);
-        #pragma omp parallel for if (R * C > (1 << 15))
+        #pragma omp parallel for if (worth_threads(R * C, kSoftmaxParallelMin))
         for (int64_t r = 0; r < R; r++) {
             const float *yr = py + r * C, *gr = dy + r * C;
             float s = 0.0f;

@@ -73,9 +73,14 @@ void Generator::deserialize(const std::string& text) {
     State st{};
     uint32_t spare_bits = 0;
     int has = 0;
-    if (!(is >> st.s[0] >> st.s[1] >> st.s[2] >> st.s[3] >> spare_bits >> has) || (has != 0 && has != 1) ||
-        (st.s[0] | st.s[1] | st.s[2] | st.s[3]) == 0 || !(is >> std::ws).eof())
-        throw std::invalid_argument("Generator::deserialize: malformed generator state '" + text + "'");
+    auto fail = [&](const std::string& why) {
+        throw std::invalid_argument("Generator::deserialize: " + why + ", in the generator state '" + text + "'");
+    };
+    if (!(is >> st.s[0] >> st.s[1] >> st.s[2] >> st.s[3] >> spare_bits >> has))
+        fail("expected six numbers \"s0 s1 s2 s3 spare has_spare\"");
+    if (has != 0 && has != 1) fail("has_spare must be 0 or 1, got " + std::to_string(has));
+    if ((st.s[0] | st.s[1] | st.s[2] | st.s[3]) == 0) fail("the four state words are all 0 (xoshiro256** would draw only zeros)");
+    if (!(is >> std::ws).eof()) fail("unexpected text after the six numbers");
     std::memcpy(&st.spare, &spare_bits, sizeof spare_bits);
     st.has_spare = has == 1;
     set_state(st);

@@ -24,7 +24,7 @@ public:
     // The state as text ("s0 s1 s2 s3 spare has_spare"), e.g. for a checkpoint's metadata, so a
     // resumed run draws exactly the numbers the uninterrupted run would have drawn.
     std::string serialize() const;
-    void deserialize(const std::string& text);   // throws std::invalid_argument on malformed text
+    void deserialize(const std::string& text);   // throws std::invalid_argument saying what is wrong
 
 private:
     uint64_t s_[4];

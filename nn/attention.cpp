@@ -4,6 +4,7 @@
 #include <limits>
 #include <stdexcept>
 
+#include "autograd/parallel.h"
 #include "autograd/random.h"
 
 namespace nn {
@@ -59,7 +60,7 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
     Tensor out = Tensor::empty({B, T, D});    // heads side by side, already "concatenated"
     const float *pq = q.data(), *pk = k.data(), *pv = v.data();
     float *pp = P.data(), *po = out.data();
-    #pragma omp parallel if (B * H * T * S * Dk > (1 << 14))
+    #pragma omp parallel if (autograd::worth_threads(B * H * T * S * Dk, autograd::kAttentionParallelMin))
     {
         autograd::FloatBuffer dropped(drop ? T * S : 0);   // per-thread scratch
         #pragma omp for schedule(static)
@@ -115,7 +116,7 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
         float* dq = self.parent_grad(0);
         float* dk = self.parent_grad(1);
         float* dv = self.parent_grad(2);
-        #pragma omp parallel if (B * H * T * S * Dk > (1 << 14))
+        #pragma omp parallel if (autograd::worth_threads(B * H * T * S * Dk, autograd::kAttentionParallelMin))
         {
             autograd::FloatBuffer dP(T * S), Pd(drop ? T * S : 0), kf(drop ? T * S : 0);
             #pragma omp for schedule(static)

@@ -2,6 +2,7 @@
 
 #include <stdexcept>
 
+#include "autograd/parallel.h"
 #include "autograd/random.h"
 
 namespace nn {
@@ -17,14 +18,14 @@ Tensor dropout(const Tensor& x, float p, bool training) {
     Tensor y = Tensor::empty(x.shape());
     const float* px = x.data();
     float* py = y.data();
-    #pragma omp parallel for simd if (n > (1 << 16))
+    #pragma omp parallel for simd if (parallel: autograd::worth_threads(n, autograd::kDropoutParallelMin))
     for (int64_t i = 0; i < n; i++) py[i] = counter_uniform(seed, i) < p ? 0.0f : px[i] * scale;
     // backward: y = x * keep * scale, so dx = dy * keep * scale, with the same keep decisions
     autograd::record(y, {x}, "dropout", [seed, n, p, scale](Node& self) {
         bool fresh = false;   // x has no gradient yet: store instead of zeroing and adding
         float* dx = self.parent_grad_for_write(0, &fresh);
         const float* dy = self.grad.data();
-        #pragma omp parallel for simd if (n > (1 << 16))   // branch-free: the mask is random
+        #pragma omp parallel for simd if (parallel: autograd::worth_threads(n, autograd::kDropoutParallelMin))   // branch-free: the mask is random
         for (int64_t i = 0; i < n; i++) dx[i] = (fresh ? 0.0f : dx[i]) + (counter_uniform(seed, i) >= p ? dy[i] * scale : 0.0f);
     });
     return y;

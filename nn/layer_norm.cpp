@@ -5,6 +5,8 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "autograd/parallel.h"
+
 namespace nn {
 
 using autograd::Node;
@@ -20,7 +22,7 @@ Tensor layer_norm(const Tensor& x, const Tensor& gain, const Tensor& bias, float
     auto stats = std::make_shared<autograd::FloatBuffer>(2 * R);   // per row: mean, 1/std
     const float *px = x.data(), *pg = gain.data(), *pb = bias.data();
     float* py = y.data();
-    #pragma omp parallel for if (R * C > (1 << 15))
+    #pragma omp parallel for if (autograd::worth_threads(R * C, autograd::kLayerNormParallelMin))
     for (int64_t r = 0; r < R; r++) {
         const float* xr = px + r * C;
         float mean = 0.0f, var = 0.0f;
@@ -45,7 +47,7 @@ Tensor layer_norm(const Tensor& x, const Tensor& gain, const Tensor& bias, float
         const float* st = stats->data();
         bool fresh = false;   // dx has no gradient yet: store into it instead of adding
         if (float* dx = self.parent_grad_for_write(0, &fresh)) {
-            #pragma omp parallel for if (R * C > (1 << 15))
+            #pragma omp parallel for if (autograd::worth_threads(R * C, autograd::kLayerNormParallelMin))
             for (int64_t r = 0; r < R; r++) {
                 const float mean = st[2 * r], rstd = st[2 * r + 1];
                 const float *xr = px + r * C, *gr = dy + r * C;
@@ -68,7 +70,7 @@ Tensor layer_norm(const Tensor& x, const Tensor& gain, const Tensor& bias, float
         if (dg || db) {
             // column sums over rows; threads split the columns and walk rows in order (fixed
             // summation order), reading each row contiguously
-            #pragma omp parallel if (R * C > (1 << 15))
+            #pragma omp parallel if (autograd::worth_threads(R * C, autograd::kLayerNormParallelMin))
             {
                 const int nt = omp_get_num_threads(), id = omp_get_thread_num();
                 const int64_t i0 = C * id / nt, i1 = C * (id + 1) / nt;

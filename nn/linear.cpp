@@ -4,6 +4,7 @@
 
 #include <stdexcept>
 
+#include "autograd/parallel.h"
 #include "nn/dropout.h"
 #include "nn/init.h"
 
@@ -17,7 +18,7 @@ using autograd::shape_str;
 // Threads split the columns, and each walks the rows in order, so every sum has the same order
 // whatever the thread count; the inner loop runs along a row, so memory is read contiguously.
 static void column_sums_add(const float* g, int64_t rows, int64_t cols, float* acc, bool store) {
-    #pragma omp parallel if (rows * cols > (1 << 16))
+    #pragma omp parallel if (autograd::worth_threads(rows * cols, autograd::kLinearParallelMin))
     {
         const int nt = omp_get_num_threads(), id = omp_get_thread_num();
         const int64_t j0 = cols * id / nt, j1 = cols * (id + 1) / nt;
@@ -48,7 +49,7 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, Activat
     const float* pb = bias.defined() ? bias.data() : nullptr;
     const bool relu = act == Activation::relu;
     const float p = dropout_p;
-    #pragma omp parallel for if (rows * out > (1 << 16))
+    #pragma omp parallel for if (autograd::worth_threads(rows * out, autograd::kLinearParallelMin))
     for (int64_t r = 0; r < rows; r++) {
         float* yr = py + r * out;
         #pragma omp simd   // every test below is a select, not a branch: the loop vectorizes
@@ -78,10 +79,10 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, Activat
             // Two branch-free loops rather than one with a test inside: a ReLU mask is ~50%
             // random, and a mispredicted branch per element cost more than the rest of the loop.
             if (act == Activation::relu) {
-                #pragma omp parallel for simd if (n > (1 << 16))
+                #pragma omp parallel for simd if (parallel: autograd::worth_threads(n, autograd::kLinearParallelMin))
                 for (int64_t i = 0; i < n; i++) m[i] = py[i] > 0.0f ? g[i] * s : 0.0f;
             } else {
-                #pragma omp parallel for simd if (n > (1 << 16))
+                #pragma omp parallel for simd if (parallel: autograd::worth_threads(n, autograd::kLinearParallelMin))
                 for (int64_t i = 0; i < n; i++) m[i] = counter_uniform(seed, i) >= p ? g[i] * s : 0.0f;
             }
             g = m;

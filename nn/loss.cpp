@@ -3,6 +3,8 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "autograd/parallel.h"
+
 namespace nn {
 
 using autograd::Node;
@@ -33,7 +35,7 @@ Tensor cross_entropy(const Tensor& logits, const Tokens& targets, const CrossEnt
     auto lse = std::make_shared<autograd::FloatBuffer>(R);
     std::vector<double> row_loss(R, 0.0);
     const float* x = logits.data();
-    #pragma omp parallel for if (R * V > (1 << 15))
+    #pragma omp parallel for if (autograd::worth_threads(R * V, autograd::kCrossEntropyParallelMin))
     for (int64_t r = 0; r < R; r++) {
         const float* xr = x + r * V;
         float m = xr[0];
@@ -54,7 +56,7 @@ Tensor cross_entropy(const Tensor& logits, const Tokens& targets, const CrossEnt
         const float* x = self.parent_data(0);
         float* dx = self.parent_grad(0);
         const float g = self.grad[0] / static_cast<float>(n), uniform = eps / static_cast<float>(V);
-        #pragma omp parallel for if (R * V > (1 << 15))
+        #pragma omp parallel for if (autograd::worth_threads(R * V, autograd::kCrossEntropyParallelMin))
         for (int64_t r = 0; r < R; r++) {
             if (targets[r] == ig) continue;
             for (int64_t j = 0; j < V; j++) {

@@ -3,6 +3,8 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "autograd/parallel.h"
+
 namespace optim {
 
 Adam::Adam(std::vector<Tensor> params, AdamOptions opt) : Adam(std::move(params), opt, false) {}
@@ -49,7 +51,7 @@ void Adam::step() {
         float* m = state(m_slot_, i);
         float* v = state(v_slot_, i);
         const int64_t n = params_[i].numel();
-        #pragma omp parallel for if (n > (1 << 15))
+        #pragma omp parallel for if (autograd::worth_threads(n, autograd::kOptimizerParallelMin))
         for (int64_t j = 0; j < n; j++) {
             const float gj = g[j] + l2 * p[j];
             m[j] = b1 * m[j] + (1.0f - b1) * gj;

@@ -3,6 +3,8 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "autograd/parallel.h"
+
 namespace optim {
 
 static void check_option(const char* what, float v) {
@@ -33,7 +35,7 @@ void SGD::step() {
         float* p = params_[i].data();
         float* b = momentum_slot_ >= 0 ? state(momentum_slot_, i) : nullptr;
         const int64_t n = params_[i].numel();
-        #pragma omp parallel for if (n > (1 << 15))
+        #pragma omp parallel for if (autograd::worth_threads(n, autograd::kOptimizerParallelMin))
         for (int64_t j = 0; j < n; j++) {
             float d = g[j] + wd * p[j];
             if (b) {

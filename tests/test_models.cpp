@@ -2,8 +2,11 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <limits>
+
+#include <unistd.h>   // getpid: temp file names unique to this run
 
 #include "examples/data/copy_task_data.h"
 #include "examples/data/tokenizer.h"
@@ -58,10 +61,11 @@ TEST_CASE("Transformer: shapes through every module, parameter names, config rou
     CHECK(model.num_parameters() == expected);
     const TransformerConfig back = TransformerConfig::from_string(model.cfg.to_string());
     CHECK(back.to_string() == model.cfg.to_string());
-    CHECK_THROWS_AS(TransformerConfig::from_string("layers=2"), std::invalid_argument);
-    CHECK_THROWS_AS(Transformer(TransformerConfig{.d_model = 10, .heads = 3}), std::invalid_argument);
-    CHECK_THROWS_AS(model.encode(Tokens::full({2, 3}, 9), models::padding_mask(Tokens::full({2, 3}, 9), 0)),
-                    std::out_of_range);   // id 9 outside a vocabulary of 7
+    CHECK_THROWS_WITH_AS(TransformerConfig::from_string("layers=2"), doctest::Contains("incomplete config 'layers=2'"), std::invalid_argument);
+    CHECK_THROWS_WITH_AS(Transformer(TransformerConfig{.d_model = 10, .heads = 3}), doctest::Contains("d_model (10) must be a multiple of heads (3)"),
+                         std::invalid_argument);
+    CHECK_THROWS_WITH_AS(model.encode(Tokens::full({2, 3}, 9), models::padding_mask(Tokens::full({2, 3}, 9), 0)),
+                         doctest::Contains("token id 9 at flat position 0 of ids (2, 3) is outside the vocabulary [0, 7)"), std::out_of_range);   // id 9 outside a vocabulary of 7
 }
 
 TEST_CASE("decoder: output t does not depend on target inputs after t; all source positions are seen") {
@@ -118,7 +122,10 @@ TEST_CASE("a tiny Transformer learns a tiny copy task; greedy and beam search ag
     int correct = 0;
     for (int64_t i = 0; i < N; i++)
         correct += std::equal(src.data.begin() + i * L, src.data.begin() + (i + 1) * L, out.data.begin() + i * L);
-    CHECK(correct >= 45);   // >= 90% exact after ~3 s of training (the full example reaches 100%)
+    // >= 90% exact. Measured: 50 of 50 with -march=native (AVX-512), x86-64-v2 and x86-64 (SSE2)
+    // builds alike, whose gemm kernels round differently: the margin is 5 sequences.
+    INFO("exact copies: " << correct << " of " << N);
+    CHECK(correct >= 45);
 
     for (int64_t i = 0; i < 10; i++) {
         const Tokens one(std::vector<int32_t>(src.data.begin() + i * L, src.data.begin() + (i + 1) * L), {1, L});
@@ -129,8 +136,39 @@ TEST_CASE("a tiny Transformer learns a tiny copy task; greedy and beam search ag
         const models::Hypothesis b4 = models::beam_search(model, one, m, {.beam_size = 4, .max_len = L, .bos = 1});
         const double greedy_lp = models::sequence_log_prob(model, one, m, g.data);
         CHECK(b1.log_prob == doctest::Approx(greedy_lp).epsilon(1e-4));
-        CHECK(b4.log_prob >= greedy_lp - 1e-4);                   // never worse than greedy
         CHECK(models::sequence_log_prob(model, one, m, b4.tokens) == doctest::Approx(b4.log_prob).epsilon(1e-4));
+    }
+}
+
+// Beam search is not guaranteed to beat greedy (the greedy prefix can fall out of the beam), but
+// it is exact when the beam holds every prefix: with V tokens and L generated positions, a beam of
+// V^(L-1) keeps all prefixes up to the last step, so it must return the most likely of all V^L
+// sequences, which brute force finds.
+TEST_CASE("beam search with a beam holding every prefix finds the most likely sequence") {
+    const int64_t V = 5, L = 3;   // 125 sequences of 3 tokens after bos
+    for (uint64_t seed : {30, 31, 32}) {
+        CAPTURE(seed);
+        manual_seed(seed);
+        Transformer model(tiny(V));
+        model.eval();
+        const Tokens src({2, 3, 4, 1}, {1, 4});
+        const Mask m = models::padding_mask(src, 0);
+        double best = -INFINITY;
+        std::vector<int32_t> best_tokens;
+        for (int32_t a = 0; a < V; a++)
+            for (int32_t b = 0; b < V; b++)
+                for (int32_t c = 0; c < V; c++) {
+                    const std::vector<int32_t> seq = {1, a, b, c};
+                    const double lp = models::sequence_log_prob(model, src, m, seq);
+                    if (lp > best) best = lp, best_tokens = seq;
+                }
+        const models::Hypothesis h = models::beam_search(model, src, m, {.beam_size = 25, .max_len = L + 1, .bos = 1});
+        CHECK(h.tokens == best_tokens);
+        CHECK(h.log_prob == doctest::Approx(best).epsilon(1e-5));
+        // a narrower beam can only do as well or worse, and still returns a consistent score
+        const models::Hypothesis narrow = models::beam_search(model, src, m, {.beam_size = 2, .max_len = L + 1, .bos = 1});
+        CHECK(narrow.log_prob <= best + 1e-5);
+        CHECK(models::sequence_log_prob(model, src, m, narrow.tokens) == doctest::Approx(narrow.log_prob).epsilon(1e-5));
     }
 }
 
@@ -147,10 +185,31 @@ TEST_CASE("beam search stops at eos and honours the length penalty") {
     const models::Hypothesis hp =
         models::beam_search(model, src, m, {.beam_size = 3, .max_len = 12, .bos = 1, .eos = 2, .length_penalty = 1.0f});
     CHECK(hp.score == doctest::Approx(hp.log_prob / ((5.0 + (hp.tokens.size() - 1)) / 6.0)));
-    CHECK_THROWS_AS(models::beam_search(model, Tokens::full({2, 3}, 1), m, {}), std::invalid_argument);
+    CHECK_THROWS_WITH_AS(models::beam_search(model, Tokens::full({2, 3}, 1), m, {}), doctest::Contains("one sentence (1, S), got (2, 3)"),
+                         std::invalid_argument);
 }
 
-TEST_CASE("a saved Transformer loads into a fresh one and decodes identically") {
+// Every named parameter of b holds exactly a's bits (and the names and shapes agree).
+static void check_same_parameters(const nn::Module& a, const nn::Module& b) {
+    const auto pa = a.named_parameters(), pb = b.named_parameters();
+    REQUIRE(pa.size() == pb.size());
+    for (size_t i = 0; i < pa.size(); i++) {
+        CAPTURE(pa[i].first);
+        CHECK(pa[i].first == pb[i].first);
+        REQUIRE(pa[i].second.shape() == pb[i].second.shape());
+        CHECK(std::memcmp(pa[i].second.data(), pb[i].second.data(), pa[i].second.numel() * sizeof(float)) == 0);
+    }
+}
+
+// Some parameter of b differs from a's (so that a load has something to prove).
+static bool any_parameter_differs(const nn::Module& a, const nn::Module& b) {
+    const auto pa = a.named_parameters(), pb = b.named_parameters();
+    for (size_t i = 0; i < pa.size(); i++)
+        if (pa[i].second.to_vector() != pb[i].second.to_vector()) return true;
+    return false;
+}
+
+TEST_CASE("a saved Transformer loads into a fresh one: every parameter, bit for bit") {
     manual_seed(5);
     Transformer a(tiny());
     const std::string path = (std::filesystem::temp_directory_path() / ("tf_" + std::to_string(::getpid()) + ".safetensors")).string();
@@ -158,16 +217,14 @@ TEST_CASE("a saved Transformer loads into a fresh one and decodes identically") 
     const nn::SafetensorsFile f = nn::load_safetensors(path);
     manual_seed(6);
     Transformer b(TransformerConfig::from_string(f.metadata.at("config")));
+    CHECK(b.cfg.to_string() == a.cfg.to_string());
+    CHECK(any_parameter_differs(a, b));
     nn::load_parameters(b, f, path);
-    a.eval();
-    b.eval();
-    const Tokens src({1, 2, 3, 4, 5}, {1, 5});
-    const Mask m = models::padding_mask(src, 0);
-    CHECK(models::greedy_decode(a, src, m, 6, 1).data == models::greedy_decode(b, src, m, 6, 1).data);
+    check_same_parameters(a, b);
     std::filesystem::remove(path);
 }
 
-TEST_CASE("a translation checkpoint (model + vocabularies in metadata) translates identically after loading") {
+TEST_CASE("a translation checkpoint (model + vocabularies in metadata): the same parameters and vocabularies after loading") {
     const data::ToyCorpus corpus = data::make_toy_corpus(3, 200, 10, 10);
     std::vector<std::vector<std::string>> src, tgt;
     for (const auto& p : corpus.train) src.push_back(data::tokenize(p.src)), tgt.push_back(data::tokenize(p.tgt));
@@ -184,7 +241,9 @@ TEST_CASE("a translation checkpoint (model + vocabularies in metadata) translate
     CHECK(tv2 == tv);
     manual_seed(8);
     Transformer b(TransformerConfig::from_string(f.metadata.at("config")));
+    CHECK(any_parameter_differs(a, b));
     nn::load_parameters(b, f, path);
+    check_same_parameters(a, b);
     a.eval();
     b.eval();
     for (const auto& p : corpus.test) {

@@ -8,7 +8,10 @@
 #include <fstream>
 #include <limits>
 
+#include <unistd.h>   // getpid: temp file names unique to this run
+
 #include "nn/nn.h"
+#include "tests/composed_reference.h"
 #include "tests/gradcheck_helpers.h"
 
 using namespace autograd;
@@ -72,13 +75,20 @@ TEST_CASE("linear: gradcheck, with and without bias and ReLU, batched input") {
                param({3, 4}), param({6, 4}), param({6}));
     CHECK_GRAD([](V x) { manual_seed(2); return nn::linear(x[0], x[1], x[2], nn::Activation::none, 0.3f, true); },
                param({3, 4}), param({6, 4}), param({6}));
-    Tensor x = param({2, 4}), w = param({3, 4}), b = param({3});
-    manual_seed(4);
-    const Tensor fused = nn::linear(x, w, b, nn::Activation::relu, 0.5f, true);
-    manual_seed(4);
-    check_close(fused, nn::dropout(relu(matmul(x, w, false, true) + b), 0.5f, true));
-    check_close(nn::linear(x, w, b), matmul(x, w, false, true) + b);
-    check_close(nn::linear(x, w, b, nn::Activation::relu), relu(matmul(x, w, false, true) + b));
+    // equal to the composition of primitives, values and the gradients of x, W and b
+    Tensor x = param({2, 3, 4}), w = param({5, 4}), b = param({5});
+    for (nn::Activation act : {nn::Activation::none, nn::Activation::relu})
+        for (float p : {0.0f, 0.5f}) {
+            CAPTURE(act == nn::Activation::relu);
+            CAPTURE(p);
+            Tensor keep;   // dropout's factors (0 or 1/(1-p)), drawn as the fused op draws them
+            if (p > 0.0f) {
+                manual_seed(4);
+                keep = nn::dropout(Tensor::ones({2, 3, 5}), p, true);
+            }
+            expect_fused_equals_composed([&](V v) { manual_seed(4); return nn::linear(v[0], v[1], v[2], act, p, p > 0.0f); },
+                                         [&](V v) { return composed::linear(v[0], v[1], v[2], act, keep); }, {x, w, b}, 1e-5, 1e-6);
+        }
     CHECK_THROWS_WITH_AS(nn::linear(param({2, 5}), w, b), doctest::Contains("(2, 5)"), std::invalid_argument);
 }
 
@@ -100,12 +110,16 @@ TEST_CASE("linear and layer_norm store into an empty gradient and add into a use
     check_close(x.grad(), once * 2.0f);
 }
 
-TEST_CASE("layer_norm: gradcheck, and equal to the composition of primitives (biased variance)") {
+TEST_CASE("layer_norm: gradcheck, and equal to the composition of primitives (biased variance), values and gradients") {
     manual_seed(2);
     CHECK_GRAD([](V x) { return nn::layer_norm(x[0], x[1], x[2]); }, param({2, 3, 5}), param({5}), param({5}));
     const Tensor x = param({4, 6}, -3.0f, 3.0f), g = param({6}), b = param({6});
-    const Tensor ref = (x - mean(x, -1, true)) / sqrt(var(x, -1, false, true) + 1e-5f) * g + b;
-    check_close(nn::layer_norm(x, g, b), ref, 1e-4f);
+    expect_fused_equals_composed([](V v) { return nn::layer_norm(v[0], v[1], v[2]); },
+                                 [](V v) { return composed::layer_norm(v[0], v[1], v[2]); }, {x, g, b}, 1e-5, 1e-6);
+    // rows with a variance (~1e-6) below eps = 1e-5, where eps, not the variance, sets the scale
+    const Tensor flat = (param({4, 6}) * 2e-3f).detach().requires_grad_();
+    expect_fused_equals_composed([](V v) { return nn::layer_norm(v[0], v[1], v[2]); },
+                                 [](V v) { return composed::layer_norm(v[0], v[1], v[2]); }, {flat, g, b}, 1e-5, 1e-6);
     nn::LayerNorm ln(6);
     const Tensor y = ln.forward(x);
     CHECK(mean(y, -1).to_vector()[0] == doctest::Approx(0.0).scale(1.0));
@@ -133,7 +147,7 @@ TEST_CASE("dropout: inverted scaling, identity in eval, seeded") {
     Tensor d = nn::dropout(p, 0.5f, true);
     sum(d).backward();
     for (int i = 0; i < 50; i++) CHECK(p.grad().data()[i] == (d.data()[i] == 0.0f ? 0.0f : 2.0f));
-    CHECK_THROWS_AS(nn::Dropout(1.0f), std::invalid_argument);
+    CHECK_THROWS_WITH_AS(nn::Dropout(1.0f), doctest::Contains("Dropout: p must be in [0, 1), got 1.0"), std::invalid_argument);
 }
 
 TEST_CASE("embedding: lookup, repeated ids accumulate, out-of-range ids throw") {
@@ -148,7 +162,7 @@ TEST_CASE("embedding: lookup, repeated ids accumulate, out-of-range ids throw") 
     CHECK(emb.weight.grad().at({1, 0}) == 4.0f);
     CHECK(emb.weight.grad().at({0, 0}) == 0.0f);
     CHECK_THROWS_WITH_AS(emb.forward(Tokens({3, 7}, {2})), doctest::Contains("token id 7"), std::out_of_range);
-    CHECK_THROWS_AS(emb.forward(Tokens({-2}, {1})), std::out_of_range);
+    CHECK_THROWS_WITH_AS(emb.forward(Tokens({-2}, {1})), doctest::Contains("token id -2 at flat position 0"), std::out_of_range);
 }
 
 TEST_CASE("positional encoding matches the paper's formula") {
@@ -160,7 +174,8 @@ TEST_CASE("positional encoding matches the paper's formula") {
     CHECK(pe.table(8).at({7, 5}) == doctest::Approx(std::cos(7.0 / std::pow(10000.0, 4.0 / 8.0))));
     const Tensor x = Tensor::zeros({2, 5, 8});
     CHECK(pe.forward(x).at({1, 4, 2}) == pe.table(8).at({4, 2}));
-    CHECK_THROWS_AS(pe.forward(Tensor::zeros({1, 51, 8})), std::invalid_argument);
+    CHECK_THROWS_WITH_AS(pe.forward(Tensor::zeros({1, 51, 8})), doctest::Contains("sequence length 51 exceeds max_len 50"),
+                         std::invalid_argument);
     // rows are computed as lengths need them; a longer request extends the same table
     const Tensor short_rows = pe.table(5), all_rows = pe.table(50);
     CHECK(all_rows.at({49, 0}) == doctest::Approx(std::sin(49.0)));
@@ -223,8 +238,27 @@ TEST_CASE("dropout inside attention and in nn::dropout: gradcheck with a fixed s
     // with dropout the weights still come out before dropout: rows sum to 1
     Tensor w;
     manual_seed(5);
-    nn::scaled_dot_product_attention(Tensor::randn({2, 3, 4}), Tensor::randn({2, 4, 4}), Tensor::randn({2, 4, 4}), 2, pad, 0.5f, true, &w);
+    const Tensor q = Tensor::randn({2, 3, 4}), k = Tensor::randn({2, 4, 4}), v = Tensor::randn({2, 4, 4});
+    manual_seed(6);
+    const Tensor out = nn::scaled_dot_product_attention(q, k, v, 2, pad, 0.5f, true, &w);
     CHECK(w.at({1, 1, 2, 0}) + w.at({1, 1, 2, 1}) + w.at({1, 1, 2, 2}) + w.at({1, 1, 2, 3}) == doctest::Approx(1.0));
+    // and the output is (weights * keep) V, keep = 0 or 1/(1-p) drawn per weight as nn::dropout draws
+    const uint64_t seed = Generator(6).next_u64();
+    const int64_t B = 2, H = 2, T = 3, S = 4, Dk = 2;
+    int64_t dropped = 0;
+    for (int64_t b = 0; b < B; b++)
+        for (int64_t h = 0; h < H; h++)
+            for (int64_t t = 0; t < T; t++)
+                for (int64_t d = 0; d < Dk; d++) {
+                    double want = 0.0;
+                    for (int64_t s = 0; s < S; s++) {
+                        const bool kept = nn::counter_uniform(seed, ((b * H + h) * T + t) * S + s) >= 0.5f;
+                        dropped += !kept && d == 0;
+                        want += w.at({b, h, t, s}) * (kept ? 2.0 : 0.0) * v.at({b, s, h * Dk + d});
+                    }
+                    CHECK(out.at({b, t, h * Dk + d}) == doctest::Approx(want).epsilon(1e-5).scale(1.0));
+                }
+    CHECK(dropped > 0);
 }
 
 TEST_CASE("attention masks: padded keys get zero weight, the subsequent mask hides the future") {
@@ -270,11 +304,14 @@ TEST_CASE("MultiHeadAttention: shapes, weights kept, masks broadcast over heads,
     CHECK(y.shape() == Shape{B, T, D});
     CHECK(mha.last_attention.shape() == Shape{B, H, T, S});
     CHECK(mha.last_attention.at({1, 1, 2, 3}) == 0.0f);
-    // gradcheck the whole module through its parameters and inputs
+    // gradcheck the whole module through its inputs and every parameter (the four projections'
+    // weights and biases; the function reads the parameters through the module)
     std::vector<Tensor> ins = {param({B, T, D}), param({B, S, D})};
     for (Tensor& p : mha.parameters()) ins.push_back(p);
-    CHECK_GRAD([&](V x) { return mha.forward(x[0], x[1], x[1], pad); }, ins[0], ins[1], mha.w_q->weight, mha.w_k->weight,
-               mha.w_v->weight, mha.w_o->weight, mha.w_o->bias);
+    REQUIRE(ins.size() == 2 + 8);
+    const GradcheckResult r = gradcheck([&](V x) { return mha.forward(x[0], x[1], x[1], pad); }, ins);
+    INFO(r.report);
+    CHECK(r.ok);
     // encoder-decoder attention without a mask sees every source position
     nn::MultiHeadAttention cross(D, H, 0.0f);
     Tensor src = param({1, S, D});
@@ -284,19 +321,36 @@ TEST_CASE("MultiHeadAttention: shapes, weights kept, masks broadcast over heads,
         for (int d = 0; d < D; d++) g += std::fabs(src.grad().at({0, s, d}));
         CHECK(g > 0.0f);
     }
-    CHECK_THROWS_AS(nn::MultiHeadAttention(10, 3), std::invalid_argument);
+    CHECK_THROWS_WITH_AS(nn::MultiHeadAttention(10, 3), doctest::Contains("d_model (10) must be a positive multiple of the number of heads (3)"),
+                         std::invalid_argument);
     CHECK_THROWS_WITH_AS(mha.forward(q, kv, kv, Mask::full({3, 1, S}, 1)), doctest::Contains("does not broadcast"),
                          std::invalid_argument);
 }
 
 TEST_CASE("feed-forward: shapes and gradcheck") {
-    manual_seed(10);
-    nn::PositionwiseFeedForward ff(4, 8, 0.0f);
+    manual_seed(11);
+    nn::PositionwiseFeedForward ff(4, 8, 0.2f);
     CHECK(ff.forward(Tensor::randn({2, 3, 4})).shape() == Shape{2, 3, 4});
     CHECK(ff.num_parameters() == 4 * 8 + 8 + 8 * 4 + 4);
+    // through the input and all four parameters, in training mode (dropout on, reseeded so every
+    // evaluation drops the same units). ReLU has a kink at 0, where finite differences are
+    // meaningless: this draw keeps every pre-activation further from it than a step of 2e-2 in
+    // any input or parameter can move it
+    std::vector<Tensor> ins = {param({1, 3, 4})};
+    const Tensor pre = matmul(ins[0], ff.w_1->weight, false, true) + ff.w_1->bias;   // (1, 3, F)
+    float closest = INFINITY;
+    for (float z : pre.to_vector()) closest = std::min(closest, std::fabs(z));
+    CHECK(closest > 0.03f);
+    for (Tensor& p : ff.parameters()) ins.push_back(p);
+    REQUIRE(ins.size() == 5);
+    const GradcheckResult r = gradcheck([&](V x) { manual_seed(3); return ff.forward(x[0]); }, ins);
+    INFO(r.report);
+    CHECK(r.ok);
+    ff.eval();
+    CHECK(gradcheck([&](V x) { return ff.forward(x[0]); }, ins).ok);
 }
 
-TEST_CASE("cross_entropy: matches log_softmax + nll, ignore_index, label smoothing, gradcheck") {
+TEST_CASE("cross_entropy: matches log_softmax + nll and the composition of primitives, ignore_index, label smoothing, gradcheck") {
     manual_seed(11);
     const Tokens t({2, 0, 4, 1, 3, 0}, {2, 3});    // 0 is padding
     const Tensor logits = param({2, 3, 5}, -2.0f, 2.0f);
@@ -320,16 +374,83 @@ TEST_CASE("cross_entropy: matches log_softmax + nll, ignore_index, label smoothi
     }
     CHECK(nn::cross_entropy(logits, t, {.ignore_index = 0, .label_smoothing = 0.1f}).item() == doctest::Approx(smooth / 4));
     CHECK_GRAD([&](V x) { return nn::cross_entropy(x[0], t, {.ignore_index = 0, .label_smoothing = 0.1f}); }, param({2, 3, 5}));
+    // equal to the composition of primitives, loss and gradient, with ignored targets and smoothing
+    for (const nn::CrossEntropyOptions opt : {nn::CrossEntropyOptions{}, nn::CrossEntropyOptions{.ignore_index = 0},
+                                              nn::CrossEntropyOptions{.label_smoothing = 0.2f},
+                                              nn::CrossEntropyOptions{.ignore_index = 0, .label_smoothing = 0.1f}}) {
+        CAPTURE(opt.ignore_index);
+        CAPTURE(opt.label_smoothing);
+        expect_fused_equals_composed([&](V x) { return nn::cross_entropy(x[0], t, opt); },
+                                     [&](V x) { return composed::cross_entropy(x[0], t, opt); }, {logits}, 1e-6, 1e-7);
+    }
     CHECK_GRAD([&](V x) { return nn::cross_entropy(x[0], t); }, param({2, 3, 5}));
     CHECK_GRAD([&](V x) { return nn::nll_loss(log_softmax(x[0]), t, 0); }, param({2, 3, 5}));
     // padded positions get exactly zero gradient
     Tensor l2 = param({2, 3, 5});
     nn::cross_entropy(l2, t, {.ignore_index = 0, .label_smoothing = 0.1f}).backward();
     for (int j = 0; j < 5; j++) CHECK(l2.grad().at({0, 1, j}) == 0.0f);
+    // logits of +-1e4 (the largest not first in its row) neither overflow nor NaN: the loss is
+    // computed from the row max, as in softmax
+    Tensor big = Tensor::from_vector({-1e4f, 0.0f, 1e4f, -1e4f, 0.0f, 1e4f}, {2, 3}).requires_grad_();
+    const Tensor big_loss = nn::cross_entropy(big, Tokens({2, 1}, {2}));   // losses 0 and 1e4
+    CHECK(big_loss.item() == doctest::Approx(5e3));
+    big_loss.backward();
+    CHECK(big.grad().to_vector() == std::vector<float>{0.0f, 0.0f, 0.0f, 0.0f, -0.5f, 0.5f});   // (softmax - onehot) / 2
     // all ignored: 0, not NaN
     CHECK(nn::cross_entropy(logits, Tokens::full({2, 3}, 0), {.ignore_index = 0}).item() == 0.0f);
     CHECK_THROWS_WITH_AS(nn::cross_entropy(logits, Tokens::full({2, 3}, 5)), doctest::Contains("target 5"), std::out_of_range);
-    CHECK_THROWS_AS(nn::cross_entropy(logits, Tokens::full({3, 2}, 1)), std::invalid_argument);
+    CHECK_THROWS_WITH_AS(nn::cross_entropy(logits, Tokens::full({3, 2}, 1)),
+                         doctest::Contains("targets of shape (3, 2) do not match input (2, 3, 5) (expected targets (2, 3))"), std::invalid_argument);
+}
+
+// cross_entropy's forward with a backward that smooths towards eps / (V - 1) instead of eps / V:
+// a plausible slip (the other common convention), off by eps / (V (V - 1)) / n per element
+static Tensor cross_entropy_smoothing_slip(const Tensor& logits, const Tokens& targets, float eps) {
+    Tensor loss;
+    {
+        NoGradGuard no_grad;
+        loss = nn::cross_entropy(logits, targets, {.label_smoothing = eps});
+    }
+    const int64_t V = logits.size(-1), R = targets.numel();
+    record(loss, {logits}, "cross_entropy_slip", [targets, V, R, eps](Node& self) {
+        const float* x = self.parent_data(0);
+        float* dx = self.parent_grad(0);
+        for (int64_t r = 0; r < R; r++) {
+            double s = 0.0;
+            for (int64_t j = 0; j < V; j++) s += std::exp(x[r * V + j]);
+            for (int64_t j = 0; j < V; j++) {
+                const float q = (j == targets[r] ? 1.0f - eps : 0.0f) + eps / static_cast<float>(V - 1);
+                dx[r * V + j] += self.grad[0] / static_cast<float>(R) * (static_cast<float>(std::exp(x[r * V + j]) / s) - q);
+            }
+        }
+    });
+    return loss;
+}
+
+TEST_CASE("gradcheck's default tolerance catches label smoothing eps/(V-1) in cross_entropy's backward") {
+    manual_seed(11);
+    const Tokens t({2, 0, 4, 1, 3, 0}, {2, 3});
+    const Tensor logits = param({2, 3, 5}, -2.0f, 2.0f);
+    CHECK(gradcheck([&](V x) { return nn::cross_entropy(x[0], t, {.label_smoothing = 0.1f}); }, {logits}).ok);
+    CHECK_FALSE(gradcheck([&](V x) { return cross_entropy_smoothing_slip(x[0], t, 0.1f); }, {logits}).ok);
+}
+
+TEST_CASE("every nn op's backward adds into an existing gradient instead of overwriting it") {
+    manual_seed(13);
+    const Tokens t({2, 0, 4, 1, 3, 0}, {2, 3});
+    const Mask pad({1, 1, 1, 0, 1, 1, 1, 1}, {2, 1, 4});
+    check_backward_adds([](V x) { return nn::layer_norm(x[0], x[1], x[2]); }, {param({3, 5}), param({5}), param({5})});
+    check_backward_adds([](V x) { return nn::linear(x[0], x[1], x[2]); }, {param({2, 3, 4}), param({5, 4}), param({5})});
+    check_backward_adds([](V x) { return nn::linear(x[0], x[1], x[2], nn::Activation::relu); }, {param({3, 4}), param({5, 4}), param({5})});
+    check_backward_adds([](V x) { manual_seed(1); return nn::linear(x[0], x[1], x[2], nn::Activation::none, 0.3f, true); },
+                        {param({3, 4}), param({5, 4}), param({5})});
+    check_backward_adds([](V x) { manual_seed(1); return nn::dropout(x[0], 0.3f, true); }, {param({4, 5})});
+    check_backward_adds([&](V x) { return nn::cross_entropy(x[0], t, {.ignore_index = 0, .label_smoothing = 0.1f}); }, {param({2, 3, 5})});
+    check_backward_adds([&](V x) { return nn::nll_loss(x[0], t, 0); }, {param({2, 3, 5})});
+    check_backward_adds([&](V x) { return nn::scaled_dot_product_attention(x[0], x[1], x[2], 2, pad); },
+                        {param({2, 3, 4}), param({2, 4, 4}), param({2, 4, 4})});
+    check_backward_adds([&](V x) { manual_seed(1); return nn::scaled_dot_product_attention(x[0], x[1], x[2], 2, pad, 0.3f, true); },
+                        {param({2, 3, 4}), param({2, 4, 4}), param({2, 4, 4})});
 }
 
 static std::string temp_path(const std::string& name) {
@@ -369,6 +490,6 @@ TEST_CASE("checkpoint: round trip, and each mismatch gets its own clear error") 
     // truncated file
     nn::save(a, path);
     std::filesystem::resize_file(path, std::filesystem::file_size(path) - 5);
-    CHECK_THROWS_AS(nn::load(b, path), std::runtime_error);
+    CHECK_THROWS_WITH_AS(nn::load(b, path), doctest::Contains("is beyond the data section"), std::runtime_error);
     std::filesystem::remove(path);
 }

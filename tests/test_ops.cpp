@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "autograd/autograd.h"
+#include "tests/composed_reference.h"
 #include "tests/gradcheck_helpers.h"
 
 using namespace autograd;
@@ -23,6 +24,59 @@ TEST_CASE("gradcheck itself catches a wrong backward") {
     };
     manual_seed(0);
     CHECK_FALSE(gradcheck(wrong, {param({3})}).ok);
+}
+
+TEST_CASE("gradcheck reports the worst five mismatches, worst first") {
+    // forward 2x; backward claims (2 + i/10) x for element i: the error grows with i
+    auto wrong = [](const std::vector<Tensor>& x) {
+        Tensor y = x[0] * 2.0f;
+        Tensor out = Tensor::empty(y.shape());
+        std::copy_n(y.data(), y.numel(), out.data());
+        record(out, {x[0]}, "wrong", [](Node& self) {
+            float* dx = self.parent_grad(0);
+            for (int64_t i = 0; i < self.numel(); i++) dx[i] += (2.0f + 0.1f * static_cast<float>(i)) * self.grad[i];
+        });
+        return out;
+    };
+    manual_seed(0);
+    const GradcheckResult r = gradcheck(wrong, {param({8})});
+    INFO(r.report);
+    CHECK_FALSE(r.ok);
+    CHECK(r.report.find("7 mismatches") != std::string::npos);   // element 0 is right
+    const size_t e7 = r.report.find("element 7"), e6 = r.report.find("element 6"), e3 = r.report.find("element 3");
+    CHECK(e7 < e6);
+    CHECK(e6 < e3);
+    CHECK(e3 != std::string::npos);
+    CHECK(r.report.find("element 2:") == std::string::npos);   // only the worst five
+}
+
+// GELU's forward with the derivative of its tanh approximation, 0.5 (1 + tanh u) + 0.5 x (1 - tanh^2 u) u'
+// with u = sqrt(2/pi) (x + 0.044715 x^3): a plausible slip, within 8e-4 (relative) of the exact derivative
+static Tensor gelu_with_tanh_derivative(const Tensor& x) {
+    Tensor y;
+    {
+        NoGradGuard no_grad;
+        y = gelu(x);
+    }
+    record(y, {x}, "gelu_wrong", [](Node& self) {
+        const float* px = self.parent_data(0);
+        float* dx = self.parent_grad(0);
+        const float c = std::sqrt(2.0f / static_cast<float>(M_PI));
+        for (int64_t i = 0; i < self.numel(); i++) {
+            const float v = px[i], t = std::tanh(c * (v + 0.044715f * v * v * v));
+            dx[i] += self.grad[i] * (0.5f * (1.0f + t) + 0.5f * v * (1.0f - t * t) * c * (1.0f + 3.0f * 0.044715f * v * v));
+        }
+    });
+    return y;
+}
+
+TEST_CASE("gradcheck's default tolerance catches GELU with its tanh approximation's derivative") {
+    manual_seed(2);
+    const Tensor x = param({4, 6}, -3.0f, 3.0f);
+    CHECK(gradcheck([](const std::vector<Tensor>& v) { return gelu(v[0]); }, {x}).ok);
+    const GradcheckResult wrong = gradcheck([](const std::vector<Tensor>& v) { return gelu_with_tanh_derivative(v[0]); }, {x});
+    INFO(wrong.report);
+    CHECK_FALSE(wrong.ok);
 }
 
 TEST_CASE("elementwise binary ops with broadcasting") {
@@ -68,7 +122,7 @@ TEST_CASE("elementwise scalar and unary ops") {
     CHECK_GRAD([](V x) { return log(x[0]); }, param({2, 3}, 0.5f, 2.0f));
     CHECK_GRAD([](V x) { return sqrt(x[0]); }, param({2, 3}, 0.5f, 2.0f));
     CHECK_GRAD([](V x) { return tanh(x[0]); }, param({2, 3}));
-    CHECK_GRAD([](V x) { return gelu(x[0]); }, param({2, 3}, -3.0f, 3.0f));
+    CHECK_GRAD([](V x) { return gelu(x[0]); }, param({4, 6}, -3.0f, 3.0f));   // enough points to tell tanh-GELU's derivative apart
     // relu has a kink at 0: keep the inputs away from it
     Tensor r = Tensor::from_vector({-1.5f, -0.3f, 0.2f, 0.9f, 2.0f, -2.0f}, {2, 3}).requires_grad_();
     CHECK_GRAD([](V x) { return relu(x[0]); }, r);
@@ -97,7 +151,8 @@ TEST_CASE("masked_fill: masked positions take the value and pass no gradient") {
     sum(masked_fill(z, pad, 0.0f)).backward();
     CHECK(z.grad().at({1, 2, 1}) == 0.0f);
     CHECK(z.grad().at({1, 2, 0}) == 1.0f);
-    CHECK_THROWS_AS(masked_fill(x, Mask::full({3, 3}, 0), 0.0f), std::invalid_argument);
+    CHECK_THROWS_WITH_AS(masked_fill(x, Mask::full({3, 3}, 0), 0.0f), doctest::Contains("masked_fill: shapes (2, 3) and (3, 3)"),
+                         std::invalid_argument);
 }
 
 TEST_CASE("reductions: sum, mean, max, var, all and along a dim, keepdim") {
@@ -129,8 +184,9 @@ TEST_CASE("reductions: sum, mean, max, var, all and along a dim, keepdim") {
     CHECK(var(t, 1, true).to_vector() == std::vector<float>{4, 4});              // torch.var(unbiased)
     CHECK(var(t, 1, false).data()[0] == doctest::Approx(8.0 / 3.0));            // torch.var(unbiased=False)
     CHECK(sum(t).dim() == 0);
-    CHECK_THROWS_AS(sum(t, 2), std::out_of_range);
-    CHECK_THROWS_AS(var(Tensor::ones({3, 1}), 1, true), std::invalid_argument);
+    CHECK_THROWS_WITH_AS(sum(t, 2), doctest::Contains("sum: dim 2 is out of range for a tensor with 2 dims"), std::out_of_range);
+    CHECK_THROWS_WITH_AS(var(Tensor::ones({3, 1}), 1, true), doctest::Contains("var: unbiased variance needs at least 2 elements"),
+                         std::invalid_argument);
 }
 
 TEST_CASE("matmul: 2-D, batched, broadcast batch dims, transposes") {
@@ -156,8 +212,10 @@ TEST_CASE("matmul: 2-D, batched, broadcast batch dims, transposes") {
     CHECK(matmul(a, a, true, false).shape() == Shape{3, 3});                              // a^T a
     CHECK_THROWS_WITH_AS(matmul(Tensor::ones({2, 3}), Tensor::ones({4, 5})),
                          doctest::Contains("matmul: shapes (2, 3) and (4, 5)"), std::invalid_argument);
-    CHECK_THROWS_AS(matmul(Tensor::ones({3}), Tensor::ones({3, 2})), std::invalid_argument);
-    CHECK_THROWS_AS(matmul(Tensor::ones({2, 2, 3}), Tensor::ones({3, 3, 2})), std::invalid_argument);
+    CHECK_THROWS_WITH_AS(matmul(Tensor::ones({3}), Tensor::ones({3, 2})), doctest::Contains("at least 2 dims, got shapes (3,) and (3, 2)"),
+                         std::invalid_argument);
+    CHECK_THROWS_WITH_AS(matmul(Tensor::ones({2, 2, 3}), Tensor::ones({3, 3, 2})), doctest::Contains("matmul (batch dims): shapes (2,) and (3,)"),
+                         std::invalid_argument);
 }
 
 TEST_CASE("matmul with many small batches equals per-batch products") {
@@ -193,11 +251,12 @@ TEST_CASE("shape ops") {
     CHECK(cat({t, t}, -1).shape() == Shape{2, 3, 8});
     CHECK(cat({t, t}, -1).at({1, 2, 7}) == t.at({1, 2, 3}));
     CHECK(narrow(t, 2, 1, 2).at({1, 1, 0}) == t.at({1, 1, 1}));
-    CHECK_THROWS_AS(narrow(t, 2, 3, 2), std::out_of_range);
-    CHECK_THROWS_AS(permute(t, {0, 0, 1}), std::invalid_argument);
-    CHECK_THROWS_AS(squeeze(t, 0), std::invalid_argument);
-    CHECK_THROWS_AS(cat({t, Tensor::ones({2, 2, 2})}, 1), std::invalid_argument);
-    CHECK_THROWS_AS(transpose(t, 0, 3), std::out_of_range);
+    CHECK_THROWS_WITH_AS(narrow(t, 2, 3, 2), doctest::Contains("narrow: window [3, 5) is outside dim 2 of size 4"), std::out_of_range);
+    CHECK_THROWS_WITH_AS(permute(t, {0, 0, 1}), doctest::Contains("permute: dim 0 repeated"), std::invalid_argument);
+    CHECK_THROWS_WITH_AS(squeeze(t, 0), doctest::Contains("squeeze: dim 0 of shape (2, 3, 4) is not 1"), std::invalid_argument);
+    CHECK_THROWS_WITH_AS(cat({t, Tensor::ones({2, 2, 2})}, 1), doctest::Contains("cat: shapes (2, 3, 4) and (2, 2, 2) differ outside dim 1"),
+                         std::invalid_argument);
+    CHECK_THROWS_WITH_AS(transpose(t, 0, 3), doctest::Contains("transpose: dim 3 is out of range"), std::out_of_range);
 }
 
 TEST_CASE("index_select gathers rows by integer ids; repeated ids accumulate") {
@@ -213,10 +272,11 @@ TEST_CASE("index_select gathers rows by integer ids; repeated ids accumulate") {
     CHECK(table.grad().at({1, 0}) == 2.0f);       // used twice
     CHECK(table.grad().at({2, 0}) == 0.0f);       // never used
     CHECK_THROWS_WITH_AS(index_select(table, 0, Tokens({5}, {1})), doctest::Contains("id 5"), std::out_of_range);
-    CHECK_THROWS_AS(index_select(table, 0, Tokens({-1}, {1})), std::out_of_range);
+    CHECK_THROWS_WITH_AS(index_select(table, 0, Tokens({-1}, {1})), doctest::Contains("id -1 at position 0 is out of range [0, 5)"),
+                         std::out_of_range);
 }
 
-TEST_CASE("softmax and log_softmax: gradcheck, stability, masked rows") {
+TEST_CASE("softmax and log_softmax: gradcheck, stability, masked rows, equal to the composition of primitives") {
     manual_seed(9);
     using V = const std::vector<Tensor>&;
     CHECK_GRAD([](V x) { return softmax(x[0]); }, param({3, 5}, -3.0f, 3.0f));
@@ -238,6 +298,14 @@ TEST_CASE("softmax and log_softmax: gradcheck, stability, masked rows") {
     CHECK(sm.at({1, 0}) + sm.at({1, 1}) == doctest::Approx(1.0));
     sum(sm * Tensor::randn({2, 3})).backward();
     for (float g : masked.grad().to_vector()) CHECK_FALSE(std::isnan(g));
+    for (int j = 0; j < 3; j++) CHECK(masked.grad().at({0, j}) == 0.0f);   // nothing flows into a fully masked row
+    CHECK(masked.grad().at({1, 2}) == 0.0f);                                 // nor into a masked entry
+    // equal to the composition of primitives, values and gradients, with masked (-inf) entries
+    Tensor x = param({4, 6}, -3.0f, 3.0f);
+    for (int64_t i : {1, 7, 8, 15, 22}) x.data()[i] = -inf;   // no row entirely masked
+    expect_fused_equals_composed([](V v) { return softmax(v[0]); }, [](V v) { return composed::softmax(v[0]); }, {x}, 1e-6, 1e-7);
+    expect_fused_equals_composed([](V v) { return log_softmax(v[0]); }, [](V v) { return composed::log_softmax(v[0]); }, {x},
+                                 1e-6, 1e-7);
     // gradient through masked_fill + softmax: masked positions get exactly zero
     Mask m({0, 0, 1, 0, 1, 1}, {2, 3});
     CHECK_GRAD([&](V x) { return softmax(masked_fill(x[0], m, -inf)); }, param({2, 3}));
@@ -255,5 +323,46 @@ TEST_CASE("sum_to folds a broadcast gradient back to the input's shape") {
     Tensor y = Tensor::from_vector({10, 20, 30}, {3}).requires_grad_();
     sum(pow(x + y, 2.0f)).backward();
     CHECK(y.grad().to_vector() == std::vector<float>{50, 94, 138});
-    CHECK_THROWS_AS(sum_to(dz.data(), {2, 3}, {4}), std::invalid_argument);
+    CHECK_THROWS_WITH_AS(sum_to(dz.data(), {2, 3}, {4}), doctest::Contains("sum_to: shapes (2, 3) and (4,)"), std::invalid_argument);
+}
+
+TEST_CASE("every op's backward adds into an existing gradient instead of overwriting it") {
+    manual_seed(12);
+    using V = const std::vector<Tensor>&;
+    const Tensor pos = param({3, 4}, 0.5f, 2.0f);
+    const std::vector<std::pair<const char*, TensorFn>> unary = {
+        {"neg", [](V x) { return -x[0]; }},            {"add_scalar", [](V x) { return x[0] + 2.0f; }},
+        {"mul_scalar", [](V x) { return x[0] * 3.0f; }}, {"pow", [](V x) { return pow(x[0], 3.0f); }},
+        {"exp", [](V x) { return exp(x[0]); }},        {"log", [](V x) { return log(x[0]); }},
+        {"sqrt", [](V x) { return sqrt(x[0]); }},      {"tanh", [](V x) { return tanh(x[0]); }},
+        {"relu", [](V x) { return relu(x[0]); }},      {"gelu", [](V x) { return gelu(x[0]); }},
+        {"sum", [](V x) { return sum(x[0]); }},        {"sum dim", [](V x) { return sum(x[0], 1); }},
+        {"mean", [](V x) { return mean(x[0]); }},      {"mean dim", [](V x) { return mean(x[0], 0, true); }},
+        {"max", [](V x) { return max(x[0]); }},        {"max dim", [](V x) { return max(x[0], 1); }},
+        {"var", [](V x) { return var(x[0]); }},        {"var dim", [](V x) { return var(x[0], 1, false); }},
+        {"reshape", [](V x) { return reshape(x[0], {2, 6}); }}, {"permute", [](V x) { return permute(x[0], {1, 0}); }},
+        {"unsqueeze", [](V x) { return unsqueeze(x[0], 0); }},  {"narrow", [](V x) { return narrow(x[0], 1, 1, 2); }},
+        {"cat", [](V x) { return cat({x[0], x[0]}, 0); }},
+        {"index_select", [](V x) { return index_select(x[0], 0, Tokens({2, 0, 2}, {3})); }},
+        {"masked_fill", [](V x) { return masked_fill(x[0], Mask({0, 1, 0, 0}, {1, 4}), -1.0f); }},
+        {"softmax", [](V x) { return softmax(x[0]); }}, {"log_softmax", [](V x) { return log_softmax(x[0]); }},
+    };
+    for (const auto& [name, fn] : unary) {
+        CAPTURE(std::string(name));
+        check_backward_adds(fn, {pos});
+    }
+    const Tensor a = param({3, 4}), b = param({3, 4}, 0.5f, 2.0f), row = param({4}, 0.5f, 2.0f), m = param({4, 5});
+    const std::vector<std::pair<const char*, TensorFn>> binary = {
+        {"add", [](V x) { return x[0] + x[1]; }}, {"sub", [](V x) { return x[0] - x[1]; }},
+        {"mul", [](V x) { return x[0] * x[1]; }}, {"div", [](V x) { return x[0] / x[1]; }},
+    };
+    for (const auto& [name, fn] : binary) {
+        CAPTURE(std::string(name));
+        check_backward_adds(fn, {a, b});     // same shapes
+        check_backward_adds(fn, {a, row});   // broadcast
+    }
+    check_backward_adds([](V x) { return matmul(x[0], x[1]); }, {a, m});
+    check_backward_adds([](V x) { return matmul(x[0], x[1], true, false); }, {b, a});
+    check_backward_adds([](V x) { return matmul(x[0], x[1]); }, {param({2, 3, 4}), m});            // x @ W
+    check_backward_adds([](V x) { return matmul(x[0], x[1]); }, {param({2, 3, 4}), param({2, 4, 2})});
 }

@@ -378,7 +378,8 @@ TEST_CASE("safetensors: file-level problems name the file") {
     const std::string prefix = "load_safetensors: '" + path + "': ";
 
     SUBCASE("missing file") {
-        CHECK(load_msg() == prefix + "cannot open: No such file or directory");
+        // the project's part of the message; the rest is the OS's text for ENOENT, which varies
+        CHECK(load_msg().rfind(prefix + "cannot open: ", 0) == 0);
     }
     SUBCASE("shorter than 8 bytes") {
         write_bytes(path, {1, 2, 3, 4, 5});
@@ -413,22 +414,39 @@ TEST_CASE("safetensors: any truncation or one-byte corruption loads or throws, n
                          {{"k", "v"}});
     const std::vector<uint8_t> file = read_bytes(good);
 
+    const std::string prefix = "load_safetensors: '" + bad + "': ";
     for (size_t len = 0; len < file.size(); len++) {          // every proper prefix must fail
         write_bytes(bad, std::vector<uint8_t>(file.begin(), file.begin() + len));
         CAPTURE(len);
-        CHECK_THROWS_AS(nn::load_safetensors(bad), std::runtime_error);
+        CHECK_FAILS_WITH(nn::load_safetensors(bad), prefix.c_str());
     }
-    for (size_t i = 0; i < file.size(); i++) {                // any byte, several bad values
+    // Any byte, several bad values: the load either throws a runtime_error that names the loader
+    // and the file, or returns records that are consistent (each one's bytes fit its dtype and
+    // shape). A byte in the data section changes a value and loads; one in the header mostly throws.
+    int loaded = 0, thrown = 0;
+    for (size_t i = 0; i < file.size(); i++) {
         for (uint8_t v : {uint8_t(0x00), uint8_t(0xFF), uint8_t('"'), uint8_t('9')}) {
             std::vector<uint8_t> f = file;
             f[i] = v;
             write_bytes(bad, f);
+            CAPTURE(i);
+            CAPTURE(int(v));
             try {
-                nn::load_safetensors(bad);
-            } catch (const std::runtime_error&) {             // fine: a clear error
+                const nn::SafetensorsFile got = nn::load_safetensors(bad);
+                loaded++;
+                for (const nn::TensorRecord& r : got.tensors) {
+                    int64_t numel = 1;
+                    for (int64_t d : r.shape) numel *= d;
+                    CHECK(static_cast<int64_t>(r.bytes.size()) == numel * static_cast<int64_t>(nn::dtype_size(r.dtype)));
+                }
+            } catch (const std::runtime_error& e) {
+                thrown++;
+                CHECK(std::string(e.what()).rfind(prefix, 0) == 0);
             }
         }
     }
+    CHECK(loaded > 0);   // both outcomes really occur
+    CHECK(thrown > 0);
 }
 
 TEST_CASE("safetensors: a failed save leaves the earlier good file intact") {
@@ -439,8 +457,9 @@ TEST_CASE("safetensors: a failed save leaves the earlier good file intact") {
 
     // Make PATH.tmp a directory, so opening the temp file fails (works even as root).
     fs::create_directory(path + ".tmp");
-    CHECK(error_of([&] { nn::save_safetensors(path, {nn::f32_record("w", {2}, new_w)}, {}); }) ==
-          "save_safetensors: cannot write '" + path + ".tmp': Is a directory");
+    // the message starts with the project's part; the OS's reason (strerror) follows, and varies
+    const std::string blocked = error_of([&] { nn::save_safetensors(path, {nn::f32_record("w", {2}, new_w)}, {}); });
+    CHECK(blocked.rfind("save_safetensors: cannot write '" + path + ".tmp': ", 0) == 0);
     nn::SafetensorsFile f = nn::load_safetensors(path);
     CHECK(f.metadata.at("step") == "1");
     CHECK(nn::as_f32(f.tensors.at(0)) == std::vector<float>{1, 2});
@@ -448,8 +467,7 @@ TEST_CASE("safetensors: a failed save leaves the earlier good file intact") {
 
     // A missing directory fails the same way, before anything exists.
     const std::string nowhere = dir.file("no/such/dir/x.safetensors");
-    CHECK(error_of([&] { nn::save_safetensors(nowhere, {}, {}); }) ==
-          "save_safetensors: cannot write '" + nowhere + ".tmp': No such file or directory");
+    CHECK(error_of([&] { nn::save_safetensors(nowhere, {}, {}); }).rfind("save_safetensors: cannot write '" + nowhere + ".tmp': ", 0) == 0);
 
     // And once the obstacle is gone, saving over the old file works.
     nn::save_safetensors(path, {nn::f32_record("w", {2}, new_w)}, {});

@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include <unistd.h>   // getpid: temp file names unique to this run
+
 #include "examples/data/bleu.h"
 #include "examples/data/tokenizer.h"
 #include "examples/data/toy_grammar.h"
@@ -174,7 +176,7 @@ TEST_CASE("Vocab: specials, frequency order, min_freq") {
     CHECK(empty.id("<bos>") == 1);
     CHECK(empty.id("<eos>") == 2);
     CHECK(empty.id("<unk>") == 3);
-    CHECK_THROWS_AS(data::Vocab::build({{"ok", ""}}), std::invalid_argument);
+    CHECK_THROWS_WITH_AS(data::Vocab::build({{"ok", ""}}), doctest::Contains("Vocab::build: empty token"), std::invalid_argument);
 }
 
 TEST_CASE("Vocab: lookups, encode, decode") {
@@ -185,8 +187,8 @@ TEST_CASE("Vocab: lookups, encode, decode") {
     CHECK_FALSE(v.contains("unicorn"));
 
     SUBCASE("a bad id throws out_of_range with a clear message") {
-        CHECK_THROWS_AS(v.token(-1), std::out_of_range);
-        CHECK_THROWS_AS(v.token(static_cast<int32_t>(v.size())), std::out_of_range);
+        CHECK_THROWS_WITH_AS(v.token(-1), doctest::Contains("id -1 is outside [0, 8)"), std::out_of_range);
+        CHECK_THROWS_WITH_AS(v.token(static_cast<int32_t>(v.size())), doctest::Contains("id 8 is outside [0, 8)"), std::out_of_range);
         try {
             v.token(99);
             FAIL("no throw");
@@ -203,7 +205,7 @@ TEST_CASE("Vocab: lookups, encode, decode") {
         const int32_t dog = v.id("dog"), cat = v.id("cat");
         CHECK(v.decode({1, dog, 0, cat, 3, 2, dog, 0}) == Tokens{"dog", "cat", "<unk>"});
         CHECK(v.decode({}).empty());
-        CHECK_THROWS_AS(v.decode({1, 1000}), std::out_of_range);
+        CHECK_THROWS_WITH_AS(v.decode({1, 1000}), doctest::Contains("id 1000 is outside"), std::out_of_range);
     }
 }
 
@@ -216,22 +218,23 @@ TEST_CASE("Vocab: serialization round trip and validation") {
     CHECK(back.id("line\nbreak") == v.id("line\nbreak"));
     CHECK(data::Vocab::deserialize(blob.substr(0, blob.size() - 1)) == v);  // final newline optional
 
-    SUBCASE("corrupt text throws runtime_error") {
+    SUBCASE("corrupt text throws runtime_error saying what is wrong") {
         const std::string good = "vocab v1 5\n<pad>\n<bos>\n<eos>\n<unk>\nhello\n";
         CHECK(data::Vocab::deserialize(good).id("hello") == 4);
-        for (const std::string& bad : {
-                 std::string(""),                                            // empty
-                 std::string("vocab v2 5\n<pad>\n<bos>\n<eos>\n<unk>\nhello\n"),  // wrong version
-                 std::string("vocab v1 6\n<pad>\n<bos>\n<eos>\n<unk>\nhello\n"),  // count too high
-                 std::string("vocab v1 x\n<pad>\n<bos>\n<eos>\n<unk>\nhello\n"),  // count not a number
-                 std::string("vocab v1 5\n<bos>\n<pad>\n<eos>\n<unk>\nhello\n"),  // specials swapped
-                 std::string("vocab v1 5\n<pad>\n<bos>\n<eos>\n<unk>\n<pad>\n"),  // duplicate
-                 std::string("vocab v1 5\n<pad>\n<bos>\n<eos>\n<unk>\n\n"),       // empty token
-                 std::string("vocab v1 5\n<pad>\n<bos>\n<eos>\n<unk>\nbad\\q\n"), // unknown escape
-                 std::string("vocab v1 5\n<pad>\n<bos>\n<eos>\n<unk>\n\xFF\n"),   // invalid UTF-8
-             }) {
+        const std::pair<std::string, const char*> cases[] = {   // {text, what the message must say}
+            {"", "empty text"},
+            {"vocab v2 5\n<pad>\n<bos>\n<eos>\n<unk>\nhello\n", "missing header 'vocab v1 <size>' (got 'vocab v2 5')"},
+            {"vocab v1 6\n<pad>\n<bos>\n<eos>\n<unk>\nhello\n", "header says 6 tokens but 5 lines follow"},
+            {"vocab v1 x\n<pad>\n<bos>\n<eos>\n<unk>\nhello\n", "bad size in header"},
+            {"vocab v1 5\n<bos>\n<pad>\n<eos>\n<unk>\nhello\n", "id 0 must be <pad>, got '<bos>'"},
+            {"vocab v1 5\n<pad>\n<bos>\n<eos>\n<unk>\n<pad>\n", "line 6: duplicate token '<pad>'"},
+            {"vocab v1 5\n<pad>\n<bos>\n<eos>\n<unk>\n\n", "line 6: empty token"},
+            {"vocab v1 5\n<pad>\n<bos>\n<eos>\n<unk>\nbad\\q\n", "line 6: unknown escape '\\q'"},
+            {"vocab v1 5\n<pad>\n<bos>\n<eos>\n<unk>\n\xFF\n", "line 6: invalid UTF-8"},
+        };
+        for (const auto& [bad, message] : cases) {
             CAPTURE(bad);
-            CHECK_THROWS_AS(data::Vocab::deserialize(bad), std::runtime_error);
+            CHECK_THROWS_WITH_AS(data::Vocab::deserialize(bad), doctest::Contains(message), std::runtime_error);
         }
     }
 }
@@ -286,8 +289,8 @@ TEST_CASE("parse_tsv: malformed lines are skipped, counted and reported with lin
 }
 
 TEST_CASE("parse_tsv / read_tsv: no usable data throws, naming the input") {
-    CHECK_THROWS_AS(data::parse_tsv("", "empty.tsv"), std::runtime_error);
-    CHECK_THROWS_AS(data::parse_tsv("\xEF\xBB\xBF\n\n", "blank.tsv"), std::runtime_error);
+    CHECK_THROWS_WITH_AS(data::parse_tsv("", "empty.tsv"), doctest::Contains("'empty.tsv' has no valid sentence pairs"), std::runtime_error);
+    CHECK_THROWS_WITH_AS(data::parse_tsv("\xEF\xBB\xBF\n\n", "blank.tsv"), doctest::Contains("(2 lines, 0 malformed, 2 blank)"), std::runtime_error);
     try {
         data::parse_tsv("no tabs\nat all\n", "notabs.tsv");
         FAIL("no throw");
@@ -305,7 +308,7 @@ TEST_CASE("parse_tsv / read_tsv: no usable data throws, naming the input") {
 }
 
 TEST_CASE("read_tsv reads a file") {
-    const std::filesystem::path path = std::filesystem::temp_directory_path() / "test_text_data_pairs.tsv";
+    const std::filesystem::path path = std::filesystem::temp_directory_path() / ("test_text_data_pairs_" + std::to_string(::getpid()) + ".tsv");
     {
         std::ofstream out(path, std::ios::binary);
         out << "cat\tKatze\r\ndog\tHund\r\n";
@@ -346,8 +349,8 @@ TEST_CASE("split_pairs: deterministic, complete, a source sentence lands in one 
     CHECK(n == pairs.size());
     for (const auto& [src, splits] : split_of) CHECK(splits.size() == 1);
 
-    CHECK_THROWS_AS(data::split_pairs(pairs, 1, 0.6, 0.6), std::invalid_argument);
-    CHECK_THROWS_AS(data::split_pairs(pairs, 1, -0.1, 0.1), std::invalid_argument);
+    CHECK_THROWS_WITH_AS(data::split_pairs(pairs, 1, 0.6, 0.6), doctest::Contains("valid_frac + test_frac <= 1"), std::invalid_argument);
+    CHECK_THROWS_WITH_AS(data::split_pairs(pairs, 1, -0.1, 0.1), doctest::Contains("need 0 <= valid_frac"), std::invalid_argument);
 }
 
 TEST_CASE("SplitMix64: fixed sequence") {
@@ -419,7 +422,7 @@ TEST_CASE("corpus_bleu: statistics are summed over the corpus, not averaged") {
     CHECK(r.total[3] == 1);
     const double expected = std::exp(1.0 - 7.0 / 6.0) * std::pow(500.0 / 6 * 75.0 * 100.0 * 100.0, 0.25);
     CHECK(r.score == doctest::Approx(expected));  // 75.26
-    CHECK_THROWS_AS(data::corpus_bleu({"a"}, {"a", "b"}), std::invalid_argument);
+    CHECK_THROWS_WITH_AS(data::corpus_bleu({"a"}, {"a", "b"}), doctest::Contains("1 hypotheses but 2 references"), std::invalid_argument);
 }
 
 TEST_CASE("corpus_bleu: case-sensitive by default; --bleu-lowercase (sacreBLEU -lc) folds case; the signature says which") {

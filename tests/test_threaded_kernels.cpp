@@ -1,0 +1,361 @@
+// The threaded path of every kernel that splits its loops over OpenMP threads. Each kernel runs
+// on inputs just above its threshold (autograd/parallel.h), forward and backward:
+//   - on 1 and on 2 threads, which must give the same bytes (each thread writes its own
+//     elements, and every sum has one fixed order);
+//   - with 2 threads, the kernel must have opened exactly its number of threaded regions;
+//   - its values and gradients must equal a plain reference: a serial loop, or the same
+//     computation composed from primitive ops (tests/composed_reference.h).
+#include <doctest/doctest.h>
+#include <omp.h>
+
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <memory>
+
+#include "autograd/autograd.h"
+#include "autograd/gemm.h"
+#include "autograd/parallel.h"
+#include "nn/nn.h"
+#include "optim/optim.h"
+#include "tests/composed_reference.h"
+
+using namespace autograd;
+
+namespace {
+
+// The OpenMP thread count for one scope.
+struct ThreadCount {
+    int saved = omp_get_max_threads();
+    explicit ThreadCount(int n) { omp_set_num_threads(n); }
+    ~ThreadCount() { omp_set_num_threads(saved); }
+};
+
+// What one forward + backward produced (`step` returns outputs and gradients), and how many
+// threaded regions it opened.
+struct Run {
+    std::vector<Tensor> tensors;
+    int64_t regions;
+};
+
+Run run_on(int threads, const std::function<std::vector<Tensor>()>& step) {
+    ThreadCount tc(threads);
+    const int64_t before = detail::threaded_regions.load();
+    std::vector<Tensor> out = step();
+    return {out, detail::threaded_regions.load() - before};
+}
+
+// Runs `step` on 1 thread and on 2: the same bytes both times, and `regions` threaded regions
+// opened on 2 threads. Returns the 2-thread results, for the comparison with a reference.
+std::vector<Tensor> same_on_1_and_2_threads(const std::function<std::vector<Tensor>()>& step, int64_t regions) {
+    const Run one = run_on(1, step), two = run_on(2, step);
+    CHECK(two.regions == regions);
+    REQUIRE(one.tensors.size() == two.tensors.size());
+    for (size_t i = 0; i < one.tensors.size(); i++) {
+        CAPTURE(i);
+        REQUIRE(one.tensors[i].shape() == two.tensors[i].shape());
+        CHECK(std::memcmp(one.tensors[i].data(), two.tensors[i].data(), one.tensors[i].numel() * sizeof(float)) == 0);
+    }
+    return two.tensors;
+}
+
+// The output and each leaf's gradient after one forward and one backward (upstream gradient w),
+// the leaves' old gradients dropped first.
+std::vector<Tensor> forward_backward(std::vector<Tensor> leaves, const std::function<Tensor()>& forward, const Tensor& w) {
+    for (Tensor& t : leaves) t.zero_grad();
+    const Tensor y = forward();
+    y.backward(w);
+    std::vector<Tensor> out = {y};
+    for (const Tensor& t : leaves) out.push_back(t.grad());
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("threaded kernels: a parallel region gated by worth_threads runs on 2 threads when asked") {
+    // The counter says a kernel asked for a team; this says the team really has 2 threads here.
+    ThreadCount two(2);
+    int team = 0;
+    #pragma omp parallel if (worth_threads(kElementwiseParallelMin + 1, kElementwiseParallelMin))
+    {
+        #pragma omp single
+        team = omp_get_num_threads();
+    }
+    CHECK(team == 2);
+    CHECK_FALSE(worth_threads(kElementwiseParallelMin, kElementwiseParallelMin));   // at the threshold: one thread
+}
+
+TEST_CASE("threaded elementwise ops: equal to a plain loop, the same bytes on 1 and 2 threads") {
+    const int64_t n = kElementwiseParallelMin + 100;
+    manual_seed(1);
+    Tensor a = Tensor::uniform({n}, -2.0f, 2.0f).requires_grad_(), b = Tensor::uniform({n}, 0.5f, 2.0f).requires_grad_();
+    const Tensor w = Tensor::randn({n});
+    const float *pa = a.data(), *pb = b.data(), *pw = w.data();
+
+    struct Binary {
+        const char* name;
+        Tensor (*op)(const Tensor&, const Tensor&);
+        double (*f)(double, double), (*da)(double, double), (*db)(double, double);   // value, d/da, d/db
+    };
+    const Binary binaries[] = {
+        {"add", add, [](double x, double y) { return x + y; }, [](double, double) { return 1.0; }, [](double, double) { return 1.0; }},
+        {"sub", sub, [](double x, double y) { return x - y; }, [](double, double) { return 1.0; }, [](double, double) { return -1.0; }},
+        {"mul", mul, [](double x, double y) { return x * y; }, [](double, double y) { return y; }, [](double x, double) { return x; }},
+        {"div", div, [](double x, double y) { return x / y; }, [](double, double y) { return 1.0 / y; }, [](double x, double y) { return -x / (y * y); }},
+    };
+    for (const Binary& op : binaries) {
+        CAPTURE(std::string(op.name));
+        const auto got = same_on_1_and_2_threads([&] { return forward_backward({a, b}, [&] { return op.op(a, b); }, w); },
+                                                 3);   // forward, a's gradient, b's gradient
+        std::vector<float> y(n), ga(n), gb(n);
+        for (int64_t i = 0; i < n; i++) {
+            y[i] = static_cast<float>(op.f(pa[i], pb[i]));
+            ga[i] = static_cast<float>(pw[i] * op.da(pa[i], pb[i]));
+            gb[i] = static_cast<float>(pw[i] * op.db(pa[i], pb[i]));
+        }
+        expect_close(got[0], Tensor::from_vector(y, {n}), 1e-6, 0.0, "value");
+        expect_close(got[1], Tensor::from_vector(ga, {n}), 1e-6, 0.0, "gradient of a");
+        expect_close(got[2], Tensor::from_vector(gb, {n}), 1e-6, 0.0, "gradient of b");
+    }
+
+    // unary ops: y = f(x), dx = dy * f'(x), with f' written out here independently
+    struct Unary {
+        const char* name;
+        Tensor (*op)(const Tensor&);
+        double (*f)(double), (*df)(double);   // value, derivative
+    };
+    const Unary unaries[] = {
+        {"exp", exp, [](double x) { return std::exp(x); }, [](double x) { return std::exp(x); }},
+        {"tanh", tanh, [](double x) { return std::tanh(x); }, [](double x) { return 1.0 / (std::cosh(x) * std::cosh(x)); }},
+        {"relu", relu, [](double x) { return x > 0 ? x : 0.0; }, [](double x) { return x > 0 ? 1.0 : 0.0; }},
+        {"gelu", gelu, [](double x) { return 0.5 * x * std::erfc(-x / std::sqrt(2.0)); },
+         [](double x) { return 0.5 * std::erfc(-x / std::sqrt(2.0)) + x * std::exp(-0.5 * x * x) / std::sqrt(2.0 * M_PI); }},
+    };
+    for (const Unary& op : unaries) {
+        CAPTURE(std::string(op.name));
+        const auto got = same_on_1_and_2_threads([&] { return forward_backward({a}, [&] { return op.op(a); }, w); }, 2);
+        std::vector<float> y(n), ga(n);
+        for (int64_t i = 0; i < n; i++) {
+            y[i] = static_cast<float>(op.f(pa[i]));
+            ga[i] = static_cast<float>(pw[i] * op.df(pa[i]));
+        }
+        expect_close(got[0], Tensor::from_vector(y, {n}), 1e-6, 1e-7, "value");
+        expect_close(got[1], Tensor::from_vector(ga, {n}), 1e-5, 1e-7, "gradient");
+    }
+}
+
+TEST_CASE("threaded shape copies: permute and reshape's gradient move every element to its place") {
+    // permute (I, J, K) -> (K, I, J): y[k][i][j] = x[i][j][k], and the gradient goes back
+    const int64_t I = 64, J = 33, K = kShapeCopyParallelMin / (I * J) + 1;
+    manual_seed(2);
+    Tensor x = Tensor::randn({I, J, K}).requires_grad_();
+    const Tensor w = Tensor::randn({K, I, J});
+    const auto got = same_on_1_and_2_threads([&] { return forward_backward({x}, [&] { return permute(x, {2, 0, 1}); }, w); }, 2);
+    int64_t wrong_value = 0, wrong_grad = 0;
+    for (int64_t i = 0; i < I; i++)
+        for (int64_t j = 0; j < J; j++)
+            for (int64_t k = 0; k < K; k++) {
+                wrong_value += got[0].data()[(k * I + i) * J + j] != x.data()[(i * J + j) * K + k];
+                wrong_grad += got[1].data()[(i * J + j) * K + k] != w.data()[(k * I + i) * J + j];
+            }
+    CHECK(wrong_value == 0);
+    CHECK(wrong_grad == 0);
+
+    // reshape shares the storage; its backward copies the gradient through unchanged
+    const int64_t n = kShapeCopyParallelMin + 1;   // (n,) -> (1, n)
+    Tensor v = Tensor::randn({n}).requires_grad_();
+    const Tensor wv = Tensor::randn({1, n});
+    const auto r = same_on_1_and_2_threads([&] { return forward_backward({v}, [&] { return reshape(v, {1, n}); }, wv); }, 1);
+    CHECK(r[1].to_vector() == wv.to_vector());
+}
+
+TEST_CASE("threaded batched matmul: many small matrices, one per thread, equal to gemm_naive per batch") {
+    const int64_t Bt = 40, M = 12, K = 16, N = 10;   // small matrices: threads split the batch
+    manual_seed(3);
+    Tensor a = Tensor::randn({Bt, M, K}).requires_grad_(), b = Tensor::randn({Bt, K, N}).requires_grad_();
+    const Tensor w = Tensor::randn({Bt, M, N});
+    const auto got = same_on_1_and_2_threads([&] { return forward_backward({a, b}, [&] { return matmul(a, b); }, w); },
+                                             3);   // forward, dA, dB
+    std::vector<float> c(Bt * M * N), da(Bt * M * K), db(Bt * K * N);
+    for (int64_t i = 0; i < Bt; i++) {
+        const float *A = a.data() + i * M * K, *B = b.data() + i * K * N, *W = w.data() + i * M * N;
+        gemm_naive(false, false, M, N, K, A, K, B, N, c.data() + i * M * N, N, false);    // C = A B
+        gemm_naive(false, true, M, K, N, W, N, B, N, da.data() + i * M * K, K, false);    // dA = dC B^T
+        gemm_naive(true, false, K, N, M, A, K, W, N, db.data() + i * K * N, N, false);    // dB = A^T dC
+    }
+    expect_close(got[0], Tensor::from_vector(c, {Bt, M, N}), 1e-5, 1e-6, "value");
+    expect_close(got[1], Tensor::from_vector(da, {Bt, M, K}), 1e-5, 1e-6, "dA");
+    expect_close(got[2], Tensor::from_vector(db, {Bt, K, N}), 1e-5, 1e-6, "dB");
+}
+
+TEST_CASE("threaded softmax and log_softmax: equal to the composition of primitives, with masked (-inf) entries") {
+    const int64_t C = 128, R = kSoftmaxParallelMin / C + 1;
+    manual_seed(4);
+    Tensor x = (Tensor::randn({R, C}) * 3.0f).detach().requires_grad_();
+    for (int64_t i = 0; i < R * C; i += 7) x.data()[i] = -std::numeric_limits<float>::infinity();   // never a whole row
+    const Tensor w = Tensor::randn({R, C});
+    for (bool log : {false, true}) {
+        CAPTURE(log);
+        auto fused = [&] { return log ? log_softmax(x) : softmax(x); };
+        const auto got = same_on_1_and_2_threads([&] { return forward_backward({x}, fused, w); }, 2);
+        const auto want = forward_backward({x}, [&] { return log ? composed::log_softmax(x) : composed::softmax(x); }, w);
+        expect_close(got[0], want[0], 1e-5, 1e-7, "value");
+        expect_close(got[1], want[1], 1e-4, 1e-6, "gradient");
+    }
+}
+
+TEST_CASE("threaded cross_entropy: equal to the composition of primitives, with ignored targets and label smoothing") {
+    const int64_t B = 3, V = 100, T = kCrossEntropyParallelMin / (B * V) + 1;
+    manual_seed(5);
+    Tensor logits = Tensor::uniform({B, T, V}, -4.0f, 4.0f).requires_grad_();
+    Generator g(6);
+    Tokens targets = Tokens::full({B, T}, 0);
+    for (int64_t i = 0; i < B * T; i++) targets[i] = static_cast<int32_t>(g.below(V));   // id 0 (padding): ~1%
+    for (int64_t i = 0; i < B * T; i += 9) targets[i] = 0;                               // and every 9th
+    const Tensor one = Tensor::scalar(1.0f);
+    for (const nn::CrossEntropyOptions opt : {nn::CrossEntropyOptions{}, nn::CrossEntropyOptions{.ignore_index = 0, .label_smoothing = 0.1f}}) {
+        CAPTURE(opt.ignore_index);
+        const auto got = same_on_1_and_2_threads(
+            [&] { return forward_backward({logits}, [&] { return nn::cross_entropy(logits, targets, opt); }, one); }, 2);
+        const auto want = forward_backward({logits}, [&] { return composed::cross_entropy(logits, targets, opt); }, one);
+        expect_close(got[0], want[0], 1e-5, 0.0, "loss");
+        expect_close(got[1], want[1], 1e-4, 1e-9, "gradient");
+    }
+}
+
+TEST_CASE("threaded layer_norm: equal to the composition of primitives, x, gain and bias gradients") {
+    const int64_t C = 128, R = kLayerNormParallelMin / C + 1;
+    manual_seed(7);
+    Tensor x = (Tensor::randn({R, C}) * 2.0f + 1.0f).detach().requires_grad_();
+    Tensor gain = Tensor::uniform({C}, 0.5f, 1.5f).requires_grad_(), bias = Tensor::uniform({C}, -1.0f, 1.0f).requires_grad_();
+    const Tensor w = Tensor::randn({R, C});
+    const auto got = same_on_1_and_2_threads(
+        [&] { return forward_backward({x, gain, bias}, [&] { return nn::layer_norm(x, gain, bias); }, w); },
+        3);   // forward rows, dx rows, gain/bias column sums
+    const auto want = forward_backward({x, gain, bias}, [&] { return composed::layer_norm(x, gain, bias); }, w);
+    expect_close(got[0], want[0], 1e-5, 1e-5, "value");
+    expect_close(got[1], want[1], 1e-4, 1e-5, "dx");
+    expect_close(got[2], want[2], 1e-4, 1e-4, "dgain");
+    expect_close(got[3], want[3], 1e-5, 1e-4, "dbias");
+}
+
+TEST_CASE("threaded linear epilogue (bias, ReLU, dropout) and bias gradient: equal to the composition of primitives") {
+    const int64_t in = 32, out = 256, rows = 2 * (kLinearParallelMin / out / 2 + 1);   // x (2, rows / 2, in)
+    manual_seed(8);
+    Tensor x = Tensor::randn({2, rows / 2, in}).requires_grad_();
+    Tensor weight = Tensor::uniform({out, in}, -0.3f, 0.3f).requires_grad_(), bias = Tensor::uniform({out}, -0.5f, 0.5f).requires_grad_();
+    const Tensor w = Tensor::randn({2, rows / 2, out});
+    struct Case { nn::Activation act; float p; int64_t regions; };
+    // regions: the forward epilogue, the bias gradient's column sums, and with ReLU or dropout the
+    // backward's mask loop (the gemms count their own threads)
+    for (const Case c : {Case{nn::Activation::none, 0.0f, 2}, Case{nn::Activation::relu, 0.0f, 3},
+                         Case{nn::Activation::relu, 0.3f, 3}, Case{nn::Activation::none, 0.3f, 3}}) {
+        CAPTURE(c.act == nn::Activation::relu);
+        CAPTURE(c.p);
+        auto fused = [&] { manual_seed(9); return nn::linear(x, weight, bias, c.act, c.p, c.p > 0.0f); };
+        const auto got = same_on_1_and_2_threads([&] { return forward_backward({x, weight, bias}, fused, w); }, c.regions);
+        Tensor keep;   // the same draws as the fused op: 0 or 1/(1-p) per element
+        if (c.p > 0.0f) {
+            manual_seed(9);
+            keep = nn::dropout(Tensor::ones(w.shape()), c.p, true);
+        }
+        const auto want = forward_backward({x, weight, bias}, [&] { return composed::linear(x, weight, bias, c.act, keep); }, w);
+        expect_close(got[0], want[0], 1e-5, 1e-6, "value");
+        expect_close(got[1], want[1], 1e-5, 1e-5, "dx");
+        expect_close(got[2], want[2], 1e-5, 1e-4, "dweight");
+        expect_close(got[3], want[3], 1e-5, 1e-4, "dbias");
+    }
+}
+
+TEST_CASE("threaded dropout: the plain loop's keep decisions, scaled by 1/(1-p), in the forward and the backward") {
+    const int64_t n = kDropoutParallelMin + 100;
+    const float p = 0.3f;
+    manual_seed(10);
+    Tensor x = Tensor::randn({n}).requires_grad_();
+    const Tensor w = Tensor::randn({n});
+    const auto got = same_on_1_and_2_threads(
+        [&] { return forward_backward({x}, [&] { manual_seed(11); return nn::dropout(x, p, true); }, w); }, 2);
+    // the plain loop: element i is dropped when its counter draw is below p
+    const uint64_t seed = Generator(11).next_u64();   // what dropout takes from the reseeded generator
+    const float scale = 1.0f / (1.0f - p);
+    int64_t dropped = 0, wrong = 0;
+    for (int64_t i = 0; i < n; i++) {
+        const bool keep = nn::counter_uniform(seed, i) >= p;
+        dropped += !keep;
+        wrong += got[0].data()[i] != (keep ? x.data()[i] * scale : 0.0f);
+        wrong += got[1].data()[i] != (keep ? w.data()[i] * scale : 0.0f);
+    }
+    CHECK(wrong == 0);
+    CHECK(static_cast<double>(dropped) / n == doctest::Approx(p).epsilon(0.03));   // +-0.009: ~5 standard deviations
+}
+
+TEST_CASE("threaded attention: equal to the composition of primitives; with dropout, the same bytes on 1 and 2 threads") {
+    const int64_t B = 2, H = 2, S = 16, Dk = 16, D = H * Dk, T = kAttentionParallelMin / (B * H * S * Dk) + 1;
+    manual_seed(12);
+    Tensor q = Tensor::randn({B, T, D}).requires_grad_(), k = Tensor::randn({B, S, D}).requires_grad_(),
+           v = Tensor::randn({B, S, D}).requires_grad_();
+    Mask pad = Mask::full({B, 1, S}, 1);
+    for (int64_t s = 11; s < S; s++) pad[s] = 0;   // batch 0: 5 padded keys
+    const Tensor w = Tensor::randn({B, T, D});
+    const auto got = same_on_1_and_2_threads(
+        [&] { return forward_backward({q, k, v}, [&] { return nn::scaled_dot_product_attention(q, k, v, H, pad); }, w); }, 2);
+    const auto want = forward_backward({q, k, v}, [&] { return nn::attention_reference(q, k, v, H, pad); }, w);
+    const char* names[] = {"value", "dq", "dk", "dv"};
+    for (int i = 0; i < 4; i++) expect_close(got[i], want[i], 1e-4, 1e-5, names[i]);
+    same_on_1_and_2_threads([&] {
+        return forward_backward({q, k, v}, [&] { manual_seed(13); return nn::scaled_dot_product_attention(q, k, v, H, pad, 0.2f, true); }, w);
+    }, 2);
+}
+
+TEST_CASE("threaded Adam and SGD updates: equal to the update rule evaluated in double, element by element") {
+    const int64_t n = kOptimizerParallelMin + 100;
+    manual_seed(14);
+    const Tensor start = Tensor::uniform({n}, -2.0f, 2.0f);
+    // three steps with the gradient g = p (of L = 0.5 * sum(p^2)), set directly so that no other
+    // op runs between the steps
+    auto three_steps = [&](auto make) {
+        return [&, make] {
+            Tensor p = Tensor::from_vector(start.to_vector(), {n}).requires_grad_();
+            const auto opt = make(p);
+            for (int s = 0; s < 3; s++) {
+                opt->zero_grad();
+                p.backward(p.detach());
+                opt->step();
+            }
+            return std::vector<Tensor>{p.detach()};
+        };
+    };
+    SUBCASE("Adam") {
+        const auto got = same_on_1_and_2_threads(three_steps([](Tensor p) {
+            return std::make_unique<optim::Adam>(std::vector<Tensor>{p}, optim::AdamOptions{.lr = 0.1f, .beta1 = 0.9f, .beta2 = 0.98f, .eps = 1e-9f});
+        }), 3);
+        std::vector<float> want(n);
+        for (int64_t i = 0; i < n; i++) {
+            double p = start.data()[i], m = 0, v = 0;
+            for (int t = 1; t <= 3; t++) {
+                m = 0.9 * m + 0.1 * p;
+                v = 0.98 * v + 0.02 * p * p;
+                p -= 0.1 * (m / (1 - std::pow(0.9, t))) / (std::sqrt(v / (1 - std::pow(0.98, t))) + 1e-9);
+            }
+            want[i] = static_cast<float>(p);
+        }
+        expect_close(got[0], Tensor::from_vector(want, {n}), 1e-5, 1e-6, "parameter after 3 steps");
+    }
+    SUBCASE("SGD with Nesterov momentum and weight decay") {
+        const auto got = same_on_1_and_2_threads(three_steps([](Tensor p) {
+            return std::make_unique<optim::SGD>(std::vector<Tensor>{p}, optim::SGDOptions{.lr = 0.1f, .momentum = 0.9f, .weight_decay = 0.5f, .nesterov = true});
+        }), 3);
+        std::vector<float> want(n);
+        for (int64_t i = 0; i < n; i++) {
+            double p = start.data()[i], buf = 0;
+            for (int t = 1; t <= 3; t++) {
+                const double g = p + 0.5 * p;
+                buf = 0.9 * buf + g;
+                p -= 0.1 * (g + 0.9 * buf);
+            }
+            want[i] = static_cast<float>(p);
+        }
+        expect_close(got[0], Tensor::from_vector(want, {n}), 1e-5, 1e-6, "parameter after 3 steps");
+    }
+}
