@@ -17,7 +17,7 @@ NPROC    := $(shell nproc 2>/dev/null || getconf _NPROCESSORS_ONLN 2>/dev/null |
 MAKEFLAGS += -j$(NPROC)
 
 # The framework: every .cpp under these folders goes into one static library.
-LIB_SRCS := $(wildcard autograd/*.cpp nn/*.cpp optim/*.cpp models/*.cpp)
+LIB_SRCS := $(wildcard autograd/*.cpp autograd/*/*.cpp nn/*.cpp optim/*.cpp models/*.cpp)
 # Helpers shared by the examples (argument parsing, progress, SVG, text data).
 EXLIB_SRCS := $(wildcard examples/common/*.cpp examples/data/*.cpp)
 EXAMPLES := $(patsubst %.cpp,%,$(wildcard examples/*.cpp))

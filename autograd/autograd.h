@@ -1,8 +1,8 @@
 // Everything in autograd/: include this one header.
 #pragma once
-#include "autograd/allocator.h"
+#include "autograd/kernels/allocator.h"
 #include "autograd/anomaly.h"
-#include "autograd/gemm.h"
+#include "autograd/kernels/gemm.h"
 #include "autograd/gradcheck.h"
 #include "autograd/graph_dot.h"
 #include "autograd/ops.h"

@@ -23,7 +23,7 @@ GradcheckResult gradcheck(const TensorFn& fn, std::vector<Tensor> inputs, const 
 
     // 1) analytic: one backward pass of L = sum(w * f(x)) gives dL/dx for every input
     Tensor out = fn(inputs);
-    Generator g(opt.seed);
+    Rng g(opt.seed);
     std::vector<float> w(static_cast<size_t>(out.numel()));
     // |w| in [0.5, 1], random sign: no output's error is scaled down to nothing by a tiny weight
     for (float& v : w) v = g.uniform(0.5f, 1.0f) * (g.uniform() < 0.5f ? -1.0f : 1.0f);

@@ -2,9 +2,9 @@
 // The arithmetic is autograd::gemm (gemm.cpp); this file only works out shapes and offsets.
 #include <stdexcept>
 
-#include "autograd/gemm.h"
+#include "autograd/kernels/gemm.h"
 #include "autograd/ops.h"
-#include "autograd/parallel.h"
+#include "autograd/kernels/parallel.h"
 
 namespace autograd {
 

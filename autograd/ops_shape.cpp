@@ -4,7 +4,7 @@
 #include <stdexcept>
 
 #include "autograd/ops.h"
-#include "autograd/parallel.h"
+#include "autograd/kernels/parallel.h"
 
 namespace autograd {
 

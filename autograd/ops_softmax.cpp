@@ -3,7 +3,7 @@
 #include <limits>
 
 #include "autograd/ops.h"
-#include "autograd/parallel.h"
+#include "autograd/kernels/parallel.h"
 
 namespace autograd {
 

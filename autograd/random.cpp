@@ -16,13 +16,13 @@ static uint64_t splitmix64(uint64_t& x) {
 
 static inline uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
 
-void Generator::seed_(uint64_t seed) {
+void Rng::seed_(uint64_t seed) {
     uint64_t x = seed;
     for (auto& w : s_) w = splitmix64(x);   // splitmix spreads any seed (even 0) over the state
     has_spare_ = false;
 }
 
-uint64_t Generator::next_u64() {
+uint64_t Rng::next_u64() {
     const uint64_t result = rotl(s_[1] * 5, 7) * 9;
     const uint64_t t = s_[1] << 17;
     s_[2] ^= s_[0]; s_[3] ^= s_[1]; s_[1] ^= s_[2]; s_[0] ^= s_[3];
@@ -31,11 +31,11 @@ uint64_t Generator::next_u64() {
     return result;
 }
 
-float Generator::uniform() {
+float Rng::uniform() {
     return static_cast<float>(next_u64() >> 40) * (1.0f / 16777216.0f);   // top 24 bits / 2^24
 }
 
-float Generator::normal() {
+float Rng::normal() {
     if (has_spare_) { has_spare_ = false; return spare_; }
     // Box-Muller: two uniforms -> two independent normals. u1 in (0, 1] so log(u1) is finite.
     const double u1 = (static_cast<double>(next_u64() >> 11) + 1.0) * (1.0 / 9007199254740992.0);
@@ -46,7 +46,7 @@ float Generator::normal() {
     return static_cast<float>(r * std::cos(theta));
 }
 
-uint32_t Generator::below(uint32_t n) {
+uint32_t Rng::below(uint32_t n) {
     // reject the top sliver of the 32-bit range that would make small values more likely
     const uint32_t limit = UINT32_MAX - UINT32_MAX % n;
     uint32_t x;
@@ -54,13 +54,13 @@ uint32_t Generator::below(uint32_t n) {
     return x % n;
 }
 
-void Generator::set_state(const State& st) {
+void Rng::set_state(const State& st) {
     for (int i = 0; i < 4; i++) s_[i] = st.s[i];
     spare_ = st.spare;
     has_spare_ = st.has_spare;
 }
 
-std::string Generator::serialize() const {
+std::string Rng::serialize() const {
     std::string out;
     for (uint64_t w : s_) out += std::to_string(w) + " ";
     uint32_t spare_bits;
@@ -68,13 +68,13 @@ std::string Generator::serialize() const {
     return out + std::to_string(spare_bits) + " " + (has_spare_ ? "1" : "0");
 }
 
-void Generator::deserialize(const std::string& text) {
+void Rng::deserialize(const std::string& text) {
     std::istringstream is(text);
     State st{};
     uint32_t spare_bits = 0;
     int has = 0;
     auto fail = [&](const std::string& why) {
-        throw std::invalid_argument("Generator::deserialize: " + why + ", in the generator state '" + text + "'");
+        throw std::invalid_argument("Rng::deserialize: " + why + ", in the generator state '" + text + "'");
     };
     if (!(is >> st.s[0] >> st.s[1] >> st.s[2] >> st.s[3] >> spare_bits >> has))
         fail("expected six numbers \"s0 s1 s2 s3 spare has_spare\"");
@@ -86,11 +86,11 @@ void Generator::deserialize(const std::string& text) {
     set_state(st);
 }
 
-Generator& default_generator() {
-    static Generator g(0);
+Rng& default_rng() {
+    static Rng g(0);
     return g;
 }
 
-void manual_seed(uint64_t seed) { default_generator().seed_(seed); }
+void manual_seed(uint64_t seed) { default_rng().seed_(seed); }
 
 }  // namespace autograd

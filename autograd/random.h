@@ -8,9 +8,9 @@
 namespace autograd {
 
 // xoshiro256** (Blackman & Vigna): small state, fast, statistically strong; seeded via splitmix64.
-class Generator {
+class Rng {
 public:
-    explicit Generator(uint64_t seed = 0) { seed_(seed); }
+    explicit Rng(uint64_t seed = 0) { seed_(seed); }
     void seed_(uint64_t seed);
     uint64_t next_u64();
     float uniform();                       // [0, 1), 24 random bits: every float is exactly representable
@@ -33,7 +33,7 @@ private:
 };
 
 // The process-wide generator used by rand/randn/uniform, dropout and init.
-Generator& default_generator();
+Rng& default_rng();
 // Reseed the default generator: every run after manual_seed(n) draws the same numbers.
 void manual_seed(uint64_t seed);
 

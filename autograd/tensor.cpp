@@ -150,14 +150,14 @@ Tensor Tensor::rand(const Shape& shape) { return uniform(shape, 0.0f, 1.0f); }
 
 Tensor Tensor::uniform(const Shape& shape, float lo, float hi) {
     Tensor t = empty(shape);
-    Generator& g = default_generator();
+    Rng& g = default_rng();
     for (float& v : *t.node_->data) v = g.uniform(lo, hi);   // serial: the stream order is fixed
     return t;
 }
 
 Tensor Tensor::randn(const Shape& shape) {
     Tensor t = empty(shape);
-    Generator& g = default_generator();
+    Rng& g = default_rng();
     for (float& v : *t.node_->data) v = g.normal();
     return t;
 }

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "autograd/allocator.h"
+#include "autograd/kernels/allocator.h"
 
 namespace autograd {
 

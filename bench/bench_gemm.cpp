@@ -1,6 +1,6 @@
 // bench_gemm: GFLOP/s of autograd::gemm at the Transformer's shapes.
 //
-//   g++ -std=c++20 -O3 -march=native -fopenmp -I. bench/bench_gemm.cpp autograd/gemm.cpp -o bench_gemm
+//   g++ -std=c++20 -O3 -march=native -fopenmp -I. bench/bench_gemm.cpp autograd/kernels/gemm.cpp -o bench_gemm
 //   OMP_NUM_THREADS=2 ./bench_gemm
 //
 // Each row: one warm-up call, then `samples` timed samples (each sample repeats the call enough
@@ -17,7 +17,7 @@
 #include <omp.h>
 #endif
 
-#include "autograd/gemm.h"
+#include "autograd/kernels/gemm.h"
 
 namespace {
 

@@ -38,7 +38,7 @@ int main(int argc, char** argv) {
     const int64_t L = 10, warmup = 3;
 
     autograd::manual_seed(0);
-    autograd::Generator rng(1);
+    autograd::Rng rng(1);
     models::Transformer model(cfg);
     optim::Adam opt(model.parameters(), {.lr = 0.0f, .beta1 = 0.9f, .beta2 = 0.98f, .eps = 1e-9f});
     optim::NoamSchedule sched(opt, cfg.d_model, 400, 0.5f);

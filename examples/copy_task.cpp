@@ -27,7 +27,7 @@
 #include "nn/nn.h"
 #include "optim/optim.h"
 
-using autograd::Generator;
+using autograd::Rng;
 using autograd::Mask;
 using autograd::Tensor;
 using autograd::Tokens;
@@ -76,7 +76,7 @@ void apply_paper_preset(Options& o, const common::ArgParser& p) {
 }
 
 // Exact match of greedy (or beam) decoding on `count` fresh random sequences.
-int evaluate(models::Transformer& model, const Options& o, Generator& rng, Tokens& shown_src, Tokens& shown_out,
+int evaluate(models::Transformer& model, const Options& o, Rng& rng, Tokens& shown_src, Tokens& shown_out,
              std::vector<std::string>& misses) {
     model.eval();
     int correct = 0;
@@ -167,7 +167,7 @@ int main(int argc, char** argv) {
 
     try {
         autograd::manual_seed(o.seed);
-        Generator data_rng(o.seed * 7919 + 1);   // data stream, independent of init and dropout draws
+        Rng data_rng(o.seed * 7919 + 1);   // data stream, independent of init and dropout draws
         models::TransformerConfig cfg{.src_vocab = o.vocab, .tgt_vocab = o.vocab, .layers = o.layers, .d_model = o.d_model,
                                       .d_ff = o.d_ff, .heads = o.heads, .dropout = o.dropout};
         if (!o.load.empty()) {   // the checkpoint's config wins
@@ -250,9 +250,9 @@ int main(int argc, char** argv) {
         }
 
         // Training's tensor blocks wait in the allocator cache; decoding needs other sizes, so
-        // hand them back to the system rather than hold both sets (see autograd/allocator.h).
+        // hand them back to the system rather than hold both sets (see autograd/kernels/allocator.h).
         autograd::empty_cache();
-        Generator eval_rng(o.seed + 1000003);   // fresh sequences the model has not seen
+        Rng eval_rng(o.seed + 1000003);   // fresh sequences the model has not seen
         Tokens shown_src, shown_out;
         std::vector<std::string> misses;
         const int correct = evaluate(model, o, eval_rng, shown_src, shown_out, misses);

@@ -4,7 +4,7 @@
 #include <limits>
 #include <stdexcept>
 
-#include "autograd/parallel.h"
+#include "autograd/kernels/parallel.h"
 #include "autograd/random.h"
 
 namespace nn {
@@ -51,7 +51,7 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
     auto allowed = std::make_shared<std::vector<uint8_t>>(mask.data.empty() ? std::vector<uint8_t>()
                                                                             : expand_mask(mask, B, T, S));
     const bool drop = training && dropout_p > 0.0f;
-    const uint64_t seed = drop ? autograd::default_generator().next_u64() : 0;   // see nn::dropout
+    const uint64_t seed = drop ? autograd::default_rng().next_u64() : 0;   // see nn::dropout
     const float keep_scale = 1.0f / (1.0f - dropout_p);
     // keep factor of weight (bh, t, s): 0 if dropped, 1/(1-p) if kept, 1 without dropout
     auto keep = [=](int64_t i) { return !drop ? 1.0f : (counter_uniform(seed, i) < dropout_p ? 0.0f : keep_scale); };

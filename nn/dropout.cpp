@@ -2,7 +2,7 @@
 
 #include <stdexcept>
 
-#include "autograd/parallel.h"
+#include "autograd/kernels/parallel.h"
 #include "autograd/random.h"
 
 namespace nn {
@@ -14,7 +14,7 @@ Tensor dropout(const Tensor& x, float p, bool training) {
     if (!training || p == 0.0f) return x;
     const int64_t n = x.numel();
     const float scale = 1.0f / (1.0f - p);
-    const uint64_t seed = autograd::default_generator().next_u64();
+    const uint64_t seed = autograd::default_rng().next_u64();
     Tensor y = Tensor::empty(x.shape());
     const float* px = x.data();
     float* py = y.data();

@@ -7,7 +7,7 @@
 
 namespace nn::init {
 
-using autograd::default_generator;
+using autograd::default_rng;
 
 void xavier_uniform_(autograd::Tensor& t, float gain) {
     if (t.dim() < 2)
@@ -20,11 +20,11 @@ void xavier_uniform_(autograd::Tensor& t, float gain) {
 }
 
 void normal_(autograd::Tensor& t, float mean, float std) {
-    for (int64_t i = 0; i < t.numel(); i++) t.data()[i] = mean + std * default_generator().normal();
+    for (int64_t i = 0; i < t.numel(); i++) t.data()[i] = mean + std * default_rng().normal();
 }
 
 void uniform_(autograd::Tensor& t, float lo, float hi) {
-    for (int64_t i = 0; i < t.numel(); i++) t.data()[i] = default_generator().uniform(lo, hi);
+    for (int64_t i = 0; i < t.numel(); i++) t.data()[i] = default_rng().uniform(lo, hi);
 }
 
 void zeros_(autograd::Tensor& t) { std::fill(t.data(), t.data() + t.numel(), 0.0f); }

@@ -5,7 +5,7 @@
 #include <cmath>
 #include <stdexcept>
 
-#include "autograd/parallel.h"
+#include "autograd/kernels/parallel.h"
 
 namespace nn {
 

@@ -4,7 +4,7 @@
 
 #include <stdexcept>
 
-#include "autograd/parallel.h"
+#include "autograd/kernels/parallel.h"
 #include "nn/dropout.h"
 #include "nn/init.h"
 
@@ -44,7 +44,7 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, Activat
     gemm(false, true, rows, out, in, x.data(), in, weight.data(), in, py, out, false);   // x W^T
     if (!(dropout_p >= 0.0f && dropout_p < 1.0f)) throw std::invalid_argument("linear: dropout must be in [0, 1)");
     const bool drop = training && dropout_p > 0.0f;
-    const uint64_t seed = drop ? autograd::default_generator().next_u64() : 0;
+    const uint64_t seed = drop ? autograd::default_rng().next_u64() : 0;
     const float scale = drop ? 1.0f / (1.0f - dropout_p) : 1.0f;   // inverted dropout
     const float* pb = bias.defined() ? bias.data() : nullptr;
     const bool relu = act == Activation::relu;

@@ -1,4 +1,4 @@
-// Save and load a module's parameters as a safetensors file (see nn/safetensors.h), named by
+// Save and load a module's parameters as a safetensors file (see autograd/io/safetensors.h), named by
 // named_parameters() ("encoder.layers.0.self_attn.w_q.weight"), F32, so the file opens in
 // Python too: safetensors.numpy.load_file("model.safetensors").
 #pragma once
@@ -6,7 +6,7 @@
 #include <string>
 
 #include "nn/module.h"
-#include "nn/safetensors.h"
+#include "autograd/io/safetensors.h"
 
 namespace nn {
 

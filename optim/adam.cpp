@@ -3,7 +3,7 @@
 #include <cmath>
 #include <stdexcept>
 
-#include "autograd/parallel.h"
+#include "autograd/kernels/parallel.h"
 
 namespace optim {
 

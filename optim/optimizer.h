@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "autograd/tensor.h"
-#include "nn/safetensors.h"
+#include "autograd/io/safetensors.h"
 
 namespace optim {
 

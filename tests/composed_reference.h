@@ -92,7 +92,7 @@ inline void expect_fused_equals_composed(const std::function<autograd::Tensor(co
     auto run = [&](const auto& fn) {
         for (autograd::Tensor& t : leaves) t.zero_grad();
         const autograd::Tensor y = fn(leaves);
-        autograd::Generator g(99);
+        autograd::Rng g(99);
         std::vector<float> w(static_cast<size_t>(y.numel()));
         for (float& v : w) v = g.uniform(-1.0f, 1.0f);
         y.backward(autograd::Tensor::from_vector(w, y.shape()));

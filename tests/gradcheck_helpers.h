@@ -25,7 +25,7 @@ inline autograd::Tensor param(const autograd::Shape& s, float lo = -1.0f, float 
 inline void check_backward_adds(const autograd::TensorFn& fn, std::vector<autograd::Tensor> inputs) {
     for (autograd::Tensor& t : inputs) t.zero_grad();
     autograd::Tensor y = fn(inputs);
-    autograd::Generator g(7);
+    autograd::Rng g(7);
     std::vector<float> w(static_cast<size_t>(y.numel()));
     for (float& v : w) v = g.uniform(-1.0f, 1.0f);
     const autograd::Tensor upstream = autograd::Tensor::from_vector(w, y.shape());

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "autograd/allocator.h"
+#include "autograd/kernels/allocator.h"
 #include "examples/data/copy_task_data.h"
 #include "models/transformer.h"
 #include "nn/nn.h"
@@ -82,7 +82,7 @@ TEST_CASE("allocator: a steady-state training step takes all its tensor memory f
     models::Transformer model({.src_vocab = 11, .tgt_vocab = 11, .layers = 2, .d_model = 32, .d_ff = 64,
                                .heads = 4, .dropout = 0.1f});
     optim::Adam opt(model.parameters(), {.lr = 1e-3f});
-    Generator data(4);
+    Rng data(4);
     auto step = [&] {
         const data::CopyBatch b = data::make_copy_batch(data, 11, 16, 10);
         const Tensor loss = nn::cross_entropy(model.forward(b.src, b.tgt_in, b.src_mask, b.tgt_mask), b.tgt_out);

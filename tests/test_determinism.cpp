@@ -28,7 +28,7 @@ struct Run {
     models::Transformer model;
     optim::Adam opt;
     optim::NoamSchedule sched;
-    Generator data;
+    Rng data;
     explicit Run(uint64_t seed)
         : model((manual_seed(seed), small_cfg())),
           opt(model.parameters(), {.lr = 0.0f, .beta1 = 0.9f, .beta2 = 0.98f, .eps = 1e-9f}),
@@ -97,7 +97,7 @@ TEST_CASE("resume: N steps + checkpoint + N steps equals 2N steps straight") {
         first.steps(N);
         // everything a resumed run needs: parameters, optimizer state, schedule step, both generators
         nn::save(first.model, model_path,
-                 {{"rng", default_generator().serialize()}, {"data_rng", first.data.serialize()},
+                 {{"rng", default_rng().serialize()}, {"data_rng", first.data.serialize()},
                   {"step", std::to_string(first.sched.current_step())}});
         optim::save_optimizer(first.opt, opt_path);
     }
@@ -106,7 +106,7 @@ TEST_CASE("resume: N steps + checkpoint + N steps equals 2N steps straight") {
     const nn::Metadata meta = nn::load(resumed.model, model_path);
     optim::load_optimizer(resumed.opt, opt_path);
     resumed.sched.set_step(std::stoll(meta.at("step")));
-    default_generator().deserialize(meta.at("rng"));
+    default_rng().deserialize(meta.at("rng"));
     resumed.data.deserialize(meta.at("data_rng"));
     resumed.steps(N);
     CHECK(same_bits(straight.model.parameters(), resumed.model.parameters()));
@@ -115,9 +115,9 @@ TEST_CASE("resume: N steps + checkpoint + N steps equals 2N steps straight") {
 }
 
 TEST_CASE("generator state text round trip and bad input") {
-    Generator g(1);
+    Rng g(1);
     g.normal();
-    Generator h(2);
+    Rng h(2);
     h.deserialize(g.serialize());
     CHECK(h.normal() == g.normal());
     CHECK(h.next_u64() == g.next_u64());

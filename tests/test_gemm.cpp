@@ -12,7 +12,7 @@
 #include <omp.h>
 #endif
 
-#include "autograd/gemm.h"
+#include "autograd/kernels/gemm.h"
 
 namespace {
 

@@ -95,7 +95,7 @@ TEST_CASE("decoder: output t does not depend on target inputs after t; all sourc
 
 // Train a tiny model on a tiny copy task: the whole pipeline must learn, not just run.
 static void train_copy(Transformer& model, int steps, int64_t V, int64_t L, uint64_t seed) {
-    Generator rng(seed);
+    Rng rng(seed);
     optim::Adam opt(model.parameters(), {.lr = 0.0f, .beta1 = 0.9f, .beta2 = 0.98f, .eps = 1e-9f});
     optim::NoamSchedule sched(opt, model.cfg.d_model, 100, 1.0f);
     model.train();
@@ -115,7 +115,7 @@ TEST_CASE("a tiny Transformer learns a tiny copy task; greedy and beam search ag
     const int64_t V = 6, L = 6;
     Transformer model({.src_vocab = V, .tgt_vocab = V, .layers = 1, .d_model = 32, .d_ff = 64, .heads = 2, .dropout = 0.0f});
     train_copy(model, 300, V, L, 11);
-    Generator rng(99);
+    Rng rng(99);
     const int64_t N = 50;
     const Tokens src = data::random_sequences(rng, V, N, L);
     const Tokens out = models::greedy_decode(model, src, models::padding_mask(src, 0), L, 1);
@@ -260,7 +260,7 @@ TEST_CASE("a translation checkpoint (model + vocabularies in metadata): the same
 TEST_CASE("anomaly mode: a healthy training step raises nothing; a poisoned weight is traced to its op") {
     manual_seed(9);
     Transformer model(tiny());
-    Generator rng(1);
+    Rng rng(1);
     const data::CopyBatch b = data::make_copy_batch(rng, 7, 4, 5);
     {
         DetectAnomalyGuard guard;

@@ -243,7 +243,7 @@ TEST_CASE("dropout inside attention and in nn::dropout: gradcheck with a fixed s
     const Tensor out = nn::scaled_dot_product_attention(q, k, v, 2, pad, 0.5f, true, &w);
     CHECK(w.at({1, 1, 2, 0}) + w.at({1, 1, 2, 1}) + w.at({1, 1, 2, 2}) + w.at({1, 1, 2, 3}) == doctest::Approx(1.0));
     // and the output is (weights * keep) V, keep = 0 or 1/(1-p) drawn per weight as nn::dropout draws
-    const uint64_t seed = Generator(6).next_u64();
+    const uint64_t seed = Rng(6).next_u64();
     const int64_t B = 2, H = 2, T = 3, S = 4, Dk = 2;
     int64_t dropped = 0;
     for (int64_t b = 0; b < B; b++)

@@ -1,4 +1,4 @@
-// Tests for the checkpoint file format layer: nn/json.h and nn/safetensors.h.
+// Tests for the checkpoint file format layer: autograd/io/json.h and autograd/io/safetensors.h.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -11,8 +11,8 @@
 
 #include <unistd.h>
 
-#include "nn/json.h"
-#include "nn/safetensors.h"
+#include "autograd/io/json.h"
+#include "autograd/io/safetensors.h"
 
 namespace fs = std::filesystem;
 using nn::json::Value;

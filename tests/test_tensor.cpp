@@ -50,21 +50,21 @@ TEST_CASE("the seeded generator is reproducible and has the right moments") {
     manual_seed(7);
     CHECK(Tensor::randn({1000}).to_vector() == first);
 
-    // Golden values: the first draws of Generator(42), computed independently of this code with
+    // Golden values: the first draws of Rng(42), computed independently of this code with
     // the reference algorithms (splitmix64 filling the four state words from the seed 42, then
     // xoshiro256**, as in Vigna's reference C code) in a few lines of Python with explicit
     // 64-bit masking. Any change to the generator would change every seeded run; it fails here.
-    Generator g(42);
+    Rng g(42);
     CHECK(g.next_u64() == 0x15780b2e0c2ec716ULL);
     CHECK(g.next_u64() == 0x6104d9866d113a7eULL);
     CHECK(g.next_u64() == 0xae17533239e499a1ULL);
     // uniform() is a draw's top 24 bits over 2^24; normal() is Box-Muller on the first two draws
     // d0, d1: u1 = ((d0 >> 11) + 1) / 2^53, u2 = (d1 >> 11) / 2^53, sqrt(-2 ln u1) cos(2 pi u2),
     // and the sin() twin next (the same Python, in double precision)
-    Generator g_u(42);
+    Rng g_u(42);
     CHECK(g_u.uniform() == 0x15780b / 16777216.0f);
     CHECK(g_u.uniform() == 0x6104d9 / 16777216.0f);
-    Generator g_n(42);
+    Rng g_n(42);
     CHECK(g_n.normal() == doctest::Approx(-1.6132237513849157).epsilon(1e-7));
     CHECK(g_n.normal() == doctest::Approx(1.5344873235334193).epsilon(1e-7));
 
@@ -81,9 +81,9 @@ TEST_CASE("the seeded generator is reproducible and has the right moments") {
 }
 
 TEST_CASE("generator state can be saved and restored") {
-    Generator g(3);
+    Rng g(3);
     g.normal();                       // leaves a spare normal waiting
-    const Generator::State st = g.state();
+    const Rng::State st = g.state();
     const float x = g.normal(), y = g.uniform();
     g.set_state(st);
     CHECK(g.normal() == x);

@@ -1,5 +1,5 @@
 // The threaded path of every kernel that splits its loops over OpenMP threads. Each kernel runs
-// on inputs just above its threshold (autograd/parallel.h), forward and backward:
+// on inputs just above its threshold (autograd/kernels/parallel.h), forward and backward:
 //   - on 1 and on 2 threads, which must give the same bytes (each thread writes its own
 //     elements, and every sum has one fixed order);
 //   - with 2 threads, the kernel must have opened exactly its number of threaded regions;
@@ -15,8 +15,8 @@
 #include <memory>
 
 #include "autograd/autograd.h"
-#include "autograd/gemm.h"
-#include "autograd/parallel.h"
+#include "autograd/kernels/gemm.h"
+#include "autograd/kernels/parallel.h"
 #include "nn/nn.h"
 #include "optim/optim.h"
 #include "tests/composed_reference.h"
@@ -209,7 +209,7 @@ TEST_CASE("threaded cross_entropy: equal to the composition of primitives, with 
     const int64_t B = 3, V = 100, T = kCrossEntropyParallelMin / (B * V) + 1;
     manual_seed(5);
     Tensor logits = Tensor::uniform({B, T, V}, -4.0f, 4.0f).requires_grad_();
-    Generator g(6);
+    Rng g(6);
     Tokens targets = Tokens::full({B, T}, 0);
     for (int64_t i = 0; i < B * T; i++) targets[i] = static_cast<int32_t>(g.below(V));   // id 0 (padding): ~1%
     for (int64_t i = 0; i < B * T; i += 9) targets[i] = 0;                               // and every 9th
@@ -277,7 +277,7 @@ TEST_CASE("threaded dropout: the plain loop's keep decisions, scaled by 1/(1-p),
     const auto got = same_on_1_and_2_threads(
         [&] { return forward_backward({x}, [&] { manual_seed(11); return nn::dropout(x, p, true); }, w); }, 2);
     // the plain loop: element i is dropped when its counter draw is below p
-    const uint64_t seed = Generator(11).next_u64();   // what dropout takes from the reseeded generator
+    const uint64_t seed = Rng(11).next_u64();   // what dropout takes from the reseeded generator
     const float scale = 1.0f / (1.0f - p);
     int64_t dropped = 0, wrong = 0;
     for (int64_t i = 0; i < n; i++) {

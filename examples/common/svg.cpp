@@ -1,6 +1,6 @@
 #include "examples/common/svg.h"
 
-#include "nn/utf8.h"
+#include "autograd/io/utf8.h"
 
 #include <algorithm>
 #include <cerrno>

@@ -6,7 +6,7 @@
 
 namespace data {
 
-autograd::Tokens random_sequences(autograd::Generator& rng, int64_t V, int64_t B, int64_t L) {
+autograd::Tokens random_sequences(autograd::Rng& rng, int64_t V, int64_t B, int64_t L) {
     if (V < 3 || B < 1 || L < 2) throw std::invalid_argument("random_sequences: needs V >= 3, B >= 1, L >= 2");
     autograd::Tokens s = autograd::Tokens::full({B, L}, COPY_START);   // (B, L)
     for (int64_t b = 0; b < B; b++)
@@ -14,7 +14,7 @@ autograd::Tokens random_sequences(autograd::Generator& rng, int64_t V, int64_t B
     return s;
 }
 
-CopyBatch make_copy_batch(autograd::Generator& rng, int64_t V, int64_t B, int64_t L) {
+CopyBatch make_copy_batch(autograd::Rng& rng, int64_t V, int64_t B, int64_t L) {
     CopyBatch b;
     b.src = random_sequences(rng, V, B, L);
     b.tgt_in = autograd::Tokens::full({B, L - 1}, COPY_PAD);

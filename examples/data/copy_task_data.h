@@ -18,7 +18,7 @@ struct CopyBatch {
 };
 
 // (B, L) symbols drawn uniformly from 1..V-1, first column COPY_START.
-autograd::Tokens random_sequences(autograd::Generator& rng, int64_t V, int64_t B, int64_t L);
-CopyBatch make_copy_batch(autograd::Generator& rng, int64_t V, int64_t B, int64_t L);
+autograd::Tokens random_sequences(autograd::Rng& rng, int64_t V, int64_t B, int64_t L);
+CopyBatch make_copy_batch(autograd::Rng& rng, int64_t V, int64_t B, int64_t L);
 
 }  // namespace data

@@ -26,13 +26,13 @@
 #include <string_view>
 #include <vector>
 
-#include "nn/utf8.h"
+#include "autograd/io/utf8.h"
 
 namespace data {
 
 // ---- UTF-8 ----------------------------------------------------------------------------------
 
-// The UTF-8 primitives live in nn/utf8.h (checkpoint headers need them too); here under data::.
+// The UTF-8 primitives live in autograd/io/utf8.h (checkpoint headers need them too); here under data::.
 using nn::append_utf8;
 using nn::decode_utf8;
 using nn::encode_utf8;

@@ -34,8 +34,8 @@
 #include "examples/data/tokenizer.h"
 #include "examples/data/tsv.h"
 #include "examples/data/vocab.h"
-#include "nn/json.h"
-#include "nn/safetensors.h"
+#include "autograd/io/json.h"
+#include "autograd/io/safetensors.h"
 
 namespace fuzz {
 

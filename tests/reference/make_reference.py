@@ -21,7 +21,7 @@ Run from the repository root with Debian's python3, which has torch (1.13):
       ./examples/copy_task --steps 300 --save /tmp/copy.safetensors
       /usr/bin/python3 tests/reference/make_reference.py --check-checkpoint /tmp/copy.safetensors
 
-Each fixture holds (safetensors, the format nn/safetensors.h reads):
+Each fixture holds (safetensors, the format autograd/io/safetensors.h reads):
   <parameter name>            F32   the weights (seeded, see make_weights)
   src (B, S), tgt_in (B, T),  I32   token ids, padded with `pad`; the masks are built from them:
   tgt_out (B, T)                    src_mask = padding_mask(src) (B, 1, S),
@@ -263,7 +263,7 @@ def config_string(c):
 
 
 # ------------------------------------------------------------------------------------------------
-# safetensors, as nn/safetensors.h reads and writes it: an 8-byte little-endian header length, a
+# safetensors, as autograd/io/safetensors.h reads and writes it: an 8-byte little-endian header length, a
 # JSON header (padded with spaces to a multiple of 8), then each tensor's raw little-endian bytes.
 
 DTYPES = {"F32": (torch.float32, 4), "I32": (torch.int32, 4), "I64": (torch.int64, 8)}

@@ -1,4 +1,4 @@
-#include "autograd/allocator.h"
+#include "autograd/kernels/allocator.h"
 
 #include <algorithm>
 #include <limits>

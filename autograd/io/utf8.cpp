@@ -1,4 +1,4 @@
-#include "nn/utf8.h"
+#include "autograd/io/utf8.h"
 
 namespace nn {
 

@@ -1,6 +1,6 @@
 // A small, strict JSON value type with a parser and a compact writer.
 //
-// Used for checkpoint headers (nn/safetensors.h), so it favours clear error messages and safety on
+// Used for checkpoint headers (autograd/io/safetensors.h), so it favours clear error messages and safety on
 // hostile input over speed: every parse error is a std::runtime_error that names the byte offset,
 // e.g. "json: unterminated string at byte 57".
 //

@@ -1,7 +1,7 @@
 // JSON parser and writer: see json.h for the contract.
-#include "nn/json.h"
+#include "autograd/io/json.h"
 
-#include "nn/utf8.h"
+#include "autograd/io/utf8.h"
 
 #include <charconv>
 #include <cmath>

@@ -1,5 +1,5 @@
 // UTF-8, strictly: decoding with validation, encoding, and repair. Used by the checkpoint JSON
-// header (nn/json.cpp), the tokenizer (examples/data) and the SVG writers (examples/common).
+// header (autograd/io/json.cpp), the tokenizer (examples/data) and the SVG writers (examples/common).
 #pragma once
 #include <cstddef>
 #include <string>

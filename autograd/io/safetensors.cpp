@@ -1,5 +1,5 @@
 // safetensors reader and writer: see safetensors.h for the file layout.
-#include "nn/safetensors.h"
+#include "autograd/io/safetensors.h"
 
 #include <algorithm>
 #include <bit>
@@ -16,7 +16,7 @@
 #include <sys/stat.h>   // "rename over the old file" safe after a power cut
 #include <unistd.h>
 
-#include "nn/json.h"
+#include "autograd/io/json.h"
 
 // Tensor bytes are copied between memory and file as-is, which is only right on a little-endian
 // machine (x86-64, ARM64 in practice). The header length is decoded byte by byte regardless.
