@@ -7,6 +7,24 @@
 
 namespace autograd {
 
+// splitmix64's output function (Steele, Lea & Flood 2014): a bijective mix of 64 bits, so that
+// nearby inputs (seed, seed + 1, ...) give unrelated outputs. The one copy of the mixer: it seeds
+// Rng, and makes counter_uniform's draws.
+inline uint64_t splitmix64_mix(uint64_t z) {
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+// splitmix64 as a generator: advance the state by the golden-ratio constant, then mix.
+inline uint64_t splitmix64(uint64_t& state) { return splitmix64_mix(state += 0x9e3779b97f4a7c15ULL); }
+
+// A uniform number in [0, 1) that depends only on (seed, i): the i-th output of splitmix64 started
+// at seed, computed directly. A counter-based draw: element i of a dropout mask gets the same
+// decision whichever thread computes it, and the backward recomputes it instead of storing a mask.
+inline float counter_uniform(uint64_t seed, uint64_t i) {
+    return static_cast<float>(splitmix64_mix(seed + (i + 1) * 0x9e3779b97f4a7c15ULL) >> 40) * (1.0f / 16777216.0f);
+}
+
 // xoshiro256** (Blackman & Vigna): small state, fast, statistically strong; seeded via splitmix64.
 class Rng {
 public:

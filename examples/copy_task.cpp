@@ -171,7 +171,7 @@ int main(int argc, char** argv) {
         models::TransformerConfig cfg{.src_vocab = o.vocab, .tgt_vocab = o.vocab, .layers = o.layers, .d_model = o.d_model,
                                       .d_ff = o.d_ff, .heads = o.heads, .dropout = o.dropout};
         if (!o.load.empty()) {   // the checkpoint's config wins
-            const nn::SafetensorsFile f = nn::load_safetensors(o.load);
+            const autograd::io::SafetensorsFile f = autograd::io::load_safetensors(o.load);
             if (!f.metadata.count("config"))
                 throw std::runtime_error("'" + o.load + "' has no 'config' metadata: not a checkpoint written by --save");
             cfg = models::TransformerConfig::from_string(f.metadata.at("config"));

@@ -226,7 +226,7 @@ std::string translate_sentence(models::Transformer& model, const Vocab& sv, cons
 
 int run_inference(const Options& o_in) {
     Options o = o_in;
-    const nn::SafetensorsFile f = nn::load_safetensors(o.load);
+    const autograd::io::SafetensorsFile f = autograd::io::load_safetensors(o.load);
     for (const char* key : {"config", "src_vocab", "tgt_vocab"})
         if (!f.metadata.count(key))
             throw std::runtime_error("'" + o.load + "' has no '" + key + "' metadata: not a checkpoint written by ./examples/translation");

@@ -5,6 +5,11 @@
 
 namespace nn {
 
+using autograd::io::as_f32;
+using autograd::io::f32_record;
+using autograd::io::load_safetensors;
+using autograd::io::save_safetensors;
+
 std::vector<TensorRecord> parameter_records(const Module& module) {
     std::vector<TensorRecord> recs;
     for (const auto& [name, t] : module.named_parameters()) recs.push_back(f32_record(name, t.shape(), t.data()));

@@ -5,10 +5,13 @@
 #include <map>
 #include <string>
 
-#include "nn/module.h"
 #include "autograd/io/safetensors.h"
+#include "nn/module.h"
 
 namespace nn {
+
+using autograd::io::SafetensorsFile;
+using autograd::io::TensorRecord;
 
 using Metadata = std::map<std::string, std::string>;
 

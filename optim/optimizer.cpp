@@ -10,7 +10,7 @@
 namespace optim {
 
 using autograd::shape_str;
-using nn::TensorRecord;
+using autograd::io::TensorRecord;
 
 Optimizer::Optimizer(std::vector<Tensor> params, float lr) : params_(std::move(params)), lr_(lr) {
     if (params_.empty())
@@ -94,7 +94,7 @@ static std::vector<int64_t> as_i64(const TensorRecord& r) {   // caller has chec
 std::vector<TensorRecord> Optimizer::state_records() const {
     std::vector<TensorRecord> recs;
     recs.push_back(i64_record("optim.step_count", {}, &step_count_));
-    recs.push_back(nn::f32_record("optim.lr", {}, &lr_));
+    recs.push_back(autograd::io::f32_record("optim.lr", {}, &lr_));
     recs.push_back(i64_record("optim.param_steps", {static_cast<int64_t>(params_.size())}, param_steps_.data()));
     std::vector<float> zeros;
     for (size_t s = 0; s < buffers_.size(); s++)
@@ -102,7 +102,7 @@ std::vector<TensorRecord> Optimizer::state_records() const {
             const float* d = nullptr;
             if (state_ready_) d = buffers_[s][i].data();
             else { zeros.assign(static_cast<size_t>(params_[i].numel()), 0.0f); d = zeros.data(); }
-            recs.push_back(nn::f32_record(prefix() + "." + buffer_names_[s] + "." + std::to_string(i), params_[i].shape(), d));
+            recs.push_back(autograd::io::f32_record(prefix() + "." + buffer_names_[s] + "." + std::to_string(i), params_[i].shape(), d));
         }
     return recs;
 }
@@ -113,7 +113,7 @@ std::map<std::string, std::string> Optimizer::state_metadata() const {
 
 static bool starts_with(const std::string& s, const std::string& p) { return s.compare(0, p.size(), p) == 0; }
 
-void Optimizer::load_state_records(const nn::SafetensorsFile& f) {
+void Optimizer::load_state_records(const autograd::io::SafetensorsFile& f) {
     const std::string who = "load_state_records (" + name() + "): ";
     const size_t P = params_.size();
     // 1) the file must hold state for this kind of optimizer
@@ -143,7 +143,7 @@ void Optimizer::load_state_records(const nn::SafetensorsFile& f) {
     r_ps = need("optim.param_steps", "I64", {static_cast<int64_t>(P)});
 
     const int64_t step_count = r_step ? as_i64(*r_step)[0] : 0;
-    const float lr = r_lr ? nn::as_f32(*r_lr)[0] : 0.0f;
+    const float lr = r_lr ? autograd::io::as_f32(*r_lr)[0] : 0.0f;
     std::vector<int64_t> param_steps = r_ps ? as_i64(*r_ps) : std::vector<int64_t>(P, 0);
     if (step_count < 0) problems.push_back("negative optim.step_count " + std::to_string(step_count));
     if (!std::isfinite(lr) || lr < 0.0f) problems.push_back("optim.lr " + float_text(lr) + " is not a valid learning rate");
@@ -158,7 +158,7 @@ void Optimizer::load_state_records(const nn::SafetensorsFile& f) {
     for (size_t s = 0; s < buffers_.size(); s++)
         for (size_t i = 0; i < P; i++)
             if (const TensorRecord* r = need(prefix() + "." + buffer_names_[s] + "." + std::to_string(i), "F32", params_[i].shape()))
-                buffers[s][i] = nn::as_f32(*r);
+                buffers[s][i] = autograd::io::as_f32(*r);
 
     // 3) nothing unexpected under our prefixes (other records, e.g. model weights, are not ours)
     for (const TensorRecord& r : f.tensors)
@@ -184,11 +184,11 @@ void save_optimizer(const Optimizer& opt, const std::string& path, std::map<std:
         if (starts_with(k, "optim."))
             throw std::invalid_argument("save_optimizer: metadata key '" + k + "' is reserved (\"optim.*\" keys describe the optimizer)");
     for (auto& [k, v] : opt.state_metadata()) metadata[k] = v;
-    nn::save_safetensors(path, opt.state_records(), metadata);
+    autograd::io::save_safetensors(path, opt.state_records(), metadata);
 }
 
 void load_optimizer(Optimizer& opt, const std::string& path) {
-    const nn::SafetensorsFile f = nn::load_safetensors(path);   // its errors already name the path
+    const autograd::io::SafetensorsFile f = autograd::io::load_safetensors(path);   // its errors already name the path
     try {
         opt.load_state_records(f);
     } catch (const std::runtime_error& e) {

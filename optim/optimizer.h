@@ -45,7 +45,7 @@ public:
     //   "optim.param_steps" I64 (P)  updates each parameter has received (Adam's bias correction)
     //   "<rule>.<buffer>.<i>" F32, shaped like parameter i, e.g. "adam.m.3", "sgd.momentum_buffer.0"
     // Before the first step() the buffers are written as zeros, which is exactly their initial value.
-    virtual std::vector<nn::TensorRecord> state_records() const;
+    virtual std::vector<autograd::io::TensorRecord> state_records() const;
     // Strings for a reader of the file: "optim.type" (checked on load) and the hyperparameters
     // (informative only: a loaded state keeps the hyperparameters this optimizer was built with).
     virtual std::map<std::string, std::string> state_metadata() const;
@@ -53,7 +53,7 @@ public:
     // every expected record present with its dtype and shape, no unexpected "optim.*" or "<rule>.*"
     // records — and throws std::runtime_error listing the problems, leaving this optimizer untouched.
     // Records outside those two prefixes are ignored (e.g. model weights saved in the same file).
-    virtual void load_state_records(const nn::SafetensorsFile& f);
+    virtual void load_state_records(const autograd::io::SafetensorsFile& f);
 
 protected:
     // Declare a per-parameter state buffer, from the subclass constructor; returns its slot. Each
@@ -77,7 +77,7 @@ private:
 };
 
 // Write opt.state_records() and opt.state_metadata() (plus `metadata`, whose keys must not start
-// with "optim.") to `path` as safetensors. Atomic, as nn::save_safetensors.
+// with "optim.") to `path` as safetensors. Atomic, as autograd::io::save_safetensors.
 void save_optimizer(const Optimizer& opt, const std::string& path,
                     std::map<std::string, std::string> metadata = {});
 // Read `path` and opt.load_state_records() it; errors are std::runtime_error naming the path.

@@ -214,7 +214,7 @@ TEST_CASE("a saved Transformer loads into a fresh one: every parameter, bit for 
     Transformer a(tiny());
     const std::string path = (std::filesystem::temp_directory_path() / ("tf_" + std::to_string(::getpid()) + ".safetensors")).string();
     nn::save(a, path, {{"config", a.cfg.to_string()}});
-    const nn::SafetensorsFile f = nn::load_safetensors(path);
+    const autograd::io::SafetensorsFile f = autograd::io::load_safetensors(path);
     manual_seed(6);
     Transformer b(TransformerConfig::from_string(f.metadata.at("config")));
     CHECK(b.cfg.to_string() == a.cfg.to_string());
@@ -235,7 +235,7 @@ TEST_CASE("a translation checkpoint (model + vocabularies in metadata): the same
     const std::string path = (std::filesystem::temp_directory_path() / ("tr_" + std::to_string(::getpid()) + ".safetensors")).string();
     nn::save(a, path, {{"config", a.cfg.to_string()}, {"src_vocab", sv.serialize()}, {"tgt_vocab", tv.serialize()}});
 
-    const nn::SafetensorsFile f = nn::load_safetensors(path);
+    const autograd::io::SafetensorsFile f = autograd::io::load_safetensors(path);
     const data::Vocab sv2 = data::Vocab::deserialize(f.metadata.at("src_vocab")), tv2 = data::Vocab::deserialize(f.metadata.at("tgt_vocab"));
     CHECK(sv2 == sv);
     CHECK(tv2 == tv);

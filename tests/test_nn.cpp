@@ -252,7 +252,7 @@ TEST_CASE("dropout inside attention and in nn::dropout: gradcheck with a fixed s
                 for (int64_t d = 0; d < Dk; d++) {
                     double want = 0.0;
                     for (int64_t s = 0; s < S; s++) {
-                        const bool kept = nn::counter_uniform(seed, ((b * H + h) * T + t) * S + s) >= 0.5f;
+                        const bool kept = autograd::counter_uniform(seed, ((b * H + h) * T + t) * S + s) >= 0.5f;
                         dropped += !kept && d == 0;
                         want += w.at({b, h, t, s}) * (kept ? 2.0 : 0.0) * v.at({b, s, h * Dk + d});
                     }
@@ -481,11 +481,11 @@ TEST_CASE("checkpoint: round trip, and each mismatch gets its own clear error") 
     CHECK(other.first->weight.to_vector() == before);   // never half a model
 
     // missing parameter
-    nn::save_safetensors(path, {nn::f32_record("first.weight", {4, 3}, a.first->weight.data())});
+    autograd::io::save_safetensors(path, {autograd::io::f32_record("first.weight", {4, 3}, a.first->weight.data())});
     CHECK_THROWS_WITH_AS(nn::load(b, path), doctest::Contains("missing parameter 'first.bias'"), std::runtime_error);
     // wrong dtype
     std::vector<int32_t> ints(12, 1);
-    nn::save_safetensors(path, {nn::i32_record("first.weight", {4, 3}, ints.data())});
+    autograd::io::save_safetensors(path, {autograd::io::i32_record("first.weight", {4, 3}, ints.data())});
     CHECK_THROWS_WITH_AS(nn::load(b, path), doctest::Contains("dtype I32"), std::runtime_error);
     // truncated file
     nn::save(a, path);

@@ -358,7 +358,7 @@ TEST_CASE("optim state round trip: save, resume, and continue bit-exactly") {
         CHECK(resumed->step_count() == 6);
 
         // the file holds the documented records and metadata
-        const nn::SafetensorsFile f = nn::load_safetensors(path);
+        const autograd::io::SafetensorsFile f = autograd::io::load_safetensors(path);
         CHECK(f.metadata.at("note") == "three steps");
         CHECK(f.metadata.at("optim.type") == resumed->name());
         const std::string buf = std::string(name) == "sgd" ? "sgd.momentum_buffer.0" : std::string(name) + ".m.0";
@@ -378,7 +378,7 @@ TEST_CASE("optim load_state_records rejects mismatched state with a clear messag
     opt.zero_grad();
     mse(net.forward(x), y).backward();
     opt.step();
-    const nn::SafetensorsFile good{opt.state_metadata(), opt.state_records()};
+    const autograd::io::SafetensorsFile good{opt.state_metadata(), opt.state_records()};
 
     // the target: a different optimizer that has taken one step; any failed load must leave it as it was
     MLP other(3, 4, 2);
@@ -394,8 +394,8 @@ TEST_CASE("optim load_state_records rejects mismatched state with a clear messag
     };
 
     SUBCASE("a missing buffer") {
-        nn::SafetensorsFile f = good;
-        std::erase_if(f.tensors, [](const nn::TensorRecord& r) { return r.name == "adam.v.1"; });
+        autograd::io::SafetensorsFile f = good;
+        std::erase_if(f.tensors, [](const autograd::io::TensorRecord& r) { return r.name == "adam.v.1"; });
         CHECK_THROWS_WITH_AS(target.load_state_records(f), doctest::Contains("missing 'adam.v.1'"), std::runtime_error);
         unchanged();
     }
@@ -411,9 +411,9 @@ TEST_CASE("optim load_state_records rejects mismatched state with a clear messag
                              std::runtime_error);
     }
     SUBCASE("an unexpected record under the optimizer's prefix") {
-        nn::SafetensorsFile f = good;
-        f.tensors.push_back(nn::f32_record("adam.m.9", {1}, std::vector<float>{0}.data()));
-        f.tensors.push_back(nn::f32_record("model.weight", {1}, std::vector<float>{0}.data()));   // not ours: ignored
+        autograd::io::SafetensorsFile f = good;
+        f.tensors.push_back(autograd::io::f32_record("adam.m.9", {1}, std::vector<float>{0}.data()));
+        f.tensors.push_back(autograd::io::f32_record("model.weight", {1}, std::vector<float>{0}.data()));   // not ours: ignored
         CHECK_THROWS_WITH_AS(target.load_state_records(f), doctest::Contains("unexpected 'adam.m.9'"), std::runtime_error);
         try {
             target.load_state_records(f);
@@ -426,7 +426,7 @@ TEST_CASE("optim load_state_records rejects mismatched state with a clear messag
         optim::AdamW adamw(other.parameters());
         CHECK_THROWS_WITH_AS(adamw.load_state_records(good), doctest::Contains("saved by Adam, this optimizer is AdamW"),
                              std::runtime_error);
-        nn::SafetensorsFile no_type = good;
+        autograd::io::SafetensorsFile no_type = good;
         no_type.metadata.clear();
         CHECK_THROWS_WITH_AS(target.load_state_records(no_type), doctest::Contains("not an optimizer state"), std::runtime_error);
         unchanged();

@@ -70,14 +70,14 @@ void compare(const std::string& name, const float* got, const std::vector<float>
     }
 }
 
-const nn::TensorRecord& record(const nn::SafetensorsFile& f, const std::string& name) {
-    const nn::TensorRecord* r = f.find(name);
+const autograd::io::TensorRecord& record(const autograd::io::SafetensorsFile& f, const std::string& name) {
+    const autograd::io::TensorRecord* r = f.find(name);
     if (!r) throw std::runtime_error("reference fixture has no tensor '" + name + "'");
     return *r;
 }
-std::vector<float> fixture_f32(const nn::SafetensorsFile& f, const std::string& name) { return nn::as_f32(record(f, name)); }
-Tokens fixture_tokens(const nn::SafetensorsFile& f, const std::string& name) {
-    return Tokens(nn::as_i32(record(f, name)), record(f, name).shape);
+std::vector<float> fixture_f32(const autograd::io::SafetensorsFile& f, const std::string& name) { return autograd::io::as_f32(record(f, name)); }
+Tokens fixture_tokens(const autograd::io::SafetensorsFile& f, const std::string& name) {
+    return Tokens(autograd::io::as_i32(record(f, name)), record(f, name).shape);
 }
 
 // The key projection's bias b_k cannot change the output: it adds q . b_k to every score of a
@@ -91,7 +91,7 @@ bool is_key_bias(const std::string& name) { return name.size() >= 8 && name.comp
 
 void check_against_pytorch(const std::string& path, bool pre_norm) {
     REQUIRE_MESSAGE(std::filesystem::exists(path), path << " not found: run the suite from the repo root (make test)");
-    const nn::SafetensorsFile f = nn::load_safetensors(path);
+    const autograd::io::SafetensorsFile f = autograd::io::load_safetensors(path);
     auto meta = [&](const std::string& k) {
         if (!f.metadata.count(k)) throw std::runtime_error(path + ": no metadata '" + k + "'");
         return f.metadata.at(k);
@@ -106,7 +106,7 @@ void check_against_pytorch(const std::string& path, bool pre_norm) {
     const auto params = model.named_parameters();
     std::set<std::string> ours, theirs;   // and the PyTorch model has no parameter we lack
     for (const auto& [name, p] : params) ours.insert(name);
-    for (const nn::TensorRecord& r : f.tensors)
+    for (const autograd::io::TensorRecord& r : f.tensors)
         if (r.name.rfind("grad.", 0) == 0) theirs.insert(r.name.substr(5));
     REQUIRE(ours == theirs);
 

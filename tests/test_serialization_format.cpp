@@ -15,7 +15,7 @@
 #include "autograd/io/safetensors.h"
 
 namespace fs = std::filesystem;
-using nn::json::Value;
+using autograd::io::json::Value;
 
 // ---------------------------------------------------------------------------------------------
 // helpers
@@ -73,11 +73,11 @@ std::vector<uint8_t> make_file(const std::string& header, const std::vector<uint
 }
 
 // Write a file with this header and data to a temp dir and load it.
-nn::SafetensorsFile load_built(const std::string& header, const std::vector<uint8_t>& data) {
+autograd::io::SafetensorsFile load_built(const std::string& header, const std::vector<uint8_t>& data) {
     TempDir dir;
     const std::string path = dir.file("built.safetensors");
     write_bytes(path, make_file(header, data));
-    return nn::load_safetensors(path);
+    return autograd::io::load_safetensors(path);
 }
 
 // Check that `expr` throws a std::runtime_error whose message contains `part`.
@@ -90,7 +90,7 @@ nn::SafetensorsFile load_built(const std::string& header, const std::vector<uint
 // JSON
 
 TEST_CASE("json: parse reads every value type and keeps object key order") {
-    Value v = nn::json::parse(R"( {"z": null, "b": [true, false, -1.5e2, 0, 12],
+    Value v = autograd::io::json::parse(R"( {"z": null, "b": [true, false, -1.5e2, 0, 12],
                                    "a": {"s": "hi"}} )");
     REQUIRE(v.is_object());
     const auto& obj = v.as_object();
@@ -111,15 +111,15 @@ TEST_CASE("json: parse reads every value type and keeps object key order") {
 }
 
 TEST_CASE("json: string escapes and \\u escapes decode to UTF-8") {
-    CHECK(nn::json::parse(R"("\"\\\/\b\f\n\r\t")").as_string() == "\"\\/\b\f\n\r\t");
-    CHECK(nn::json::parse(R"("\u0041\u00e9\u20AC")").as_string() == "A\xC3\xA9\xE2\x82\xAC");
+    CHECK(autograd::io::json::parse(R"("\"\\\/\b\f\n\r\t")").as_string() == "\"\\/\b\f\n\r\t");
+    CHECK(autograd::io::json::parse(R"("\u0041\u00e9\u20AC")").as_string() == "A\xC3\xA9\xE2\x82\xAC");
     // U+1F600 is the surrogate pair D83D DE00 in JSON, four bytes in UTF-8
-    CHECK(nn::json::parse(R"("\uD83D\uDE00")").as_string() == "\xF0\x9F\x98\x80");
-    CHECK(nn::json::parse("\"caf\xC3\xA9\"").as_string() == "caf\xC3\xA9");  // raw UTF-8 kept
+    CHECK(autograd::io::json::parse(R"("\uD83D\uDE00")").as_string() == "\xF0\x9F\x98\x80");
+    CHECK(autograd::io::json::parse("\"caf\xC3\xA9\"").as_string() == "caf\xC3\xA9");  // raw UTF-8 kept
 }
 
 TEST_CASE("json: dump is compact and writes integral numbers without a decimal point") {
-    using nn::json::dump;
+    using autograd::io::json::dump;
     CHECK(dump(Value(3.0)) == "3");
     CHECK(dump(Value(-7)) == "-7");
     CHECK(dump(Value(0.5)) == "0.5");
@@ -127,8 +127,8 @@ TEST_CASE("json: dump is compact and writes integral numbers without a decimal p
     CHECK(dump(Value(1e300)) == "1e+300");                             // too big for int64
     CHECK(dump(Value(0.1)) == "0.1");                                  // shortest round-trip form
     CHECK(dump(Value("a\"b\\c\n\x01")) == R"("a\"b\\c\n\u0001")");
-    nn::json::Object o{{"k", Value(nn::json::Array{1, "x", nullptr, true})},
-                       {"e", Value(nn::json::Object{})}};
+    autograd::io::json::Object o{{"k", Value(autograd::io::json::Array{1, "x", nullptr, true})},
+                       {"e", Value(autograd::io::json::Object{})}};
     CHECK(dump(Value(o)) == R"({"k":[1,"x",null,true],"e":{}})");
     CHECK_FAILS_WITH(dump(Value(std::nan(""))), "NaN");
     CHECK_FAILS_WITH(dump(Value("\xFF")), "not valid UTF-8");
@@ -142,11 +142,11 @@ TEST_CASE("json: parse(dump(v)) == v and dump(parse(text)) == text") {
     };
     for (const char* t : texts) {
         CAPTURE(t);
-        Value v = nn::json::parse(t);
-        CHECK(nn::json::parse(nn::json::dump(v)) == v);
+        Value v = autograd::io::json::parse(t);
+        CHECK(autograd::io::json::parse(autograd::io::json::dump(v)) == v);
     }
     const std::string compact = R"({"x":[1,-2,0.5,"s",{"y":null}],"z":true})";
-    CHECK(nn::json::dump(nn::json::parse(compact)) == compact);
+    CHECK(autograd::io::json::dump(autograd::io::json::parse(compact)) == compact);
 }
 
 TEST_CASE("json: each malformed input gets its own message with a byte offset") {
@@ -182,23 +182,23 @@ TEST_CASE("json: each malformed input gets its own message with a byte offset") 
     };
     for (const Case& c : cases) {
         CAPTURE(c.text);
-        CHECK(error_of([&] { nn::json::parse(c.text); }) == "json: " + c.message);
+        CHECK(error_of([&] { autograd::io::json::parse(c.text); }) == "json: " + c.message);
     }
 }
 
 TEST_CASE("json: nesting is limited, so hostile input can't overflow the stack") {
-    const int max = nn::json::kMaxDepth;
+    const int max = autograd::io::json::kMaxDepth;
     std::string ok = std::string(max, '[') + std::string(max, ']');
-    CHECK_NOTHROW(nn::json::parse(ok));
+    CHECK_NOTHROW(autograd::io::json::parse(ok));
     std::string deep = std::string(max + 1, '[') + std::string(max + 1, ']');
-    CHECK(error_of([&] { nn::json::parse(deep); }) ==
+    CHECK(error_of([&] { autograd::io::json::parse(deep); }) ==
           "json: nesting deeper than 256 at byte " + std::to_string(max));
     std::string hostile(1'000'000, '[');                      // would crash a naive parser
-    CHECK_FAILS_WITH(nn::json::parse(hostile), "nesting deeper");
+    CHECK_FAILS_WITH(autograd::io::json::parse(hostile), "nesting deeper");
 }
 
 TEST_CASE("json: typed accessors reject the wrong type") {
-    Value v = nn::json::parse("[1]");
+    Value v = autograd::io::json::parse("[1]");
     CHECK_THROWS_WITH_AS(v.as_string(), "json: expected a string, got an array",
                          std::runtime_error);
     CHECK_THROWS_WITH_AS(v.as_array()[0].as_bool(), "json: expected a bool, got a number",
@@ -214,21 +214,21 @@ TEST_CASE("safetensors: round trip keeps names, shapes, values, metadata and ord
     const float w[6] = {1.0f, -2.5f, 3.25f, 0.0f, -0.0f, 1e-30f};
     const int32_t ids[4] = {0, -1, 2147483647, -2147483647 - 1};
     const float scalar = 42.0f;
-    nn::TensorRecord raw_i64{"step_counter", "I64", {2}, std::vector<uint8_t>(16)};
+    autograd::io::TensorRecord raw_i64{"step_counter", "I64", {2}, std::vector<uint8_t>(16)};
     for (int i = 0; i < 16; i++) raw_i64.bytes[i] = static_cast<uint8_t>(i * 17);
     // deliberately not in alphabetical order: the file must keep the order we give
-    const std::vector<nn::TensorRecord> saved = {
-        nn::f32_record("z.weight", {2, 3}, w),
-        nn::i32_record("a.ids", {4}, ids),
-        nn::f32_record("scalar", {}, &scalar),                 // 0-dim: one element
-        nn::f32_record("empty", {0, 5}, nullptr),              // zero elements, zero bytes
+    const std::vector<autograd::io::TensorRecord> saved = {
+        autograd::io::f32_record("z.weight", {2, 3}, w),
+        autograd::io::i32_record("a.ids", {4}, ids),
+        autograd::io::f32_record("scalar", {}, &scalar),                 // 0-dim: one element
+        autograd::io::f32_record("empty", {0, 5}, nullptr),              // zero elements, zero bytes
         raw_i64,
     };
     const std::map<std::string, std::string> meta = {{"format", "pt"}, {"step", "1000"}};
-    nn::save_safetensors(path, saved, meta);
+    autograd::io::save_safetensors(path, saved, meta);
     CHECK_FALSE(fs::exists(path + ".tmp"));                   // the temp file was renamed away
 
-    nn::SafetensorsFile f = nn::load_safetensors(path);
+    autograd::io::SafetensorsFile f = autograd::io::load_safetensors(path);
     CHECK(f.metadata == meta);
     REQUIRE(f.tensors.size() == saved.size());
     for (size_t i = 0; i < saved.size(); i++) {
@@ -238,10 +238,10 @@ TEST_CASE("safetensors: round trip keeps names, shapes, values, metadata and ord
         CHECK(f.tensors[i].shape == saved[i].shape);
         CHECK(f.tensors[i].bytes == saved[i].bytes);          // bit-exact, incl. -0.0 and 1e-30
     }
-    CHECK(nn::as_f32(*f.find("z.weight")) == std::vector<float>(w, w + 6));
-    CHECK(nn::as_i32(*f.find("a.ids")) == std::vector<int32_t>(ids, ids + 4));
-    CHECK(nn::as_f32(*f.find("scalar")) == std::vector<float>{42.0f});
-    CHECK(nn::as_f32(*f.find("empty")).empty());
+    CHECK(autograd::io::as_f32(*f.find("z.weight")) == std::vector<float>(w, w + 6));
+    CHECK(autograd::io::as_i32(*f.find("a.ids")) == std::vector<int32_t>(ids, ids + 4));
+    CHECK(autograd::io::as_f32(*f.find("scalar")) == std::vector<float>{42.0f});
+    CHECK(autograd::io::as_f32(*f.find("empty")).empty());
     CHECK(f.find("nope") == nullptr);
 }
 
@@ -250,7 +250,7 @@ TEST_CASE("safetensors: saved bytes match the format spec exactly") {
     const std::string path = dir.file("spec.safetensors");
     const float w[2] = {1.0f, -2.0f};
     const int32_t n[1] = {7};
-    nn::save_safetensors(path, {nn::f32_record("w", {2}, w), nn::i32_record("n", {1}, n)},
+    autograd::io::save_safetensors(path, {autograd::io::f32_record("w", {2}, w), autograd::io::i32_record("n", {1}, n)},
                          {{"k", "v"}});
     const std::vector<uint8_t> file = read_bytes(path);
 
@@ -279,12 +279,12 @@ TEST_CASE("safetensors: a hand-written file loads; file order follows the data o
     TempDir dir;
     const std::string path = dir.file("hand.safetensors");
     write_bytes(path, make_file(header, {0x00, 0x00, 0x20, 0x41, 9, 8}));   // 10.0f, then 9, 8
-    nn::SafetensorsFile f = nn::load_safetensors(path);
+    autograd::io::SafetensorsFile f = autograd::io::load_safetensors(path);
     CHECK(f.metadata.empty());
     REQUIRE(f.tensors.size() == 2);
     CHECK(f.tensors[0].name == "a");
     CHECK(f.tensors[0].shape == std::vector<int64_t>{1, 1});
-    CHECK(nn::as_f32(f.tensors[0]) == std::vector<float>{10.0f});
+    CHECK(autograd::io::as_f32(f.tensors[0]) == std::vector<float>{10.0f});
     CHECK(f.tensors[1].name == "b");
     CHECK(f.tensors[1].bytes == std::vector<uint8_t>{9, 8});
 }
@@ -374,7 +374,7 @@ TEST_CASE("safetensors: each kind of corruption gets its own message") {
 TEST_CASE("safetensors: file-level problems name the file") {
     TempDir dir;
     const std::string path = dir.file("f.safetensors");
-    auto load_msg = [&] { return error_of([&] { nn::load_safetensors(path); }); };
+    auto load_msg = [&] { return error_of([&] { autograd::io::load_safetensors(path); }); };
     const std::string prefix = "load_safetensors: '" + path + "': ";
 
     SUBCASE("missing file") {
@@ -410,7 +410,7 @@ TEST_CASE("safetensors: any truncation or one-byte corruption loads or throws, n
     const std::string good = dir.file("good.safetensors"), bad = dir.file("bad.safetensors");
     const float w[3] = {1, 2, 3};
     const int32_t n[2] = {4, 5};
-    nn::save_safetensors(good, {nn::f32_record("w", {3}, w), nn::i32_record("n", {2}, n)},
+    autograd::io::save_safetensors(good, {autograd::io::f32_record("w", {3}, w), autograd::io::i32_record("n", {2}, n)},
                          {{"k", "v"}});
     const std::vector<uint8_t> file = read_bytes(good);
 
@@ -418,7 +418,7 @@ TEST_CASE("safetensors: any truncation or one-byte corruption loads or throws, n
     for (size_t len = 0; len < file.size(); len++) {          // every proper prefix must fail
         write_bytes(bad, std::vector<uint8_t>(file.begin(), file.begin() + len));
         CAPTURE(len);
-        CHECK_FAILS_WITH(nn::load_safetensors(bad), prefix.c_str());
+        CHECK_FAILS_WITH(autograd::io::load_safetensors(bad), prefix.c_str());
     }
     // Any byte, several bad values: the load either throws a runtime_error that names the loader
     // and the file, or returns records that are consistent (each one's bytes fit its dtype and
@@ -432,12 +432,12 @@ TEST_CASE("safetensors: any truncation or one-byte corruption loads or throws, n
             CAPTURE(i);
             CAPTURE(int(v));
             try {
-                const nn::SafetensorsFile got = nn::load_safetensors(bad);
+                const autograd::io::SafetensorsFile got = autograd::io::load_safetensors(bad);
                 loaded++;
-                for (const nn::TensorRecord& r : got.tensors) {
+                for (const autograd::io::TensorRecord& r : got.tensors) {
                     int64_t numel = 1;
                     for (int64_t d : r.shape) numel *= d;
-                    CHECK(static_cast<int64_t>(r.bytes.size()) == numel * static_cast<int64_t>(nn::dtype_size(r.dtype)));
+                    CHECK(static_cast<int64_t>(r.bytes.size()) == numel * static_cast<int64_t>(autograd::io::dtype_size(r.dtype)));
                 }
             } catch (const std::runtime_error& e) {
                 thrown++;
@@ -453,33 +453,33 @@ TEST_CASE("safetensors: a failed save leaves the earlier good file intact") {
     TempDir dir;
     const std::string path = dir.file("ckpt.safetensors");
     const float old_w[2] = {1, 2}, new_w[2] = {3, 4};
-    nn::save_safetensors(path, {nn::f32_record("w", {2}, old_w)}, {{"step", "1"}});
+    autograd::io::save_safetensors(path, {autograd::io::f32_record("w", {2}, old_w)}, {{"step", "1"}});
 
     // Make PATH.tmp a directory, so opening the temp file fails (works even as root).
     fs::create_directory(path + ".tmp");
     // the message starts with the project's part; the OS's reason (strerror) follows, and varies
-    const std::string blocked = error_of([&] { nn::save_safetensors(path, {nn::f32_record("w", {2}, new_w)}, {}); });
+    const std::string blocked = error_of([&] { autograd::io::save_safetensors(path, {autograd::io::f32_record("w", {2}, new_w)}, {}); });
     CHECK(blocked.rfind("save_safetensors: cannot write '" + path + ".tmp': ", 0) == 0);
-    nn::SafetensorsFile f = nn::load_safetensors(path);
+    autograd::io::SafetensorsFile f = autograd::io::load_safetensors(path);
     CHECK(f.metadata.at("step") == "1");
-    CHECK(nn::as_f32(f.tensors.at(0)) == std::vector<float>{1, 2});
+    CHECK(autograd::io::as_f32(f.tensors.at(0)) == std::vector<float>{1, 2});
     fs::remove(path + ".tmp");
 
     // A missing directory fails the same way, before anything exists.
     const std::string nowhere = dir.file("no/such/dir/x.safetensors");
-    CHECK(error_of([&] { nn::save_safetensors(nowhere, {}, {}); }).rfind("save_safetensors: cannot write '" + nowhere + ".tmp': ", 0) == 0);
+    CHECK(error_of([&] { autograd::io::save_safetensors(nowhere, {}, {}); }).rfind("save_safetensors: cannot write '" + nowhere + ".tmp': ", 0) == 0);
 
     // And once the obstacle is gone, saving over the old file works.
-    nn::save_safetensors(path, {nn::f32_record("w", {2}, new_w)}, {});
-    CHECK(nn::as_f32(nn::load_safetensors(path).tensors.at(0)) == std::vector<float>{3, 4});
+    autograd::io::save_safetensors(path, {autograd::io::f32_record("w", {2}, new_w)}, {});
+    CHECK(autograd::io::as_f32(autograd::io::load_safetensors(path).tensors.at(0)) == std::vector<float>{3, 4});
 }
 
 TEST_CASE("safetensors: save rejects invalid records before touching the disk") {
     TempDir dir;
     const std::string path = dir.file("x.safetensors");
     const float w[2] = {1, 2};
-    auto save_msg = [&](std::vector<nn::TensorRecord> recs) {
-        return error_of([&] { nn::save_safetensors(path, recs, {}); });
+    auto save_msg = [&](std::vector<autograd::io::TensorRecord> recs) {
+        return error_of([&] { autograd::io::save_safetensors(path, recs, {}); });
     };
     CHECK(save_msg({{"w", "F99", {2}, std::vector<uint8_t>(8)}}) ==
           "save_safetensors: tensor \"w\": unknown dtype 'F99'");
@@ -487,22 +487,22 @@ TEST_CASE("safetensors: save rejects invalid records before touching the disk") 
           "save_safetensors: tensor \"w\": has 8 bytes, but shape [3] of F32 needs 12");
     CHECK(save_msg({{"w", "F32", {-1}, {}}}) ==
           "save_safetensors: tensor \"w\": invalid shape [-1]");
-    CHECK(save_msg({nn::f32_record("w", {2}, w), nn::f32_record("w", {2}, w)}) ==
+    CHECK(save_msg({autograd::io::f32_record("w", {2}, w), autograd::io::f32_record("w", {2}, w)}) ==
           "save_safetensors: tensor \"w\": duplicate name");
-    CHECK(save_msg({nn::f32_record("__metadata__", {2}, w)}) ==
+    CHECK(save_msg({autograd::io::f32_record("__metadata__", {2}, w)}) ==
           "save_safetensors: tensor \"__metadata__\": the name is reserved for metadata");
-    CHECK(save_msg({nn::f32_record("", {2}, w)}) == "save_safetensors: a tensor has an empty name");
+    CHECK(save_msg({autograd::io::f32_record("", {2}, w)}) == "save_safetensors: a tensor has an empty name");
     CHECK_FALSE(fs::exists(path));
     CHECK_FALSE(fs::exists(path + ".tmp"));
 }
 
 TEST_CASE("safetensors: typed helpers check the dtype") {
     const int32_t ids[2] = {1, 2};
-    nn::TensorRecord r = nn::i32_record("ids", {2}, ids);
+    autograd::io::TensorRecord r = autograd::io::i32_record("ids", {2}, ids);
     CHECK(r.bytes.size() == 8);
-    CHECK_THROWS_WITH_AS(nn::as_f32(r), "as_f32: tensor \"ids\": dtype is I32, not F32",
+    CHECK_THROWS_WITH_AS(autograd::io::as_f32(r), "as_f32: tensor \"ids\": dtype is I32, not F32",
                          std::runtime_error);
-    CHECK(nn::dtype_size("BF16") == 2);
-    CHECK(nn::dtype_size("F64") == 8);
-    CHECK(nn::dtype_size("f32") == 0);                        // names are case-sensitive
+    CHECK(autograd::io::dtype_size("BF16") == 2);
+    CHECK(autograd::io::dtype_size("F64") == 8);
+    CHECK(autograd::io::dtype_size("f32") == 0);                        // names are case-sensitive
 }

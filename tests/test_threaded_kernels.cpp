@@ -281,7 +281,7 @@ TEST_CASE("threaded dropout: the plain loop's keep decisions, scaled by 1/(1-p),
     const float scale = 1.0f / (1.0f - p);
     int64_t dropped = 0, wrong = 0;
     for (int64_t i = 0; i < n; i++) {
-        const bool keep = nn::counter_uniform(seed, i) >= p;
+        const bool keep = autograd::counter_uniform(seed, i) >= p;
         dropped += !keep;
         wrong += got[0].data()[i] != (keep ? x.data()[i] * scale : 0.0f);
         wrong += got[1].data()[i] != (keep ? w.data()[i] * scale : 0.0f);

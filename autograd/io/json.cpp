@@ -8,7 +8,7 @@
 #include <stdexcept>
 #include <unordered_set>
 
-namespace nn::json {
+namespace autograd::io::json {
 
 // ---------------------------------------------------------------------------------------------
 // Value accessors
@@ -371,4 +371,4 @@ std::string dump(const Value& v) {
     return out;
 }
 
-}  // namespace nn::json
+}  // namespace autograd::io::json

@@ -17,7 +17,7 @@
 #include <utility>
 #include <vector>
 
-namespace nn::json {
+namespace autograd::io::json {
 
 enum class Type { Null, Bool, Number, String, Array, Object };
 
@@ -96,4 +96,4 @@ bool is_valid_utf8(std::string_view s);
 // JSON cannot represent.
 std::string dump(const Value& v);
 
-}  // namespace nn::json
+}  // namespace autograd::io::json

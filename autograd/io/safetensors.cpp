@@ -22,7 +22,7 @@
 // machine (x86-64, ARM64 in practice). The header length is decoded byte by byte regardless.
 static_assert(std::endian::native == std::endian::little, "safetensors data is little-endian");
 
-namespace nn {
+namespace autograd::io {
 
 // ---------------------------------------------------------------------------------------------
 // Small helpers shared by save and load
@@ -228,7 +228,7 @@ static std::map<std::string, std::string> parse_metadata(const json::Value& v) {
     return metadata;
 }
 
-namespace {  // file-local types: keeps them out of namespace nn for other files
+namespace {  // file-local types: keeps them out of namespace autograd::io for other files
 // Where a tensor's bytes are, relative to the start of the data section.
 struct Span {
     uint64_t begin, end;
@@ -434,4 +434,4 @@ std::vector<int32_t> as_i32(const TensorRecord& record) {
     return read_record<int32_t>("as_i32", record, "I32");
 }
 
-}  // namespace nn
+}  // namespace autograd::io

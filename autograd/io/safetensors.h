@@ -10,10 +10,10 @@
 //                       data_offsets are relative to the start of this section, and the tensors
 //                       must cover it exactly: no gaps, no overlaps, nothing left over.
 //
-//   std::vector<nn::TensorRecord> recs{nn::f32_record("w", {2, 3}, w_data)};
-//   nn::save_safetensors("model.safetensors", recs, {{"step", "1000"}});
-//   nn::SafetensorsFile f = nn::load_safetensors("model.safetensors");
-//   std::vector<float> w = nn::as_f32(*f.find("w"));
+//   std::vector<autograd::io::TensorRecord> recs{autograd::io::f32_record("w", {2, 3}, w_data)};
+//   autograd::io::save_safetensors("model.safetensors", recs, {{"step", "1000"}});
+//   autograd::io::SafetensorsFile f = autograd::io::load_safetensors("model.safetensors");
+//   std::vector<float> w = autograd::io::as_f32(*f.find("w"));
 #pragma once
 
 #include <cstdint>
@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-namespace nn {
+namespace autograd::io {
 
 // One named tensor as it sits in the file: dtype name ("F32", "I64", ...), shape, raw bytes.
 struct TensorRecord {
@@ -66,4 +66,4 @@ TensorRecord i32_record(const std::string& name, const std::vector<int64_t>& sha
 std::vector<float> as_f32(const TensorRecord& record);
 std::vector<int32_t> as_i32(const TensorRecord& record);
 
-}  // namespace nn
+}  // namespace autograd::io

@@ -1,6 +1,6 @@
 #include "autograd/io/utf8.h"
 
-namespace nn {
+namespace autograd::io {
 
 // Byte patterns of well-formed UTF-8 (Unicode 15, table 3-7):
 //   U+0000..U+007F     0xxxxxxx
@@ -88,4 +88,4 @@ std::string sanitize_utf8(std::string_view s) {
     return out;
 }
 
-}  // namespace nn
+}  // namespace autograd::io

@@ -5,7 +5,7 @@
 #include <string>
 #include <string_view>
 
-namespace nn {
+namespace autograd::io {
 
 inline constexpr char32_t kReplacementChar = 0xFFFD;  // what an invalid byte sequence becomes
 
@@ -27,4 +27,4 @@ std::string encode_utf8(char32_t cp);
 
 bool valid_utf8(std::string_view s);
 std::string sanitize_utf8(std::string_view s);        // invalid sequences -> U+FFFD
-}  // namespace nn
+}  // namespace autograd::io

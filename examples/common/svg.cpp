@@ -22,13 +22,13 @@ std::string sanitize_utf8(const std::string& text) {
     std::string out;
     out.reserve(text.size());
     for (size_t i = 0; i < text.size();) {
-        const nn::Utf8Char u = nn::decode_utf8(text, i);
+        const autograd::io::Utf8Char u = autograd::io::decode_utf8(text, i);
         i += u.len;
         char32_t cp = u.cp;                                         // U+FFFD when malformed
         if (cp == 0xFFFE || cp == 0xFFFF) cp = 0xFFFD;              // not allowed in XML
         else if (cp < 0x20 && cp != '\t') cp = 0x2400 + cp;       // "\n" -> U+240A, visible
         else if (cp == 0x7F) cp = 0x2421;                          // DEL -> its control picture
-        nn::append_utf8(out, cp);
+        autograd::io::append_utf8(out, cp);
     }
     return out;
 }

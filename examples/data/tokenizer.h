@@ -33,13 +33,13 @@ namespace data {
 // ---- UTF-8 ----------------------------------------------------------------------------------
 
 // The UTF-8 primitives live in autograd/io/utf8.h (checkpoint headers need them too); here under data::.
-using nn::append_utf8;
-using nn::decode_utf8;
-using nn::encode_utf8;
-using nn::kReplacementChar;
-using nn::sanitize_utf8;
-using nn::Utf8Char;
-using nn::valid_utf8;
+using autograd::io::append_utf8;
+using autograd::io::decode_utf8;
+using autograd::io::encode_utf8;
+using autograd::io::kReplacementChar;
+using autograd::io::sanitize_utf8;
+using autograd::io::Utf8Char;
+using autograd::io::valid_utf8;
 
 std::u32string to_code_points(std::string_view s);    // invalid sequences -> U+FFFD
 

@@ -1,8 +1,8 @@
 // The checks behind the fuzz targets in tests/fuzz/ and the replay test in
 // tests/test_fuzz_regressions.cpp: one function per parser of untrusted input, taking raw bytes.
 //
-//   check_json_bytes(data, size)         nn::json::parse, then dump/parse round trip
-//   check_safetensors_bytes(data, size)  nn::load_safetensors on the bytes as a file, twice:
+//   check_json_bytes(data, size)         autograd::io::json::parse, then dump/parse round trip
+//   check_safetensors_bytes(data, size)  autograd::io::load_safetensors on the bytes as a file, twice:
 //                                        as-is, and as "header JSON \0 data" with the length made up
 //   check_tsv_bytes(data, size)          data::parse_tsv against a small reference of its line rules
 //   check_tokenizer_bytes(data, size)    UTF-8 toolkit, tokenize/detokenize, Vocab, corpus_bleu
@@ -83,12 +83,12 @@ inline std::vector<std::string> split_lines(std::string_view s) {
     }
 }
 
-// ---- nn::json ---------------------------------------------------------------------------------
+// ---- autograd::io::json ---------------------------------------------------------------------------------
 
 // parse(text) either throws "json: <what> at byte <N>" with N <= text.size(), or returns a value
 // that dump() can write and that parses back equal, with dump() a fixed point.
 inline void check_json_text(std::string_view text) {
-    namespace json = nn::json;
+    namespace json = autograd::io::json;
     json::Value v;
     try {
         v = json::parse(text);
@@ -113,7 +113,7 @@ inline void check_json_text(std::string_view text) {
 
 inline void check_json_bytes(const uint8_t* data, size_t size) { check_json_text(as_text(data, size)); }
 
-// ---- nn::load_safetensors -----------------------------------------------------------------------
+// ---- autograd::io::load_safetensors -----------------------------------------------------------------------
 
 // Where the target writes its input: $FUZZ_TMPDIR, else /dev/shm (RAM, so the fsyncs of the
 // round trip cost nothing), else the system temp dir. One name per process.
@@ -145,7 +145,7 @@ struct TempFiles {
     }
 };
 
-inline bool same_records(const nn::TensorRecord& a, const nn::TensorRecord& b) {
+inline bool same_records(const autograd::io::TensorRecord& a, const autograd::io::TensorRecord& b) {
     return a.name == b.name && a.dtype == b.dtype && a.shape == b.shape && a.bytes == b.bytes;
 }
 
@@ -157,9 +157,9 @@ inline void check_safetensors_file(std::string_view file) {
     write_file(path, file);
 
     // 1) load: either a runtime_error with the documented prefix, or a file we can check
-    nn::SafetensorsFile f;
+    autograd::io::SafetensorsFile f;
     try {
-        f = nn::load_safetensors(path.string());
+        f = autograd::io::load_safetensors(path.string());
     } catch (const std::runtime_error& e) {
         FUZZ_CHECK(starts_with(e.what(), "load_safetensors: '" + path.string() + "': "));
         return;
@@ -171,11 +171,11 @@ inline void check_safetensors_file(std::string_view file) {
     for (int i = 7; i >= 0; i--) n = (n << 8) | static_cast<uint8_t>(file[i]);
     FUZZ_CHECK(n <= file.size() - 8);
     const std::string_view header = file.substr(8, n), data_section = file.substr(8 + n);
-    FUZZ_CHECK(nn::json::parse(header).is_object());  // must not throw either
+    FUZZ_CHECK(autograd::io::json::parse(header).is_object());  // must not throw either
     std::set<std::string> names;
     std::string concatenated;  // tensors come in file order and tile the data section exactly
-    for (const nn::TensorRecord& t : f.tensors) {
-        const size_t elem = nn::dtype_size(t.dtype);
+    for (const autograd::io::TensorRecord& t : f.tensors) {
+        const size_t elem = autograd::io::dtype_size(t.dtype);
         FUZZ_CHECK(elem > 0);
         // product(shape) * elem == bytes.size(), computed without overflow: bytes.size() is small
         long double count = elem;
@@ -191,13 +191,13 @@ inline void check_safetensors_file(std::string_view file) {
     }
     FUZZ_CHECK(concatenated == data_section);
     for (const auto& [key, value] : f.metadata)
-        FUZZ_CHECK(nn::json::is_valid_utf8(key) && nn::json::is_valid_utf8(value));
+        FUZZ_CHECK(autograd::io::json::is_valid_utf8(key) && autograd::io::json::is_valid_utf8(value));
 
     // 3) round trip: what load accepts, save writes back and load reads back the same.
     //    Known gap (reported): load accepts a tensor named "" that save refuses; skip those.
 
-    nn::save_safetensors(again.string(), f.tensors, f.metadata);  // must not throw
-    const nn::SafetensorsFile g = nn::load_safetensors(again.string());
+    autograd::io::save_safetensors(again.string(), f.tensors, f.metadata);  // must not throw
+    const autograd::io::SafetensorsFile g = autograd::io::load_safetensors(again.string());
     FUZZ_CHECK(g.metadata == f.metadata);
     FUZZ_CHECK(g.tensors.size() == f.tensors.size());
     for (size_t i = 0; i < f.tensors.size() && i < g.tensors.size(); i++)
@@ -291,7 +291,7 @@ inline bool has_space_code_point(std::string_view s) {
     return false;
 }
 
-// Reference for nn::sanitize_utf8, written from the Unicode standard rather than from the code:
+// Reference for autograd::io::sanitize_utf8, written from the Unicode standard rather than from the code:
 // Table 3-7 gives the allowed range of each byte of a well-formed sequence, and an ill-formed one
 // is replaced by one U+FFFD per "maximal subpart" (the longest prefix that some well-formed
 // sequence starts with, at least one byte). Sets `clean` false if anything was replaced.
@@ -338,7 +338,7 @@ inline void check_utf8_toolkit(std::string_view text) {
     const std::string reference = reference_sanitize_utf8(text, reference_clean);
     const bool valid = data::valid_utf8(text);
     FUZZ_CHECK(valid == reference_clean);
-    FUZZ_CHECK(nn::json::is_valid_utf8(text) == valid);
+    FUZZ_CHECK(autograd::io::json::is_valid_utf8(text) == valid);
 
     std::string reencoded;  // decode_utf8 walks any input in steps of >= 1 byte, inside it
     for (size_t pos = 0; pos < text.size();) {
