@@ -1,7 +1,7 @@
 // Training-step benchmark: median time per step and tokens/s of the copy task's Transformer, plus
 // the process's peak resident memory. One configuration per run, so peak RSS is that config's:
 //   ./build/bench/bench_training default | d128 | paper  [steps]
-// The configurations match ../shared/anchors/torch_copy_task.py run as
+// The configurations match bench/torch_copy_task.py (the same model and loop in PyTorch) run as
 //   default: (ours only) N=2 D=128 F=256 h=4, B=128, no dropout  (the example's default)
 //   d128:    --d_model 128 --d_ff 512   (N=2, h=8, B=80, dropout 0.1)
 //   paper:   the defaults               (N=2, D=512, F=2048, h=8, B=80, dropout 0.1)
