@@ -1,4 +1,5 @@
-// Tests for the checkpoint file format layer: autograd/io/json.h and autograd/io/safetensors.h.
+// Tests for the checkpoint file format layer: autograd/io/json.h, autograd/io/safetensors.h and
+// autograd/io/problems.h.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -12,6 +13,7 @@
 #include <unistd.h>
 
 #include "autograd/io/json.h"
+#include "autograd/io/problems.h"
 #include "autograd/io/safetensors.h"
 
 namespace fs = std::filesystem;
@@ -502,7 +504,46 @@ TEST_CASE("safetensors: typed helpers check the dtype") {
     CHECK(r.bytes.size() == 8);
     CHECK_THROWS_WITH_AS(autograd::io::as_f32(r), "as_f32: tensor \"ids\": dtype is I32, not F32",
                          std::runtime_error);
+    CHECK_THROWS_WITH_AS(autograd::io::as_i64(r), "as_i64: tensor \"ids\": dtype is I32, not I64",
+                         std::runtime_error);
+
+    // I64 (step counts in optimizer checkpoints): 8 little-endian bytes per element
+    const int64_t steps[3] = {1, -2, int64_t{1} << 40};
+    const autograd::io::TensorRecord s = autograd::io::i64_record("steps", {3}, steps);
+    CHECK(s.dtype == "I64");
+    REQUIRE(s.bytes.size() == 24);
+    CHECK(std::vector<uint8_t>(s.bytes.begin(), s.bytes.begin() + 8) == std::vector<uint8_t>{1, 0, 0, 0, 0, 0, 0, 0});
+    CHECK(std::vector<uint8_t>(s.bytes.begin() + 8, s.bytes.begin() + 16) ==
+          std::vector<uint8_t>{0xFE, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF});          // -2, two's complement
+    CHECK(s.bytes[16 + 5] == 1);                                                          // 2^40 = byte 5 bit 0
+    CHECK(autograd::io::as_i64(s) == std::vector<int64_t>(steps, steps + 3));
     CHECK(autograd::io::dtype_size("BF16") == 2);
     CHECK(autograd::io::dtype_size("F64") == 8);
     CHECK(autograd::io::dtype_size("f32") == 0);                        // names are case-sensitive
+}
+
+// ---------------------------------------------------------------------------------------------
+// Problems: the loaders' "collect every problem, then throw" helper
+
+TEST_CASE("Problems: nothing to report does not throw; otherwise one message lists them all") {
+    autograd::io::Problems none("load: 'a' does not fit");
+    CHECK(none.empty());
+    CHECK_NOTHROW(none.throw_if_any());
+
+    autograd::io::Problems one("load: 'a' does not fit");
+    one.add("missing 'w'");
+    CHECK_THROWS_WITH_AS(one.throw_if_any(), "load: 'a' does not fit (1 problem):\n  missing 'w'", std::runtime_error);
+
+    autograd::io::Problems many("ctx");
+    for (int i = 0; i < 12; i++) many.add(std::string(1, 'p').append(std::to_string(i)));   // not "p" + ...: GCC 12 -Wrestrict false alarm
+    CHECK(many.size() == 12);
+    std::string msg;
+    try {
+        many.throw_if_any();
+    } catch (const std::runtime_error& e) {
+        msg = e.what();
+    }
+    CHECK(msg.rfind("ctx (12 problems):\n  p0\n  p1\n", 0) == 0);
+    CHECK(msg.find("\n  p9\n  ... and 2 more") != std::string::npos);   // the first 10, then a count
+    CHECK(msg.find("p10") == std::string::npos);
 }

@@ -427,11 +427,18 @@ TensorRecord i32_record(const std::string& name, const std::vector<int64_t>& sha
                         const int32_t* data) {
     return make_record("i32_record", name, "I32", shape, data);
 }
+TensorRecord i64_record(const std::string& name, const std::vector<int64_t>& shape,
+                        const int64_t* data) {
+    return make_record("i64_record", name, "I64", shape, data);
+}
 std::vector<float> as_f32(const TensorRecord& record) {
     return read_record<float>("as_f32", record, "F32");
 }
 std::vector<int32_t> as_i32(const TensorRecord& record) {
     return read_record<int32_t>("as_i32", record, "I32");
+}
+std::vector<int64_t> as_i64(const TensorRecord& record) {
+    return read_record<int64_t>("as_i64", record, "I64");
 }
 
 }  // namespace autograd::io
