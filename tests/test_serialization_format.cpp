@@ -1,5 +1,5 @@
-// Tests for the checkpoint file format layer: autograd/io/json.h, autograd/io/safetensors.h and
-// autograd/io/problems.h.
+// Tests for autograd/io/: the checkpoint file formats (json.h, safetensors.h), UTF-8 (utf8.h) and
+// the loaders' problem list (problems.h).
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -15,6 +15,7 @@
 #include "autograd/io/json.h"
 #include "autograd/io/problems.h"
 #include "autograd/io/safetensors.h"
+#include "autograd/io/utf8.h"
 
 namespace fs = std::filesystem;
 using autograd::io::json::Value;
@@ -520,6 +521,48 @@ TEST_CASE("safetensors: typed helpers check the dtype") {
     CHECK(autograd::io::dtype_size("BF16") == 2);
     CHECK(autograd::io::dtype_size("F64") == 8);
     CHECK(autograd::io::dtype_size("f32") == 0);                        // names are case-sensitive
+}
+
+// ---------------------------------------------------------------------------------------------
+// UTF-8
+
+TEST_CASE("utf8: strict decoding and encoding") {
+    SUBCASE("encode/decode round trip across all lengths") {
+        for (char32_t cp : {U'A', U'é', U'€', U'我', U'\uFFFD', U'\U0001F355', U'\U0010FFFF'}) {
+            const std::string s = autograd::io::encode_utf8(cp);
+            const autograd::io::Utf8Char c = autograd::io::decode_utf8(s, 0);
+            CHECK(c.valid);
+            CHECK(c.cp == cp);
+            CHECK(c.len == s.size());
+        }
+        CHECK(autograd::io::encode_utf8(0xD800) == "\uFFFD");    // a surrogate cannot be encoded
+        CHECK(autograd::io::encode_utf8(0x110000) == "\uFFFD");  // beyond Unicode
+    }
+    SUBCASE("ill-formed sequences are rejected") {
+        CHECK_FALSE(autograd::io::valid_utf8("\xC0\x80"));          // overlong NUL
+        CHECK_FALSE(autograd::io::valid_utf8("\xE0\x80\xAF"));      // overlong '/'
+        CHECK_FALSE(autograd::io::valid_utf8("\xED\xA0\x80"));      // surrogate U+D800
+        CHECK_FALSE(autograd::io::valid_utf8("\xF4\x90\x80\x80"));  // U+110000
+        CHECK_FALSE(autograd::io::valid_utf8("\x80"));              // lone continuation byte
+        CHECK_FALSE(autograd::io::valid_utf8("\xE6\x88"));          // truncated
+        CHECK(autograd::io::valid_utf8("plain ASCII, é, 我, 🍕"));
+    }
+    SUBCASE("an invalid sequence is replaced once, and the next character survives") {
+        // E2 82 is the start of a 3-byte character cut short by 'A': one U+FFFD, then 'A'
+        CHECK(autograd::io::sanitize_utf8("\xE2\x82" "A") == "\uFFFD" "A");
+        CHECK(autograd::io::sanitize_utf8("\xFF\xFE") == "\uFFFD\uFFFD");
+    }
+    SUBCASE("code points: counted and cut as to_code_points sees them, never inside a character") {
+        const std::string s = "a\xC3\xA9\xFF\xE6\x88" "b\U0001F355";   // a é <bad> <truncated> b 🍕
+        CHECK(autograd::io::to_code_points(s) == std::u32string{U'a', U'é', 0xFFFD, 0xFFFD, U'b', U'\U0001F355'});
+        CHECK(autograd::io::count_code_points(s) == 6);
+        CHECK(autograd::io::count_code_points("") == 0);
+        CHECK(autograd::io::first_code_points(s, 0) == "");
+        CHECK(autograd::io::first_code_points(s, 2) == "a\xC3\xA9");
+        CHECK(autograd::io::first_code_points(s, 4) == "a\xC3\xA9\xFF\xE6\x88");   // a bad sequence is one unit
+        CHECK(autograd::io::first_code_points(s, 6) == s);
+        CHECK(autograd::io::first_code_points(s, 99) == s);
+    }
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -68,6 +68,29 @@ std::string encode_utf8(char32_t cp) {
     return out;
 }
 
+std::u32string to_code_points(std::string_view s) {
+    std::u32string out;
+    out.reserve(s.size());
+    for (size_t pos = 0; pos < s.size();) {
+        const Utf8Char c = decode_utf8(s, pos);
+        out += c.cp;
+        pos += c.len;
+    }
+    return out;
+}
+
+size_t count_code_points(std::string_view s) {
+    size_t n = 0;
+    for (size_t pos = 0; pos < s.size(); n++) pos += decode_utf8(s, pos).len;
+    return n;
+}
+
+std::string_view first_code_points(std::string_view s, size_t n) {
+    size_t pos = 0;
+    for (size_t k = 0; k < n && pos < s.size(); k++) pos += decode_utf8(s, pos).len;
+    return s.substr(0, pos);
+}
+
 bool valid_utf8(std::string_view s) {
     for (size_t pos = 0; pos < s.size();) {
         const Utf8Char c = decode_utf8(s, pos);

@@ -2,18 +2,14 @@
 
 #include <array>
 
+#include "autograd/io/utf8.h"
+
 namespace data {
 
-std::u32string to_code_points(std::string_view s) {
-    std::u32string out;
-    out.reserve(s.size());
-    for (size_t pos = 0; pos < s.size();) {
-        const Utf8Char c = decode_utf8(s, pos);
-        out += c.cp;
-        pos += c.len;
-    }
-    return out;
-}
+using autograd::io::append_utf8;
+using autograd::io::decode_utf8;
+using autograd::io::to_code_points;
+using autograd::io::Utf8Char;
 
 char32_t to_lower(char32_t c) {
     if (c < 0x80) return (c >= 'A' && c <= 'Z') ? c + 0x20 : c;

@@ -9,7 +9,7 @@
 #include <unordered_map>
 #include <utility>
 
-#include "examples/data/tokenizer.h"
+#include "autograd/io/utf8.h"
 
 namespace data {
 
@@ -50,7 +50,7 @@ TsvResult parse_tsv(std::string_view content, const std::string& name_for_messag
             result.blank_lines++;
             continue;
         }
-        if (!valid_utf8(line)) {
+        if (!autograd::io::valid_utf8(line)) {
             skip(line_no, "invalid UTF-8, line skipped");
             continue;
         }
