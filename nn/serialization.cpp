@@ -10,6 +10,8 @@ using autograd::io::as_f32;
 using autograd::io::f32_record;
 using autograd::io::load_safetensors;
 using autograd::io::save_safetensors;
+using autograd::io::SafetensorsFile;
+using autograd::io::TensorRecord;
 
 std::vector<TensorRecord> parameter_records(const Module& module) {
     std::vector<TensorRecord> recs;

@@ -562,6 +562,9 @@ TEST_CASE("utf8: strict decoding and encoding") {
         CHECK(autograd::io::first_code_points(s, 4) == "a\xC3\xA9\xFF\xE6\x88");   // a bad sequence is one unit
         CHECK(autograd::io::first_code_points(s, 6) == s);
         CHECK(autograd::io::first_code_points(s, 99) == s);
+        // map_code_points: one call of f per code point, and the result is encoded again
+        const auto next = [](char32_t cp) -> char32_t { return cp == U'a' ? U'\U0001F355' : cp + 1; };
+        CHECK(autograd::io::map_code_points(s, next) == "\U0001F355\xC3\xAA\uFFFE\uFFFE" "c\U0001F356");
     }
 }
 

@@ -100,15 +100,19 @@ bool valid_utf8(std::string_view s) {
     return true;
 }
 
-std::string sanitize_utf8(std::string_view s) {
+std::string map_code_points(std::string_view s, char32_t (*f)(char32_t)) {
     std::string out;
     out.reserve(s.size());
     for (size_t pos = 0; pos < s.size();) {
         const Utf8Char c = decode_utf8(s, pos);
-        append_utf8(out, c.cp);
+        append_utf8(out, f(c.cp));
         pos += c.len;
     }
     return out;
+}
+
+std::string sanitize_utf8(std::string_view s) {
+    return map_code_points(s, [](char32_t cp) { return cp; });   // decoding alone repairs
 }
 
 }  // namespace autograd::io

@@ -41,4 +41,8 @@ std::string_view first_code_points(std::string_view s, size_t n);
 bool valid_utf8(std::string_view s);                  // well-formed: decode_utf8 finds nothing invalid
 std::string sanitize_utf8(std::string_view s);        // valid UTF-8: ill-formed sequences -> U+FFFD
 
+// Each code point of s (U+FFFD for an ill-formed sequence) replaced by f(code point), encoded
+// again: always valid UTF-8. E.g. map_code_points(s, data::to_lower) lowercases.
+std::string map_code_points(std::string_view s, char32_t (*f)(char32_t));
+
 }  // namespace autograd::io

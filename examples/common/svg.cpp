@@ -18,17 +18,14 @@ namespace common {
 // =============================================================================================
 // Text helpers
 
-std::string printable_text(const std::string& text) {
-    std::string out;
-    out.reserve(text.size());
-    for (char32_t cp : autograd::io::to_code_points(text)) {       // U+FFFD where malformed
-        if (cp == 0xFFFE || cp == 0xFFFF) cp = 0xFFFD;              // not allowed in XML
-        else if (cp < 0x20 && cp != '\t') cp = 0x2400 + cp;       // "\n" -> U+240A, visible
-        else if (cp == 0x7F) cp = 0x2421;                          // DEL -> its control picture
-        autograd::io::append_utf8(out, cp);
-    }
-    return out;
+static char32_t printable(char32_t cp) {                         // U+FFFD where malformed
+    if (cp == 0xFFFE || cp == 0xFFFF) return 0xFFFD;                // not allowed in XML
+    if (cp < 0x20 && cp != '\t') return 0x2400 + cp;               // "\n" -> U+240A, visible
+    if (cp == 0x7F) return 0x2421;                                  // DEL -> its control picture
+    return cp;
 }
+
+std::string printable_text(const std::string& text) { return autograd::io::map_code_points(text, printable); }
 
 std::string xml_escape(const std::string& text) {
     std::string out;
