@@ -45,7 +45,8 @@ public:
     using Buffers = std::vector<std::vector<std::vector<float>>>;
     const std::vector<std::string>& buffer_names() const { return buffer_names_; }   // per slot: "m", "v"
     const std::vector<int64_t>& param_steps() const { return param_steps_; }          // (P) updates per parameter
-    // Buffer `slot` of parameter i; nullptr before the first step(), when every buffer is still 0.
+    // Buffer `slot` of parameter i (numel floats); nullptr before the first step(), when every
+    // buffer is still 0. Throws std::out_of_range on a slot or parameter index that does not exist.
     const float* state_buffer(size_t slot, size_t param) const;
     // Replaces the whole state at once. Checks first, and throws std::invalid_argument (leaving
     // this optimizer untouched) unless: step_count >= 0, lr is a valid learning rate, one
