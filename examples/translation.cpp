@@ -353,7 +353,7 @@ int main(int argc, char** argv) {
                     (long long)model.num_parameters(), batches.size(), o.epochs, omp_get_max_threads());
 
         // ---- 3) train; keep the parameters with the best validation loss
-        data::SplitMix64 shuffle_rng(o.seed ^ 0x5eedULL);
+        autograd::Rng shuffle_rng(o.seed ^ 0x5eedULL);
         std::vector<double> ep_x, train_curve, valid_curve, step_x, step_loss;
         std::vector<std::vector<float>> best_params;
         double best_valid = INFINITY;
@@ -363,7 +363,7 @@ int main(int argc, char** argv) {
         for (int epoch = 1; epoch <= o.epochs; epoch++) {
             std::vector<size_t> order(batches.size());
             std::iota(order.begin(), order.end(), 0);
-            for (size_t i = order.size(); i > 1; i--) std::swap(order[i - 1], order[shuffle_rng.below(i)]);   // Fisher-Yates
+            for (size_t i = order.size(); i > 1; i--) std::swap(order[i - 1], order[shuffle_rng.below(static_cast<uint32_t>(i))]);   // Fisher-Yates
             model.train();
             double epoch_loss = 0.0;
             int64_t epoch_tokens = 0;

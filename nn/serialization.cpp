@@ -1,7 +1,8 @@
 #include "nn/serialization.h"
 
 #include <set>
-#include <stdexcept>
+
+#include "autograd/io/problems.h"
 
 namespace nn {
 
@@ -9,6 +10,8 @@ using autograd::io::as_f32;
 using autograd::io::f32_record;
 using autograd::io::load_safetensors;
 using autograd::io::save_safetensors;
+using autograd::io::SafetensorsFile;
+using autograd::io::TensorRecord;
 
 std::vector<TensorRecord> parameter_records(const Module& module) {
     std::vector<TensorRecord> recs;
@@ -22,28 +25,22 @@ void save(const Module& module, const std::string& path, const Metadata& metadat
 
 void load_parameters(Module& module, const SafetensorsFile& file, const std::string& path, bool allow_unexpected) {
     // 1) check every name, dtype and shape, collecting all problems
-    std::vector<std::string> problems;
+    autograd::io::Problems problems("load: '" + path + "' does not fit this model");
     std::set<std::string> expected;
     auto params = module.named_parameters();
     for (const auto& [name, t] : params) {
         expected.insert(name);
         const TensorRecord* r = file.find(name);
-        if (!r) { problems.push_back("missing parameter '" + name + "' " + autograd::shape_str(t.shape())); continue; }
-        if (r->dtype != "F32") problems.push_back("'" + name + "' has dtype " + r->dtype + ", expected F32");
+        if (!r) problems.add("missing parameter '" + name + "' " + autograd::shape_str(t.shape()));
+        else if (r->dtype != "F32") problems.add("'" + name + "' has dtype " + r->dtype + ", expected F32");
         else if (r->shape != t.shape())
-            problems.push_back("'" + name + "' has shape " + autograd::shape_str(r->shape) + " in the file but " +
-                               autograd::shape_str(t.shape()) + " in the model");
+            problems.add("'" + name + "' has shape " + autograd::shape_str(r->shape) + " in the file but " +
+                         autograd::shape_str(t.shape()) + " in the model");
     }
     if (!allow_unexpected)
         for (const TensorRecord& r : file.tensors)
-            if (!expected.count(r.name)) problems.push_back("unexpected tensor '" + r.name + "' (not a parameter of this model)");
-    if (!problems.empty()) {
-        std::string msg = "load: '" + path + "' does not fit this model (" + std::to_string(problems.size()) + " problem" +
-                          (problems.size() > 1 ? "s" : "") + "):";
-        for (size_t i = 0; i < problems.size() && i < 10; i++) msg += "\n  " + problems[i];
-        if (problems.size() > 10) msg += "\n  ... and " + std::to_string(problems.size() - 10) + " more";
-        throw std::runtime_error(msg);
-    }
+            if (!expected.count(r.name)) problems.add("unexpected tensor '" + r.name + "' (not a parameter of this model)");
+    problems.throw_if_any();
     // 2) only now copy: a failed load never leaves half a model
     for (auto& [name, t] : params) {
         const std::vector<float> v = as_f32(*file.find(name));

@@ -10,9 +10,6 @@
 
 namespace nn {
 
-using autograd::io::SafetensorsFile;
-using autograd::io::TensorRecord;
-
 using Metadata = std::map<std::string, std::string>;
 
 // Atomic: a crash or a full disk during save never destroys an earlier checkpoint at `path`.
@@ -24,8 +21,9 @@ void save(const Module& module, const std::string& path, const Metadata& metadat
 // Returns the file's metadata (training step, config, ...).
 Metadata load(Module& module, const std::string& path, bool allow_unexpected = false);
 // The same, from a file already read.
-void load_parameters(Module& module, const SafetensorsFile& file, const std::string& path, bool allow_unexpected = false);
+void load_parameters(Module& module, const autograd::io::SafetensorsFile& file, const std::string& path, bool allow_unexpected = false);
 
-std::vector<TensorRecord> parameter_records(const Module& module);
+// One F32 record per parameter, named as named_parameters() names it.
+std::vector<autograd::io::TensorRecord> parameter_records(const Module& module);
 
 }  // namespace nn

@@ -62,13 +62,11 @@ void Adam::step() {
     }
 }
 
-std::map<std::string, std::string> Adam::state_metadata() const {
-    auto m = Optimizer::state_metadata();
-    m["optim.beta1"] = float_text(opt_.beta1);
-    m["optim.beta2"] = float_text(opt_.beta2);
-    m["optim.eps"] = float_text(opt_.eps);
-    m["optim.weight_decay"] = float_text(opt_.weight_decay);
-    return m;
+std::map<std::string, std::string> Adam::hyperparameters() const {
+    return {{"beta1", float_text(opt_.beta1)},
+            {"beta2", float_text(opt_.beta2)},
+            {"eps", float_text(opt_.eps)},
+            {"weight_decay", float_text(opt_.weight_decay)}};
 }
 
 }  // namespace optim

@@ -25,7 +25,7 @@ public:
     Adam(std::vector<Tensor> params, AdamOptions opt = {});
     void step() override;
     std::string name() const override { return decoupled_ ? "AdamW" : "Adam"; }
-    std::map<std::string, std::string> state_metadata() const override;
+    std::map<std::string, std::string> hyperparameters() const override;
     const AdamOptions& options() const { return opt_; }
 
 protected:

@@ -2,6 +2,7 @@
 // schedules and gradient clipping.
 #pragma once
 #include "optim/adam.h"
+#include "optim/checkpoint.h"
 #include "optim/clip_grad.h"
 #include "optim/lr_schedule.h"
 #include "optim/optimizer.h"

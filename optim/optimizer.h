@@ -1,10 +1,9 @@
 // Optimizer: the base of every update rule. It holds the parameters, the learning rate, the step
-// count and any per-parameter state buffers a rule keeps (Adam's m and v, SGD's momentum), and it
-// saves and restores all of that as a safetensors file so training can resume bit for bit.
+// count and any per-parameter state buffers a rule keeps (Adam's m and v, SGD's momentum).
+// optim/checkpoint.h saves and restores that state, so training can resume bit for bit.
 //
 //   optim::Adam opt(model->parameters(), {.lr = 1e-3f});
 //   opt.zero_grad(); loss.backward(); opt.step();
-//   optim::save_optimizer(opt, "opt.safetensors");   ...   optim::load_optimizer(opt2, "opt.safetensors");
 #pragma once
 #include <cstdint>
 #include <map>
@@ -12,7 +11,6 @@
 #include <vector>
 
 #include "autograd/tensor.h"
-#include "autograd/io/safetensors.h"
 
 namespace optim {
 
@@ -38,22 +36,23 @@ public:
     const std::vector<Tensor>& params() const { return params_; }
     virtual std::string name() const = 0;               // "SGD", "Adam", "AdamW"
 
-    // ---- checkpointing ----
-    // The full state, as records:
-    //   "optim.step_count"  I64 ()   step() calls so far
-    //   "optim.lr"          F32 ()   the current learning rate (a schedule may have changed it)
-    //   "optim.param_steps" I64 (P)  updates each parameter has received (Adam's bias correction)
-    //   "<rule>.<buffer>.<i>" F32, shaped like parameter i, e.g. "adam.m.3", "sgd.momentum_buffer.0"
-    // Before the first step() the buffers are written as zeros, which is exactly their initial value.
-    virtual std::vector<autograd::io::TensorRecord> state_records() const;
-    // Strings for a reader of the file: "optim.type" (checked on load) and the hyperparameters
-    // (informative only: a loaded state keeps the hyperparameters this optimizer was built with).
-    virtual std::map<std::string, std::string> state_metadata() const;
-    // Restores what state_records() wrote. Checks everything first — the "optim.type" metadata,
-    // every expected record present with its dtype and shape, no unexpected "optim.*" or "<rule>.*"
-    // records — and throws std::runtime_error listing the problems, leaving this optimizer untouched.
-    // Records outside those two prefixes are ignored (e.g. model weights saved in the same file).
-    virtual void load_state_records(const autograd::io::SafetensorsFile& f);
+    // The options step() uses, as text for a reader ("beta1" -> "0.9"). A checkpoint stores them,
+    // informatively: a loaded state keeps the options this optimizer was built with.
+    virtual std::map<std::string, std::string> hyperparameters() const { return {}; }
+
+    // ---- the state step() accumulates (optim/checkpoint.h saves and restores it) ----
+    // [slot][param] -> that parameter's numel floats, e.g. slot 0 = Adam's m, slot 1 = its v.
+    using Buffers = std::vector<std::vector<std::vector<float>>>;
+    const std::vector<std::string>& buffer_names() const { return buffer_names_; }   // per slot: "m", "v"
+    const std::vector<int64_t>& param_steps() const { return param_steps_; }          // (P) updates per parameter
+    // Buffer `slot` of parameter i (numel floats); nullptr before the first step(), when every
+    // buffer is still 0. Throws std::out_of_range on a slot or parameter index that does not exist.
+    const float* state_buffer(size_t slot, size_t param) const;
+    // Replaces the whole state at once. Checks first, and throws std::invalid_argument (leaving
+    // this optimizer untouched) unless: step_count >= 0, lr is a valid learning rate, one
+    // param_steps entry per parameter in [0, step_count], and `buffers` holds one buffer per slot
+    // and parameter with the parameter's numel floats.
+    void set_state(int64_t step_count, float lr, std::vector<int64_t> param_steps, Buffers buffers);
 
 protected:
     // Declare a per-parameter state buffer, from the subclass constructor; returns its slot. Each
@@ -62,7 +61,6 @@ protected:
     float* state(int slot, size_t param) { return buffers_[slot][param].data(); }
     // Call first in every step(): allocates the state once and counts the step.
     void begin_step();
-    std::string prefix() const;                         // lower-case name(): "adam"
     static std::string float_text(float v);             // 9 significant digits: reads back as the same float
 
     std::vector<Tensor> params_;
@@ -72,15 +70,8 @@ protected:
 
 private:
     std::vector<std::string> buffer_names_;             // one per slot
-    std::vector<std::vector<std::vector<float>>> buffers_;   // [slot][param] -> numel floats
-    bool state_ready_ = false;                          // buffers_ allocated (first step() or a load)
+    Buffers buffers_;                                   // one (still empty) entry per slot until:
+    bool state_ready_ = false;                          // buffers allocated (first step() or set_state())
 };
-
-// Write opt.state_records() and opt.state_metadata() (plus `metadata`, whose keys must not start
-// with "optim.") to `path` as safetensors. Atomic, as autograd::io::save_safetensors.
-void save_optimizer(const Optimizer& opt, const std::string& path,
-                    std::map<std::string, std::string> metadata = {});
-// Read `path` and opt.load_state_records() it; errors are std::runtime_error naming the path.
-void load_optimizer(Optimizer& opt, const std::string& path);
 
 }  // namespace optim

@@ -47,12 +47,10 @@ void SGD::step() {
     }
 }
 
-std::map<std::string, std::string> SGD::state_metadata() const {
-    auto m = Optimizer::state_metadata();
-    m["optim.momentum"] = float_text(opt_.momentum);
-    m["optim.weight_decay"] = float_text(opt_.weight_decay);
-    m["optim.nesterov"] = opt_.nesterov ? "true" : "false";
-    return m;
+std::map<std::string, std::string> SGD::hyperparameters() const {
+    return {{"momentum", float_text(opt_.momentum)},
+            {"weight_decay", float_text(opt_.weight_decay)},
+            {"nesterov", opt_.nesterov ? "true" : "false"}};
 }
 
 }  // namespace optim

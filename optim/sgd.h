@@ -21,7 +21,7 @@ public:
     SGD(std::vector<Tensor> params, SGDOptions opt = {});
     void step() override;
     std::string name() const override { return "SGD"; }
-    std::map<std::string, std::string> state_metadata() const override;
+    std::map<std::string, std::string> hyperparameters() const override;
     const SGDOptions& options() const { return opt_; }
 
 private:

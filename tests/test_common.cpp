@@ -438,12 +438,14 @@ TEST_CASE("writing to an impossible path throws an error naming it") {
     CHECK_THROWS_AS(write_heatmaps(path, "t", {}, 1), std::runtime_error);
 }
 
-TEST_CASE("UTF-8 helpers count and cut code points, never bytes") {
-    CHECK(utf8_length("caf\xC3\xA9") == 4);
+TEST_CASE("labels: cut between code points, never inside one; control characters made visible") {
     CHECK(utf8_truncate("caf\xC3\xA9", 4) == "caf\xC3\xA9");
     CHECK(utf8_truncate("\xC3\xA9\xC3\xA9\xC3\xA9", 2) == "\xC3\xA9\xE2\x80\xA6");   // "é…"
-    CHECK(sanitize_utf8("\xE2\x82") == "\xEF\xBF\xBD");   // a truncated sequence is one U+FFFD (its maximal subpart, as Unicode recommends)
-    CHECK(sanitize_utf8("\xC0\xAF") == "\xEF\xBF\xBD\xEF\xBF\xBD");                 // overlong '/'
+    CHECK(utf8_truncate("abc", 0) == "");
+    CHECK(printable_text("a\nb\x7F\t") == "a\u240Ab\u2421\t");   // control pictures; tab stays
+    CHECK(printable_text("\xE2\x82") == "\xEF\xBF\xBD");   // a truncated sequence is one U+FFFD (its maximal subpart, as Unicode recommends)
+    CHECK(printable_text("\xC0\xAF") == "\xEF\xBF\xBD\xEF\xBF\xBD");                 // overlong '/'
+    CHECK(printable_text("\xEF\xBF\xBF") == "\uFFFD");   // U+FFFF: not allowed in XML
     CHECK(xml_escape("a'b") == "a&apos;b");
 }
 

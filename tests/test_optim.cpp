@@ -378,16 +378,16 @@ TEST_CASE("optim load_state_records rejects mismatched state with a clear messag
     opt.zero_grad();
     mse(net.forward(x), y).backward();
     opt.step();
-    const autograd::io::SafetensorsFile good{opt.state_metadata(), opt.state_records()};
+    const autograd::io::SafetensorsFile good{optim::state_metadata(opt), optim::state_records(opt)};
 
     // the target: a different optimizer that has taken one step; any failed load must leave it as it was
     MLP other(3, 4, 2);
     optim::Adam target(other.parameters(), {.lr = 0.5f});
     mse(other.forward(x), y).backward();
     target.step();
-    const auto before = target.state_records();
+    const auto before = optim::state_records(target);
     auto unchanged = [&] {
-        const auto now = target.state_records();
+        const auto now = optim::state_records(target);
         REQUIRE(now.size() == before.size());
         for (size_t i = 0; i < now.size(); i++) CHECK(now[i].bytes == before[i].bytes);
         CHECK(target.lr() == 0.5f);
@@ -396,27 +396,27 @@ TEST_CASE("optim load_state_records rejects mismatched state with a clear messag
     SUBCASE("a missing buffer") {
         autograd::io::SafetensorsFile f = good;
         std::erase_if(f.tensors, [](const autograd::io::TensorRecord& r) { return r.name == "adam.v.1"; });
-        CHECK_THROWS_WITH_AS(target.load_state_records(f), doctest::Contains("missing 'adam.v.1'"), std::runtime_error);
+        CHECK_THROWS_WITH_AS(optim::load_state_records(target, f), doctest::Contains("missing 'adam.v.1'"), std::runtime_error);
         unchanged();
     }
     SUBCASE("mismatched shapes") {
         MLP wide(4, 3, 2);                                // l1.weight (3, 4) instead of (4, 3)
         optim::Adam mismatched(wide.parameters());
-        CHECK_THROWS_WITH_AS(mismatched.load_state_records(good),
+        CHECK_THROWS_WITH_AS(optim::load_state_records(mismatched, good),
                              doctest::Contains("'adam.m.0' is F32 (4, 3), expected F32 (3, 4)"), std::runtime_error);
     }
     SUBCASE("a different number of parameters") {
         optim::Adam fewer({other.l1.weight, other.l1.bias});
-        CHECK_THROWS_WITH_AS(fewer.load_state_records(good), doctest::Contains("the state is for 4 parameters, this optimizer has 2"),
+        CHECK_THROWS_WITH_AS(optim::load_state_records(fewer, good), doctest::Contains("the state is for 4 parameters, this optimizer has 2"),
                              std::runtime_error);
     }
     SUBCASE("an unexpected record under the optimizer's prefix") {
         autograd::io::SafetensorsFile f = good;
         f.tensors.push_back(autograd::io::f32_record("adam.m.9", {1}, std::vector<float>{0}.data()));
         f.tensors.push_back(autograd::io::f32_record("model.weight", {1}, std::vector<float>{0}.data()));   // not ours: ignored
-        CHECK_THROWS_WITH_AS(target.load_state_records(f), doctest::Contains("unexpected 'adam.m.9'"), std::runtime_error);
+        CHECK_THROWS_WITH_AS(optim::load_state_records(target, f), doctest::Contains("unexpected 'adam.m.9'"), std::runtime_error);
         try {
-            target.load_state_records(f);
+            optim::load_state_records(target, f);
         } catch (const std::runtime_error& e) {
             CHECK(std::string(e.what()).find("model.weight") == std::string::npos);
         }
@@ -424,11 +424,11 @@ TEST_CASE("optim load_state_records rejects mismatched state with a clear messag
     }
     SUBCASE("state of another optimizer type") {
         optim::AdamW adamw(other.parameters());
-        CHECK_THROWS_WITH_AS(adamw.load_state_records(good), doctest::Contains("saved by Adam, this optimizer is AdamW"),
+        CHECK_THROWS_WITH_AS(optim::load_state_records(adamw, good), doctest::Contains("saved by Adam, this optimizer is AdamW"),
                              std::runtime_error);
         autograd::io::SafetensorsFile no_type = good;
         no_type.metadata.clear();
-        CHECK_THROWS_WITH_AS(target.load_state_records(no_type), doctest::Contains("not an optimizer state"), std::runtime_error);
+        CHECK_THROWS_WITH_AS(optim::load_state_records(target, no_type), doctest::Contains("not an optimizer state"), std::runtime_error);
         unchanged();
     }
     SUBCASE("through a file: the message names the path") {
@@ -439,8 +439,35 @@ TEST_CASE("optim load_state_records rejects mismatched state with a clear messag
         unchanged();
         std::filesystem::remove(path);
     }
+    SUBCASE("records of the right shape with impossible values") {
+        autograd::io::SafetensorsFile f = good;
+        const int64_t minus_one = -1;
+        std::erase_if(f.tensors, [](const autograd::io::TensorRecord& r) { return r.name == "optim.step_count"; });
+        f.tensors.push_back(autograd::io::i64_record("optim.step_count", {}, &minus_one));
+        CHECK_THROWS_WITH_AS(optim::load_state_records(target, f), doctest::Contains("negative step_count -1"), std::runtime_error);
+        unchanged();
+        const int64_t too_many[4] = {1, 1, 2, 1};                 // 2 updates of a parameter in 1 step
+        std::erase_if(f.tensors, [](const autograd::io::TensorRecord& r) { return r.name.rfind("optim.", 0) == 0; });
+        const int64_t one = 1;
+        const float lr = 0.01f;
+        f.tensors.push_back(autograd::io::i64_record("optim.step_count", {}, &one));
+        f.tensors.push_back(autograd::io::f32_record("optim.lr", {}, &lr));
+        f.tensors.push_back(autograd::io::i64_record("optim.param_steps", {4}, too_many));
+        CHECK_THROWS_WITH_AS(optim::load_state_records(target, f), doctest::Contains("param_steps[2] = 2 is outside [0, step_count = 1]"),
+                             std::runtime_error);
+        unchanged();
+    }
+    SUBCASE("several problems are reported together") {
+        autograd::io::SafetensorsFile f = good;
+        std::erase_if(f.tensors, [](const autograd::io::TensorRecord& r) { return r.name == "adam.v.1" || r.name == "optim.lr"; });
+        CHECK_THROWS_WITH_AS(optim::load_state_records(target, f),
+                             "load_state_records (Adam): the state does not fit this optimizer (2 problems):\n"
+                             "  missing 'optim.lr'\n  missing 'adam.v.1'",
+                             std::runtime_error);
+        unchanged();
+    }
     SUBCASE("a good state loads") {
-        target.load_state_records(good);
+        optim::load_state_records(target, good);
         CHECK(target.lr() == 0.01f);
         CHECK(target.step_count() == 1);
     }
@@ -471,6 +498,15 @@ TEST_CASE("optim: bad arguments throw std::invalid_argument with clear messages"
     CHECK_THROWS_WITH_AS(opt.set_lr(-1.0f), Contains("learning rate"), E);
     CHECK(opt.lr() == 0.01f);
     CHECK_THROWS_WITH_AS(optim::save_optimizer(opt, temp_path("never_written"), {{"optim.type", "x"}}), Contains("reserved"), E);
+    optim::SGD heavy({p}, {.momentum = 0.9f});                      // one buffer ("momentum_buffer") of 2 floats
+    CHECK(heavy.state_buffer(0, 0) == nullptr);                     // before the first step: not allocated, all 0
+    CHECK_THROWS_WITH_AS(heavy.set_state(1, 0.1f, {1}, {{{0.0f}}}), Contains("buffer 'momentum_buffer' of parameter 0 has 1 floats, expected 2"), E);
+    CHECK_THROWS_WITH_AS(heavy.set_state(1, 0.1f, {1, 1}, {{{0.0f, 0.0f}}}), Contains("2 param_steps for 1 parameters"), E);
+    CHECK_THROWS_WITH_AS(heavy.set_state(1, nan, {1}, {{{0.0f, 0.0f}}}), Contains("not a valid learning rate"), E);
+    CHECK(heavy.step_count() == 0);
+    heavy.set_state(3, 0.1f, {2}, {{{0.5f, -0.5f}}});
+    CHECK(heavy.step_count() == 3);
+    CHECK(heavy.state_buffer(0, 0)[1] == -0.5f);
 
     CHECK_THROWS_WITH_AS(optim::NoamSchedule(opt, 0, 4000), Contains("d_model must be > 0"), E);
     CHECK_THROWS_WITH_AS(optim::NoamSchedule(opt, 512, 0), Contains("warmup must be > 0"), E);

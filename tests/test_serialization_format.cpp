@@ -1,4 +1,5 @@
-// Tests for the checkpoint file format layer: autograd/io/json.h and autograd/io/safetensors.h.
+// Tests for autograd/io/: the checkpoint file formats (json.h, safetensors.h), UTF-8 (utf8.h) and
+// the loaders' problem list (problems.h).
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -12,7 +13,9 @@
 #include <unistd.h>
 
 #include "autograd/io/json.h"
+#include "autograd/io/problems.h"
 #include "autograd/io/safetensors.h"
+#include "autograd/io/utf8.h"
 
 namespace fs = std::filesystem;
 using autograd::io::json::Value;
@@ -502,7 +505,91 @@ TEST_CASE("safetensors: typed helpers check the dtype") {
     CHECK(r.bytes.size() == 8);
     CHECK_THROWS_WITH_AS(autograd::io::as_f32(r), "as_f32: tensor \"ids\": dtype is I32, not F32",
                          std::runtime_error);
+    CHECK_THROWS_WITH_AS(autograd::io::as_i64(r), "as_i64: tensor \"ids\": dtype is I32, not I64",
+                         std::runtime_error);
+
+    // I64 (step counts in optimizer checkpoints): 8 little-endian bytes per element
+    const int64_t steps[3] = {1, -2, int64_t{1} << 40};
+    const autograd::io::TensorRecord s = autograd::io::i64_record("steps", {3}, steps);
+    CHECK(s.dtype == "I64");
+    REQUIRE(s.bytes.size() == 24);
+    CHECK(std::vector<uint8_t>(s.bytes.begin(), s.bytes.begin() + 8) == std::vector<uint8_t>{1, 0, 0, 0, 0, 0, 0, 0});
+    CHECK(std::vector<uint8_t>(s.bytes.begin() + 8, s.bytes.begin() + 16) ==
+          std::vector<uint8_t>{0xFE, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF});          // -2, two's complement
+    CHECK(s.bytes[16 + 5] == 1);                                                          // 2^40 = byte 5 bit 0
+    CHECK(autograd::io::as_i64(s) == std::vector<int64_t>(steps, steps + 3));
     CHECK(autograd::io::dtype_size("BF16") == 2);
     CHECK(autograd::io::dtype_size("F64") == 8);
     CHECK(autograd::io::dtype_size("f32") == 0);                        // names are case-sensitive
+}
+
+// ---------------------------------------------------------------------------------------------
+// UTF-8
+
+TEST_CASE("utf8: strict decoding and encoding") {
+    SUBCASE("encode/decode round trip across all lengths") {
+        for (char32_t cp : {U'A', U'é', U'€', U'我', U'\uFFFD', U'\U0001F355', U'\U0010FFFF'}) {
+            const std::string s = autograd::io::encode_utf8(cp);
+            const autograd::io::Utf8Char c = autograd::io::decode_utf8(s, 0);
+            CHECK(c.valid);
+            CHECK(c.cp == cp);
+            CHECK(c.len == s.size());
+        }
+        CHECK(autograd::io::encode_utf8(0xD800) == "\uFFFD");    // a surrogate cannot be encoded
+        CHECK(autograd::io::encode_utf8(0x110000) == "\uFFFD");  // beyond Unicode
+    }
+    SUBCASE("ill-formed sequences are rejected") {
+        CHECK_FALSE(autograd::io::valid_utf8("\xC0\x80"));          // overlong NUL
+        CHECK_FALSE(autograd::io::valid_utf8("\xE0\x80\xAF"));      // overlong '/'
+        CHECK_FALSE(autograd::io::valid_utf8("\xED\xA0\x80"));      // surrogate U+D800
+        CHECK_FALSE(autograd::io::valid_utf8("\xF4\x90\x80\x80"));  // U+110000
+        CHECK_FALSE(autograd::io::valid_utf8("\x80"));              // lone continuation byte
+        CHECK_FALSE(autograd::io::valid_utf8("\xE6\x88"));          // truncated
+        CHECK(autograd::io::valid_utf8("plain ASCII, é, 我, 🍕"));
+    }
+    SUBCASE("an invalid sequence is replaced once, and the next character survives") {
+        // E2 82 is the start of a 3-byte character cut short by 'A': one U+FFFD, then 'A'
+        CHECK(autograd::io::sanitize_utf8("\xE2\x82" "A") == "\uFFFD" "A");
+        CHECK(autograd::io::sanitize_utf8("\xFF\xFE") == "\uFFFD\uFFFD");
+    }
+    SUBCASE("code points: counted and cut as to_code_points sees them, never inside a character") {
+        const std::string s = "a\xC3\xA9\xFF\xE6\x88" "b\U0001F355";   // a é <bad> <truncated> b 🍕
+        CHECK(autograd::io::to_code_points(s) == std::u32string{U'a', U'é', 0xFFFD, 0xFFFD, U'b', U'\U0001F355'});
+        CHECK(autograd::io::count_code_points(s) == 6);
+        CHECK(autograd::io::count_code_points("") == 0);
+        CHECK(autograd::io::first_code_points(s, 0) == "");
+        CHECK(autograd::io::first_code_points(s, 2) == "a\xC3\xA9");
+        CHECK(autograd::io::first_code_points(s, 4) == "a\xC3\xA9\xFF\xE6\x88");   // a bad sequence is one unit
+        CHECK(autograd::io::first_code_points(s, 6) == s);
+        CHECK(autograd::io::first_code_points(s, 99) == s);
+        // map_code_points: one call of f per code point, and the result is encoded again
+        const auto next = [](char32_t cp) -> char32_t { return cp == U'a' ? U'\U0001F355' : cp + 1; };
+        CHECK(autograd::io::map_code_points(s, next) == "\U0001F355\xC3\xAA\uFFFE\uFFFE" "c\U0001F356");
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Problems: the loaders' "collect every problem, then throw" helper
+
+TEST_CASE("Problems: nothing to report does not throw; otherwise one message lists them all") {
+    autograd::io::Problems none("load: 'a' does not fit");
+    CHECK(none.empty());
+    CHECK_NOTHROW(none.throw_if_any());
+
+    autograd::io::Problems one("load: 'a' does not fit");
+    one.add("missing 'w'");
+    CHECK_THROWS_WITH_AS(one.throw_if_any(), "load: 'a' does not fit (1 problem):\n  missing 'w'", std::runtime_error);
+
+    autograd::io::Problems many("ctx");
+    for (int i = 0; i < 12; i++) many.add(std::string(1, 'p').append(std::to_string(i)));   // not "p" + ...: GCC 12 -Wrestrict false alarm
+    CHECK(many.size() == 12);
+    std::string msg;
+    try {
+        many.throw_if_any();
+    } catch (const std::runtime_error& e) {
+        msg = e.what();
+    }
+    CHECK(msg.rfind("ctx (12 problems):\n  p0\n  p1\n", 0) == 0);
+    CHECK(msg.find("\n  p9\n  ... and 2 more") != std::string::npos);   // the first 10, then a count
+    CHECK(msg.find("p10") == std::string::npos);
 }

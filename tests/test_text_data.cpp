@@ -15,6 +15,7 @@
 
 #include <unistd.h>   // getpid: temp file names unique to this run
 
+#include "autograd/io/utf8.h"
 #include "examples/data/bleu.h"
 #include "examples/data/tokenizer.h"
 #include "examples/data/toy_grammar.h"
@@ -102,14 +103,14 @@ TEST_CASE("tokenize: UTF-8 is never split inside a character") {
         const std::string family = "👨\u200D👩\u200D👧";
         CHECK(data::tokenize("pizza 🍕!") == Tokens{"pizza", "🍕", "!"});
         CHECK(data::tokenize(family + " ok") == Tokens{family, "ok"});
-        for (const std::string& t : data::tokenize("👍🏽 🎉🎉 done")) CHECK(data::valid_utf8(t));
+        for (const std::string& t : data::tokenize("👍🏽 🎉🎉 done")) CHECK(autograd::io::valid_utf8(t));
     }
     SUBCASE("invalid bytes become U+FFFD, output is valid UTF-8") {
         const std::string bad = "ab\xFF" "cd \xE2\x82 x \xC3";  // stray byte, truncated, truncated at end
         const Tokens t = data::tokenize(bad);
         CHECK(t == Tokens{"ab\uFFFDcd", "\uFFFD", "x", "\uFFFD"});
-        for (const std::string& s : t) CHECK(data::valid_utf8(s));
-        CHECK(data::valid_utf8(data::detokenize(t)));
+        for (const std::string& s : t) CHECK(autograd::io::valid_utf8(s));
+        CHECK(autograd::io::valid_utf8(data::detokenize(t)));
     }
 }
 
@@ -122,34 +123,6 @@ TEST_CASE("tokenize: lowercase by code point (ASCII, Latin-1, Latin Extended-A)"
     CHECK(data::to_lower(U'ß') == U'ß');
     CHECK(data::to_lower(U'我') == U'我');
     CHECK(data::to_lower_utf8("L'HOMME") == "l'homme");
-}
-
-TEST_CASE("UTF-8 helpers: strict decoding and encoding") {
-    SUBCASE("encode/decode round trip across all lengths") {
-        for (char32_t cp : {U'A', U'é', U'€', U'我', U'\uFFFD', U'\U0001F355', U'\U0010FFFF'}) {
-            const std::string s = data::encode_utf8(cp);
-            const data::Utf8Char c = data::decode_utf8(s, 0);
-            CHECK(c.valid);
-            CHECK(c.cp == cp);
-            CHECK(c.len == s.size());
-        }
-        CHECK(data::encode_utf8(0xD800) == "\uFFFD");    // a surrogate cannot be encoded
-        CHECK(data::encode_utf8(0x110000) == "\uFFFD");  // beyond Unicode
-    }
-    SUBCASE("ill-formed sequences are rejected") {
-        CHECK_FALSE(data::valid_utf8("\xC0\x80"));          // overlong NUL
-        CHECK_FALSE(data::valid_utf8("\xE0\x80\xAF"));      // overlong '/'
-        CHECK_FALSE(data::valid_utf8("\xED\xA0\x80"));      // surrogate U+D800
-        CHECK_FALSE(data::valid_utf8("\xF4\x90\x80\x80"));  // U+110000
-        CHECK_FALSE(data::valid_utf8("\x80"));              // lone continuation byte
-        CHECK_FALSE(data::valid_utf8("\xE6\x88"));          // truncated
-        CHECK(data::valid_utf8("plain ASCII, é, 我, 🍕"));
-    }
-    SUBCASE("an invalid sequence is replaced once, and the next character survives") {
-        // E2 82 is the start of a 3-byte character cut short by 'A': one U+FFFD, then 'A'
-        CHECK(data::sanitize_utf8("\xE2\x82" "A") == "\uFFFD" "A");
-        CHECK(data::sanitize_utf8("\xFF\xFE") == "\uFFFD\uFFFD");
-    }
 }
 
 // ---- vocabulary -----------------------------------------------------------------------------
@@ -351,13 +324,6 @@ TEST_CASE("split_pairs: deterministic, complete, a source sentence lands in one 
 
     CHECK_THROWS_WITH_AS(data::split_pairs(pairs, 1, 0.6, 0.6), doctest::Contains("valid_frac + test_frac <= 1"), std::invalid_argument);
     CHECK_THROWS_WITH_AS(data::split_pairs(pairs, 1, -0.1, 0.1), doctest::Contains("need 0 <= valid_frac"), std::invalid_argument);
-}
-
-TEST_CASE("SplitMix64: fixed sequence") {
-    // First outputs for seed 0, computed by hand-running the published algorithm (Python, once).
-    data::SplitMix64 rng(0);
-    CHECK(rng.next() == 0xE220A8397B1DCDAFull);
-    CHECK(rng.next() == 0x6E789E6AA1B965F4ull);
 }
 
 // ---- BLEU -----------------------------------------------------------------------------------

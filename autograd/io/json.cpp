@@ -69,11 +69,6 @@ bool operator==(const Value& a, const Value& b) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// UTF-8 helpers
-
-bool is_valid_utf8(std::string_view s) { return valid_utf8(s); }
-
-// ---------------------------------------------------------------------------------------------
 // Parser: recursive descent, one function per grammar rule.
 
 [[noreturn]] static void fail(const std::string& what, size_t at) {
@@ -293,7 +288,7 @@ Value parse(std::string_view text) {
 
 static void write_string(std::string& out, std::string_view s) {
     static const char* hex = "0123456789abcdef";
-    if (!is_valid_utf8(s))
+    if (!valid_utf8(s))
         throw std::runtime_error("json: cannot write a string that is not valid UTF-8");
     out += '"';
     for (const char c : s) {

@@ -86,11 +86,9 @@ constexpr int kMaxDepth = 256;
 // (e.g. 1e999, 1e-999) are rejected rather than silently rounded to inf or 0.
 Value parse(std::string_view text);
 
-// True if s is well-formed UTF-8 (no overlong forms, no surrogates, nothing above U+10FFFF).
-bool is_valid_utf8(std::string_view s);
-
-// Compact text, no whitespace. Strings must be valid UTF-8 (throws otherwise), so dump never
-// writes text that parse would reject; control characters, '"' and '\\' are escaped.
+// Compact text, no whitespace. Strings must be valid UTF-8 (throws otherwise: check with
+// valid_utf8, autograd/io/utf8.h), so dump never writes text that parse would reject; control
+// characters, '"' and '\\' are escaped.
 // Integral numbers with |x| < 2^53 print without a decimal point ("3", not "3.0"); others print
 // in the shortest form that parses back to the same double. Throws on NaN or infinity, which
 // JSON cannot represent.

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "autograd/io/json.h"
+#include "autograd/io/utf8.h"
 
 // Tensor bytes are copied between memory and file as-is, which is only right on a little-endian
 // machine (x86-64, ARM64 in practice). The header length is decoded byte by byte regardless.
@@ -51,7 +52,7 @@ static std::string shape_text(const std::vector<int64_t>& shape) {
 
 // A name in double quotes with JSON escapes, so odd names can't garble a message.
 static std::string name_text(const std::string& name) {
-    return json::is_valid_utf8(name) ? json::dump(json::Value(name)) : "<non-UTF-8 name>";
+    return valid_utf8(name) ? json::dump(json::Value(name)) : "<non-UTF-8 name>";
 }
 
 // product(shape) * elem_size into `bytes`; false if a dim is negative or the product overflows.
@@ -77,14 +78,14 @@ static void check_records(const std::vector<TensorRecord>& tensors,
         throw std::runtime_error("save_safetensors: " + what);
     };
     for (const auto& [key, value] : metadata)
-        if (!json::is_valid_utf8(key) || !json::is_valid_utf8(value))
+        if (!valid_utf8(key) || !valid_utf8(value))
             bad("metadata key or value is not valid UTF-8");
     std::unordered_set<std::string> names;
     uint64_t total = 0;
     for (const TensorRecord& r : tensors) {
         const std::string t = "tensor " + name_text(r.name) + ": ";
         if (r.name.empty()) bad("a tensor has an empty name");
-        if (!json::is_valid_utf8(r.name)) bad("a tensor name is not valid UTF-8");
+        if (!valid_utf8(r.name)) bad("a tensor name is not valid UTF-8");
         if (r.name == "__metadata__") bad(t + "the name is reserved for metadata");
         if (!names.insert(r.name).second) bad(t + "duplicate name");
         const size_t elem = dtype_size(r.dtype);
@@ -427,11 +428,18 @@ TensorRecord i32_record(const std::string& name, const std::vector<int64_t>& sha
                         const int32_t* data) {
     return make_record("i32_record", name, "I32", shape, data);
 }
+TensorRecord i64_record(const std::string& name, const std::vector<int64_t>& shape,
+                        const int64_t* data) {
+    return make_record("i64_record", name, "I64", shape, data);
+}
 std::vector<float> as_f32(const TensorRecord& record) {
     return read_record<float>("as_f32", record, "F32");
 }
 std::vector<int32_t> as_i32(const TensorRecord& record) {
     return read_record<int32_t>("as_i32", record, "I32");
+}
+std::vector<int64_t> as_i64(const TensorRecord& record) {
+    return read_record<int64_t>("as_i64", record, "I64");
 }
 
 }  // namespace autograd::io

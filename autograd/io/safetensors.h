@@ -63,7 +63,10 @@ TensorRecord f32_record(const std::string& name, const std::vector<int64_t>& sha
                         const float* data);
 TensorRecord i32_record(const std::string& name, const std::vector<int64_t>& shape,
                         const int32_t* data);
+TensorRecord i64_record(const std::string& name, const std::vector<int64_t>& shape,
+                        const int64_t* data);
 std::vector<float> as_f32(const TensorRecord& record);
 std::vector<int32_t> as_i32(const TensorRecord& record);
+std::vector<int64_t> as_i64(const TensorRecord& record);
 
 }  // namespace autograd::io

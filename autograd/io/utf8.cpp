@@ -68,6 +68,29 @@ std::string encode_utf8(char32_t cp) {
     return out;
 }
 
+std::u32string to_code_points(std::string_view s) {
+    std::u32string out;
+    out.reserve(s.size());
+    for (size_t pos = 0; pos < s.size();) {
+        const Utf8Char c = decode_utf8(s, pos);
+        out += c.cp;
+        pos += c.len;
+    }
+    return out;
+}
+
+size_t count_code_points(std::string_view s) {
+    size_t n = 0;
+    for (size_t pos = 0; pos < s.size(); n++) pos += decode_utf8(s, pos).len;
+    return n;
+}
+
+std::string_view first_code_points(std::string_view s, size_t n) {
+    size_t pos = 0;
+    for (size_t k = 0; k < n && pos < s.size(); k++) pos += decode_utf8(s, pos).len;
+    return s.substr(0, pos);
+}
+
 bool valid_utf8(std::string_view s) {
     for (size_t pos = 0; pos < s.size();) {
         const Utf8Char c = decode_utf8(s, pos);
@@ -77,15 +100,19 @@ bool valid_utf8(std::string_view s) {
     return true;
 }
 
-std::string sanitize_utf8(std::string_view s) {
+std::string map_code_points(std::string_view s, char32_t (*f)(char32_t)) {
     std::string out;
     out.reserve(s.size());
     for (size_t pos = 0; pos < s.size();) {
         const Utf8Char c = decode_utf8(s, pos);
-        append_utf8(out, c.cp);
+        append_utf8(out, f(c.cp));
         pos += c.len;
     }
     return out;
+}
+
+std::string sanitize_utf8(std::string_view s) {
+    return map_code_points(s, [](char32_t cp) { return cp; });   // decoding alone repairs
 }
 
 }  // namespace autograd::io

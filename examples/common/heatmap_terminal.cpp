@@ -5,19 +5,21 @@
 #include <stdexcept>
 #include <vector>
 
+#include "autograd/io/utf8.h"
+
 namespace common {
 
 namespace {
 
-// Split UTF-8 text into its code points, each as a small string.
+// Split text into its code points, each as a small UTF-8 string.
 std::vector<std::string> code_points(const std::string& text) {
     std::vector<std::string> out;
-    for (char c : text) {
-        if ((static_cast<unsigned char>(c) & 0xC0) != 0x80 || out.empty()) out.emplace_back();
-        out.back() += c;
-    }
+    for (char32_t cp : autograd::io::to_code_points(text)) out.push_back(autograd::io::encode_utf8(cp));
     return out;
 }
+
+// Width on a terminal, in columns: one per code point (true of most scripts, not of CJK).
+int width(const std::string& text) { return static_cast<int>(autograd::io::count_code_points(text)); }
 
 // The xterm 256-colour cube index nearest to an RGB colour. The cube's six levels per
 // channel are 0, 95, 135, 175, 215, 255; index = 16 + 36 r + 6 g + b.
@@ -63,14 +65,14 @@ std::string terminal_heatmap(const Heatmap& map, bool color) {
     std::vector<std::vector<std::string>> cols;
     size_t header_h = 0;
     for (const auto& l : map.col_labels) {
-        cols.push_back(code_points(utf8_truncate(sanitize_utf8(l), max_col_label)));
+        cols.push_back(code_points(utf8_truncate(printable_text(l), max_col_label)));
         header_h = std::max(header_h, cols.back().size());
     }
     std::vector<std::string> rows;
     int row_w = 0;
     for (const auto& l : map.row_labels) {
-        rows.push_back(utf8_truncate(sanitize_utf8(l), max_row_label));
-        row_w = std::max(row_w, utf8_length(rows.back()));
+        rows.push_back(utf8_truncate(printable_text(l), max_row_label));
+        row_w = std::max(row_w, width(rows.back()));
     }
 
     std::string out;
@@ -82,7 +84,7 @@ std::string terminal_heatmap(const Heatmap& map, bool color) {
     } else {
         scale = "(\u2591\u2592\u2593\u2588 = 0.25 0.5 0.75 1)";
     }
-    out += (map.title.empty() ? "" : sanitize_utf8(map.title) + "   ") + scale + "\n";
+    out += (map.title.empty() ? "" : printable_text(map.title) + "   ") + scale + "\n";
 
     // 3) column labels written downwards, bottom-aligned so each ends just above its cells
     for (size_t h = 0; h < header_h; h++) {
@@ -97,7 +99,7 @@ std::string terminal_heatmap(const Heatmap& map, bool color) {
 
     // 4) one line per row: the right-aligned label, then two characters per cell
     for (size_t r = 0; r < R; r++) {
-        std::string line(row_w - utf8_length(rows[r]), ' ');
+        std::string line(row_w - width(rows[r]), ' ');
         line += rows[r] + " ";
         for (size_t c = 0; c < C; c++) {
             const float v = map.values[r * C + c];

@@ -11,6 +11,8 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "autograd/io/utf8.h"
+
 namespace common {
 
 std::string format_duration(double seconds) {
@@ -56,14 +58,6 @@ int terminal_columns(int fd) {
     return 80;
 }
 
-// Keep the first `n` code points of UTF-8 text (continuation bytes look like 10xxxxxx).
-std::string first_code_points(const std::string& s, int n) {
-    int count = 0;
-    for (size_t i = 0; i < s.size(); i++) {
-        if ((static_cast<unsigned char>(s[i]) & 0xC0) != 0x80 && count++ == n) return s.substr(0, i);
-    }
-    return s;
-}
 
 }  // namespace
 
@@ -137,10 +131,10 @@ void Progress::draw() {
         // '\r' back to column 0, the line cut to the terminal's width (a wrapped line could not
         // be redrawn in place), then ESC[K erases what a longer previous line left behind.
         // A narrow terminal loses the bar first, then the end of the line.
-        const int width = terminal_columns(fd_);
+        const auto fit = static_cast<size_t>(std::max(terminal_columns(fd_) - 1, 0));   // code points
         std::string line = render_line(true, true);
-        if (first_code_points(line, width - 1) != line) line = render_line(true, false);
-        out_ << '\r' << first_code_points(line, width - 1) << "\x1b[K";
+        if (autograd::io::first_code_points(line, fit) != line) line = render_line(true, false);
+        out_ << '\r' << autograd::io::first_code_points(line, fit) << "\x1b[K";
         line_open_ = true;
     } else {
         last_plain_bucket_ = static_cast<int>(10LL * std::clamp(step_, 0, total_) / total_);

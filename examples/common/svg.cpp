@@ -18,24 +18,18 @@ namespace common {
 // =============================================================================================
 // Text helpers
 
-std::string sanitize_utf8(const std::string& text) {
-    std::string out;
-    out.reserve(text.size());
-    for (size_t i = 0; i < text.size();) {
-        const autograd::io::Utf8Char u = autograd::io::decode_utf8(text, i);
-        i += u.len;
-        char32_t cp = u.cp;                                         // U+FFFD when malformed
-        if (cp == 0xFFFE || cp == 0xFFFF) cp = 0xFFFD;              // not allowed in XML
-        else if (cp < 0x20 && cp != '\t') cp = 0x2400 + cp;       // "\n" -> U+240A, visible
-        else if (cp == 0x7F) cp = 0x2421;                          // DEL -> its control picture
-        autograd::io::append_utf8(out, cp);
-    }
-    return out;
+static char32_t printable(char32_t cp) {                         // U+FFFD where malformed
+    if (cp == 0xFFFE || cp == 0xFFFF) return 0xFFFD;                // not allowed in XML
+    if (cp < 0x20 && cp != '\t') return 0x2400 + cp;               // "\n" -> U+240A, visible
+    if (cp == 0x7F) return 0x2421;                                  // DEL -> its control picture
+    return cp;
 }
+
+std::string printable_text(const std::string& text) { return autograd::io::map_code_points(text, printable); }
 
 std::string xml_escape(const std::string& text) {
     std::string out;
-    for (char c : sanitize_utf8(text)) {
+    for (char c : printable_text(text)) {
         switch (c) {
             case '&': out += "&amp;"; break;
             case '<': out += "&lt;"; break;
@@ -48,24 +42,11 @@ std::string xml_escape(const std::string& text) {
     return out;
 }
 
-int utf8_length(const std::string& text) {
-    int n = 0;
-    for (char c : text) n += (static_cast<unsigned char>(c) & 0xC0) != 0x80;   // skip 10xxxxxx
-    return n;
-}
-
 std::string utf8_truncate(const std::string& text, int max_points) {
-    if (utf8_length(text) <= max_points) return text;
     if (max_points <= 0) return "";
-    int kept = 0;
-    size_t end = 0;
-    while (end < text.size()) {
-        const bool starts_code_point = (static_cast<unsigned char>(text[end]) & 0xC0) != 0x80;
-        if (starts_code_point && kept == max_points - 1) break;
-        kept += starts_code_point;
-        end++;
-    }
-    return text.substr(0, end) + "\u2026";   // "…"
+    const auto max = static_cast<size_t>(max_points);
+    if (autograd::io::count_code_points(text) <= max) return text;
+    return std::string(autograd::io::first_code_points(text, max - 1)) + "\u2026";   // "…"
 }
 
 Rgb heat_color(float value) {
@@ -113,7 +94,7 @@ std::string hex_color(Rgb c) {
 
 // Rough width of text in a sans-serif font: ~0.6 em per character. Used only for layout.
 double text_width(const std::string& text, double font_size) {
-    return utf8_length(text) * font_size * 0.6;
+    return static_cast<double>(autograd::io::count_code_points(text)) * font_size * 0.6;
 }
 
 std::string svg_open(double width, double height, const std::string& title) {

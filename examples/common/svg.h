@@ -55,17 +55,17 @@ void write_text_file(const std::string& path, const std::string& text);
 
 // ---- text helpers shared by the SVG and terminal writers -----------------------------------
 
-// Valid UTF-8: each malformed byte becomes U+FFFD, and control characters (which XML forbids)
-// become U+FFFD too, except tab. Tokens from a byte-level tokenizer may be partial characters.
-std::string sanitize_utf8(const std::string& text);
+// Text that can be shown: valid UTF-8 (ill-formed bytes become U+FFFD, autograd::io::sanitize_utf8)
+// in which every control character but tab becomes its visible Unicode control picture ("\n" ->
+// U+240A, which XML also allows) and the non-characters U+FFFE, U+FFFF become U+FFFD. Tokens
+// from a byte-level tokenizer may be partial characters.
+std::string printable_text(const std::string& text);
 
-// sanitize_utf8, then & < > " ' as entities: safe inside SVG text and attribute values.
+// printable_text, then & < > " ' as entities: safe inside SVG text and attribute values.
 std::string xml_escape(const std::string& text);
 
-// Number of code points in valid UTF-8 text (what a terminal shows, for most scripts).
-int utf8_length(const std::string& text);
-
-// At most `max_points` code points; a cut label ends in "…" (counted in max_points).
+// At most `max_points` code points (autograd::io::count_code_points, what a terminal shows for
+// most scripts); a cut label ends in "…" (counted in max_points).
 std::string utf8_truncate(const std::string& text, int max_points);
 
 // Heatmap colour for a value in 0..1: white at 0, through light blue, to dark blue at 1.

@@ -6,9 +6,13 @@
 #include <stdexcept>
 #include <unordered_map>
 
+#include "autograd/io/utf8.h"
 #include "examples/data/tokenizer.h"
 
 namespace data {
+
+using autograd::io::decode_utf8;
+using autograd::io::Utf8Char;
 
 namespace {
 

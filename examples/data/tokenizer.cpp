@@ -2,18 +2,12 @@
 
 #include <array>
 
+#include "autograd/io/utf8.h"
+
 namespace data {
 
-std::u32string to_code_points(std::string_view s) {
-    std::u32string out;
-    out.reserve(s.size());
-    for (size_t pos = 0; pos < s.size();) {
-        const Utf8Char c = decode_utf8(s, pos);
-        out += c.cp;
-        pos += c.len;
-    }
-    return out;
-}
+using autograd::io::append_utf8;
+using autograd::io::to_code_points;
 
 char32_t to_lower(char32_t c) {
     if (c < 0x80) return (c >= 'A' && c <= 'Z') ? c + 0x20 : c;
@@ -34,16 +28,7 @@ char32_t to_lower(char32_t c) {
     return c;
 }
 
-std::string to_lower_utf8(std::string_view s) {
-    std::string out;
-    out.reserve(s.size());
-    for (size_t pos = 0; pos < s.size();) {
-        const Utf8Char c = decode_utf8(s, pos);
-        append_utf8(out, to_lower(c.cp));
-        pos += c.len;
-    }
-    return out;
-}
+std::string to_lower_utf8(std::string_view s) { return autograd::io::map_code_points(s, to_lower); }
 
 bool is_space(char32_t c) {
     if (c <= 0x20 || c == 0x7F) return true;  // space, ASCII whitespace, other control chars

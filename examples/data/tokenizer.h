@@ -1,4 +1,5 @@
-// Word-level tokenizer for the translation example, plus the small UTF-8 toolkit it needs.
+// Word-level tokenizer for the translation example, and the code point classes it uses. UTF-8
+// itself (decoding, validation, U+FFFD repair) is autograd/io/utf8.h.
 //
 // tokenize("L'homme n'a pas dit « non » !", false)
 //     -> {"L'", "homme", "n'", "a", "pas", "dit", "«", "non", "»", "!"}
@@ -26,27 +27,14 @@
 #include <string_view>
 #include <vector>
 
-#include "autograd/io/utf8.h"
-
 namespace data {
 
-// ---- UTF-8 ----------------------------------------------------------------------------------
-
-// The UTF-8 primitives live in autograd/io/utf8.h (checkpoint headers need them too); here under data::.
-using autograd::io::append_utf8;
-using autograd::io::decode_utf8;
-using autograd::io::encode_utf8;
-using autograd::io::kReplacementChar;
-using autograd::io::sanitize_utf8;
-using autograd::io::Utf8Char;
-using autograd::io::valid_utf8;
-
-std::u32string to_code_points(std::string_view s);    // invalid sequences -> U+FFFD
+// ---- code points ----------------------------------------------------------------------------
 
 // Lowercase by code point: ASCII, Latin-1 Supplement (É -> é, Ä -> ä), Latin Extended-A
 // (Ł -> ł, Œ -> œ, Ÿ -> ÿ), basic Greek and Cyrillic. Anything else is returned unchanged.
 char32_t to_lower(char32_t cp);
-std::string to_lower_utf8(std::string_view s);
+std::string to_lower_utf8(std::string_view s);   // to_lower on each code point; bad bytes -> U+FFFD
 
 // Code point classes used by tokenize().
 bool is_space(char32_t cp);        // separates words and is dropped

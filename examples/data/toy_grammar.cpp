@@ -503,20 +503,22 @@ const Tables& tables() {
 }
 
 template <class T>
-T pick(SplitMix64& rng, const std::vector<T>& v) { return v[rng.below(v.size())]; }
+T pick(autograd::Rng& rng, const std::vector<T>& v) { return v[rng.below(static_cast<uint32_t>(v.size()))]; }
+
+bool chance(autograd::Rng& rng, unsigned percent) { return rng.below(100) < percent; }   // P = percent / 100
 
 // A noun phrase headed by one of `nouns`. Percentages: how often plural, indefinite, possessive
 // (the rest is definite), and how often an adjective is added.
-NounPhrase sample_noun_phrase(SplitMix64& rng, const std::vector<int>& nouns, unsigned plural_pct,
+NounPhrase sample_noun_phrase(autograd::Rng& rng, const std::vector<int>& nouns, unsigned plural_pct,
                               unsigned indef_pct, unsigned poss_pct, unsigned adj_pct, bool allow_bare_plural) {
     NounPhrase np;
     np.noun = pick(rng, nouns);
-    np.plural = rng.chance(plural_pct);
+    np.plural = chance(rng, plural_pct);
     const unsigned r = static_cast<unsigned>(rng.below(100));
     np.det = r < indef_pct ? Det::Indefinite : r < indef_pct + poss_pct ? Det::Possessive : Det::Definite;
     if (np.det == Det::Indefinite && np.plural && !allow_bare_plural) np.det = Det::Definite;
     np.possessive = static_cast<int>(rng.below(count_of(kPossessives)));
-    if (rng.chance(adj_pct)) {
+    if (chance(rng, adj_pct)) {
         const std::vector<int>& adj = tables().adjectives_of_noun[np.noun];
         if (!adj.empty()) np.adjective = pick(rng, adj);
     }
@@ -526,7 +528,7 @@ NounPhrase sample_noun_phrase(SplitMix64& rng, const std::vector<int>& nouns, un
 bool is_first_person(int pronoun) { return pronoun >= 0 && (kPronouns[pronoun].person == P1SG || kPronouns[pronoun].person == P1PL); }
 bool is_second_person(int pronoun) { return pronoun >= 0 && kPronouns[pronoun].person == P2SG; }
 
-Clause sample_clause(SplitMix64& rng, bool negated) {
+Clause sample_clause(autograd::Rng& rng, bool negated) {
     const Tables& t = tables();
     Clause c;
     c.verb = static_cast<int>(rng.below(count_of(kVerbs)));
@@ -534,7 +536,7 @@ Clause sample_clause(SplitMix64& rng, bool negated) {
     const Verb& v = kVerbs[c.verb];
 
     // 1) subject: a pronoun (people only) or a noun phrase; no bare plural subjects
-    if ((v.subjects & HUM) && rng.chance(30))
+    if ((v.subjects & HUM) && chance(rng, 30))
         c.subject.pronoun = static_cast<int>(rng.below(count_of(kPronouns)));
     else
         c.subject = sample_noun_phrase(rng, t.subjects_of_verb[c.verb], 30, 20, 30, 30, false);
@@ -543,7 +545,7 @@ Clause sample_clause(SplitMix64& rng, bool negated) {
     //    "the dog sees the dog", no "the dog has me" (people after "have" only as nouns)
     const bool pronoun_objects = (v.objects & HUM) && std::string_view(v.en_base) != "have";
     for (;;) {
-        if (pronoun_objects && rng.chance(12)) {
+        if (pronoun_objects && chance(rng, 12)) {
             c.object = NounPhrase{};
             c.object.pronoun = static_cast<int>(rng.below(count_of(kPronouns)));
         } else {
@@ -567,7 +569,7 @@ std::string join(const Tokens& t) {
 
 }  // namespace
 
-Pair sample_toy_pair(SplitMix64& rng) {
+Pair sample_toy_pair(autograd::Rng& rng) {
     Tokens en, de;
     const unsigned kind = static_cast<unsigned>(rng.below(100));
     if (kind < 45) {
@@ -607,7 +609,7 @@ Pair sample_toy_pair(SplitMix64& rng) {
 
 ToyCorpus make_toy_corpus(uint64_t seed, size_t n_train, size_t n_valid, size_t n_test) {
     const size_t wanted = n_train + n_valid + n_test;
-    SplitMix64 rng(seed);
+    autograd::Rng rng(seed);
     std::unordered_set<std::string> seen;  // English sources so far (membership only)
     ToyCorpus corpus;
     size_t attempts = 0;

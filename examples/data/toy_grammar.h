@@ -21,12 +21,13 @@
 // Output is already tokenized (tokens separated by single spaces): English in lower case,
 // German with capitalized nouns (the sentence's first word stays lower case), punctuation as
 // separate tokens. English sentences have at most 14 tokens. The generator is deterministic on
-// every platform: SplitMix64 and fixed lexicon order, no std:: distributions.
+// every platform: autograd::Rng and fixed lexicon order, no std:: distributions.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 
+#include "autograd/random.h"
 #include "examples/data/tsv.h"
 
 namespace data {
@@ -34,7 +35,7 @@ namespace data {
 using ToyCorpus = DataSplits;  // train, valid, test
 
 // One random sentence pair (duplicates possible).
-Pair sample_toy_pair(SplitMix64& rng);
+Pair sample_toy_pair(autograd::Rng& rng);
 
 // n_train + n_valid + n_test pairs with pairwise distinct English sources, so no source sentence
 // is in two splits (nor twice in one). Same seed, same corpus.

@@ -9,7 +9,8 @@
 #include <unordered_map>
 #include <utility>
 
-#include "examples/data/tokenizer.h"
+#include "autograd/io/utf8.h"
+#include "autograd/random.h"
 
 namespace data {
 
@@ -50,7 +51,7 @@ TsvResult parse_tsv(std::string_view content, const std::string& name_for_messag
             result.blank_lines++;
             continue;
         }
-        if (!valid_utf8(line)) {
+        if (!autograd::io::valid_utf8(line)) {
             skip(line_no, "invalid UTF-8, line skipped");
             continue;
         }
@@ -105,8 +106,8 @@ DataSplits split_pairs(const std::vector<Pair>& pairs, uint64_t seed, double val
     }
 
     // 2) shuffle the groups (Fisher-Yates)
-    SplitMix64 rng(seed);
-    for (size_t i = groups.size(); i > 1; i--) std::swap(groups[i - 1], groups[rng.below(i)]);
+    autograd::Rng rng(seed);
+    for (size_t i = groups.size(); i > 1; i--) std::swap(groups[i - 1], groups[rng.below(static_cast<uint32_t>(i))]);
 
     // 3) cut: valid first, then test, the rest is train
     const size_t G = groups.size();

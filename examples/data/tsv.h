@@ -1,5 +1,5 @@
-// Sentence pairs from tab-separated text (the Tatoeba / manythings.org "Anki" format), a tiny
-// deterministic PRNG, and a train/valid/test split that keeps each source sentence in one split.
+// Sentence pairs from tab-separated text (the Tatoeba / manythings.org "Anki" format), and a
+// deterministic train/valid/test split that keeps each source sentence in one split.
 //
 //   TsvResult r = read_tsv("eng-fra.tsv");    // "Go.<TAB>Va !<TAB>CC-BY 2.0 (France) ..."
 //   DataSplits s = split_pairs(r.pairs, /*seed=*/1, /*valid_frac=*/0.05, /*test_frac=*/0.05);
@@ -23,27 +23,6 @@
 #include <vector>
 
 namespace data {
-
-// SplitMix64 (Steele, Lea, Flood 2014): a 64-bit state that advances by a fixed odd constant,
-// then a bit mixer. Small, fast, the same sequence on every platform, unlike std:: distributions.
-class SplitMix64 {
-public:
-    explicit SplitMix64(uint64_t seed) : state_(seed) {}
-
-    uint64_t next() {
-        uint64_t z = (state_ += 0x9E3779B97F4A7C15ull);
-        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-        z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-        return z ^ (z >> 31);
-    }
-    // Uniform in [0, n), n > 0. The modulo bias is below n / 2^64: invisible at our sizes.
-    uint64_t below(uint64_t n) { return next() % n; }
-    // True with probability percent / 100.
-    bool chance(unsigned percent) { return below(100) < percent; }
-
-private:
-    uint64_t state_;
-};
 
 struct Pair {
     std::string src, tgt;
@@ -71,7 +50,7 @@ struct DataSplits {
 
 // Deterministic split for a given seed. Pairs are grouped by source sentence first (a source with
 // several translations keeps them all together), the groups are shuffled (Fisher-Yates with
-// SplitMix64), and round(valid_frac * groups) go to valid, round(test_frac * groups) to test, the
+// autograd::Rng), and round(valid_frac * groups) go to valid, round(test_frac * groups) to test, the
 // rest to train. Each split lists its pairs in shuffled group order. Throws std::invalid_argument
 // unless 0 <= valid_frac, test_frac and valid_frac + test_frac <= 1.
 DataSplits split_pairs(const std::vector<Pair>& pairs, uint64_t seed, double valid_frac, double test_frac);

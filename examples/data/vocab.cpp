@@ -4,7 +4,7 @@
 #include <stdexcept>
 #include <utility>
 
-#include "examples/data/tokenizer.h"
+#include "autograd/io/utf8.h"
 
 namespace data {
 
@@ -68,7 +68,7 @@ Vocab Vocab::build(const std::vector<std::vector<std::string>>& sentences, size_
     for (const auto& sentence : sentences) {
         for (const std::string& t : sentence) {
             if (t.empty()) throw std::invalid_argument("Vocab::build: empty token");
-            if (!valid_utf8(t)) throw std::invalid_argument("Vocab::build: token is not valid UTF-8");
+            if (!autograd::io::valid_utf8(t)) throw std::invalid_argument("Vocab::build: token is not valid UTF-8");
             counts[t]++;
         }
     }
@@ -168,7 +168,7 @@ Vocab Vocab::deserialize(std::string_view text) {
         if (i < static_cast<size_t>(kNumSpecials) && t != kSpecials[i])
             fail("id " + std::to_string(i) + " must be " + kSpecials[i] + ", got '" + t + "'");
         if (t.empty()) fail("line " + std::to_string(line_no) + ": empty token");
-        if (!valid_utf8(t)) fail("line " + std::to_string(line_no) + ": invalid UTF-8");
+        if (!autograd::io::valid_utf8(t)) fail("line " + std::to_string(line_no) + ": invalid UTF-8");
         if (v.contains(t)) fail("line " + std::to_string(line_no) + ": duplicate token '" + t + "'");
         v.add_(t);
     }

@@ -5,7 +5,7 @@
 //   check_safetensors_bytes(data, size)  autograd::io::load_safetensors on the bytes as a file, twice:
 //                                        as-is, and as "header JSON \0 data" with the length made up
 //   check_tsv_bytes(data, size)          data::parse_tsv against a small reference of its line rules
-//   check_tokenizer_bytes(data, size)    UTF-8 toolkit, tokenize/detokenize, Vocab, corpus_bleu
+//   check_tokenizer_bytes(data, size)    autograd/io/utf8.h, tokenize/detokenize, Vocab, corpus_bleu
 //
 // Each one calls the API, lets the exceptions the API documents through (runtime_error,
 // invalid_argument, out_of_range: they are how a parser says "bad input"), and checks what the
@@ -36,6 +36,7 @@
 #include "examples/data/vocab.h"
 #include "autograd/io/json.h"
 #include "autograd/io/safetensors.h"
+#include "autograd/io/utf8.h"
 
 namespace fuzz {
 
@@ -104,7 +105,7 @@ inline void check_json_text(std::string_view text) {
         return;
     }
     // Outside strings JSON is ASCII, inside them the parser demands valid UTF-8: so must the text.
-    FUZZ_CHECK(json::is_valid_utf8(text));
+    FUZZ_CHECK(autograd::io::valid_utf8(text));
     const std::string once = json::dump(v);  // must not throw: parse never makes NaN or bad UTF-8
     const json::Value back = json::parse(once);
     FUZZ_CHECK(back == v);
@@ -191,7 +192,7 @@ inline void check_safetensors_file(std::string_view file) {
     }
     FUZZ_CHECK(concatenated == data_section);
     for (const auto& [key, value] : f.metadata)
-        FUZZ_CHECK(autograd::io::json::is_valid_utf8(key) && autograd::io::json::is_valid_utf8(value));
+        FUZZ_CHECK(autograd::io::valid_utf8(key) && autograd::io::valid_utf8(value));
 
     // 3) round trip: what load accepts, save writes back and load reads back the same.
     //    Known gap (reported): load accepts a tensor named "" that save refuses; skip those.
@@ -245,7 +246,7 @@ inline TsvExpected tsv_reference(std::string_view s) {
         r.lines++;
         if (!line.empty() && line.back() == '\r') line.pop_back();
         if (trim(line).empty()) { r.blank++; continue; }
-        if (!data::valid_utf8(line)) { r.skipped++; continue; }
+        if (!autograd::io::valid_utf8(line)) { r.skipped++; continue; }
         const size_t tab = line.find('\t');
         if (tab == std::string::npos) { r.skipped++; continue; }
         std::string_view rest = std::string_view(line).substr(tab + 1);
@@ -277,7 +278,7 @@ inline void check_tsv_text(std::string_view text) {
     for (const std::string& w : got.warnings) FUZZ_CHECK(starts_with(w, name + ":"));
     for (const data::Pair& p : got.pairs)
         for (const std::string* field : {&p.src, &p.tgt})
-            FUZZ_CHECK(!field->empty() && data::valid_utf8(*field) &&
+            FUZZ_CHECK(!field->empty() && autograd::io::valid_utf8(*field) &&
                        field->find_first_of("\t\n") == std::string::npos);
 }
 
@@ -286,7 +287,7 @@ inline void check_tsv_bytes(const uint8_t* data, size_t size) { check_tsv_text(a
 // ---- data::tokenize and friends -----------------------------------------------------------------
 
 inline bool has_space_code_point(std::string_view s) {
-    for (char32_t c : data::to_code_points(s))
+    for (char32_t c : autograd::io::to_code_points(s))
         if (data::is_space(c)) return true;
     return false;
 }
@@ -332,32 +333,41 @@ inline std::string reference_sanitize_utf8(std::string_view s, bool& clean) {
     return out;
 }
 
-// The UTF-8 toolkit: decode, sanitize, validate, lowercase; checked against the reference above.
+// autograd/io/utf8.h, and lowercasing: decode, sanitize, validate, count and cut code points;
+// checked against the reference above.
 inline void check_utf8_toolkit(std::string_view text) {
+    namespace io = autograd::io;
     bool reference_clean = false;
     const std::string reference = reference_sanitize_utf8(text, reference_clean);
-    const bool valid = data::valid_utf8(text);
+    const bool valid = io::valid_utf8(text);
     FUZZ_CHECK(valid == reference_clean);
-    FUZZ_CHECK(autograd::io::json::is_valid_utf8(text) == valid);
 
     std::string reencoded;  // decode_utf8 walks any input in steps of >= 1 byte, inside it
+    std::vector<size_t> starts;  // where each code point starts
     for (size_t pos = 0; pos < text.size();) {
-        const data::Utf8Char c = data::decode_utf8(text, pos);
+        const io::Utf8Char c = io::decode_utf8(text, pos);
         FUZZ_CHECK(c.len >= 1 && c.len <= 4 && pos + c.len <= text.size());
-        FUZZ_CHECK(c.valid ? text.substr(pos, c.len) == data::encode_utf8(c.cp) : c.cp == data::kReplacementChar);
-        data::append_utf8(reencoded, c.cp);
+        FUZZ_CHECK(c.valid ? text.substr(pos, c.len) == io::encode_utf8(c.cp) : c.cp == io::kReplacementChar);
+        io::append_utf8(reencoded, c.cp);
+        starts.push_back(pos);
         pos += c.len;
     }
-    const std::string clean = data::sanitize_utf8(text);
+    const std::string clean = io::sanitize_utf8(text);
     FUZZ_CHECK(clean == reference);
-    FUZZ_CHECK(data::valid_utf8(clean));
+    FUZZ_CHECK(io::valid_utf8(clean));
     FUZZ_CHECK(clean == reencoded);
     FUZZ_CHECK(!valid || clean == text);
-    FUZZ_CHECK(data::to_code_points(clean) == data::to_code_points(text));
+    const std::u32string cps = io::to_code_points(text);
+    FUZZ_CHECK(io::to_code_points(clean) == cps);
+
+    // counting and cutting agree with the walk above: n code points end where the (n+1)-th starts
+    FUZZ_CHECK(io::count_code_points(text) == cps.size() && cps.size() == starts.size());
+    for (size_t n : {size_t{0}, size_t{1}, cps.size() / 2, cps.size(), cps.size() + 1})
+        FUZZ_CHECK(io::first_code_points(text, n).size() == (n < starts.size() ? starts[n] : text.size()));
 
     const std::string lower = data::to_lower_utf8(text);
-    FUZZ_CHECK(data::valid_utf8(lower));
-    FUZZ_CHECK(data::to_code_points(lower).size() == data::to_code_points(text).size());
+    FUZZ_CHECK(io::valid_utf8(lower));
+    FUZZ_CHECK(io::count_code_points(lower) == cps.size());
     FUZZ_CHECK(data::to_lower_utf8(lower) == lower);  // lowercasing twice changes nothing
 }
 
@@ -365,8 +375,8 @@ inline void check_utf8_toolkit(std::string_view text) {
 // non-space code point of the (sanitized) text, in order. detokenize only adds ' ' between them.
 inline void check_tokenize(std::string_view text) {
     std::string non_space;
-    for (char32_t c : data::to_code_points(text))
-        if (!data::is_space(c)) data::append_utf8(non_space, c);
+    for (char32_t c : autograd::io::to_code_points(text))
+        if (!data::is_space(c)) autograd::io::append_utf8(non_space, c);
 
     const std::vector<std::string> toks = data::tokenize(text, false);
     const std::vector<std::string> lowered = data::tokenize(text, true);
@@ -374,7 +384,7 @@ inline void check_tokenize(std::string_view text) {
     std::string joined;
     for (size_t i = 0; i < toks.size(); i++) {
         FUZZ_CHECK(!toks[i].empty());
-        FUZZ_CHECK(data::valid_utf8(toks[i]));
+        FUZZ_CHECK(autograd::io::valid_utf8(toks[i]));
         FUZZ_CHECK(!has_space_code_point(toks[i]));
         if (i < lowered.size()) FUZZ_CHECK(lowered[i] == data::to_lower_utf8(toks[i]));
         joined += toks[i];
@@ -382,7 +392,7 @@ inline void check_tokenize(std::string_view text) {
     FUZZ_CHECK(joined == non_space);
 
     const std::string detok = data::detokenize(toks);
-    FUZZ_CHECK(data::valid_utf8(detok));
+    FUZZ_CHECK(autograd::io::valid_utf8(detok));
     std::string without_spaces = detok;
     std::erase(without_spaces, ' ');
     FUZZ_CHECK(without_spaces == joined);  // tokens hold no ' ', so only separators were added
@@ -411,7 +421,7 @@ inline void check_vocab(std::string_view text) {
         FUZZ_CHECK(w.token(data::Vocab::UNK) == "<unk>");
         for (size_t i = 0; i < w.size(); i++) {
             const std::string& t = w.token(static_cast<int32_t>(i));
-            FUZZ_CHECK(!t.empty() && data::valid_utf8(t));
+            FUZZ_CHECK(!t.empty() && autograd::io::valid_utf8(t));
             FUZZ_CHECK(w.id(t) == static_cast<int32_t>(i));
         }
         FUZZ_CHECK(data::Vocab::deserialize(w.serialize()) == w);
