@@ -18,8 +18,9 @@ MAKEFLAGS += -j$(NPROC)
 
 # The framework: every .cpp under these folders goes into one static library.
 LIB_SRCS := $(wildcard autograd/*.cpp autograd/*/*.cpp nn/*.cpp optim/*.cpp models/*.cpp)
-# Helpers shared by the examples (argument parsing, progress, SVG, text data).
-EXLIB_SRCS := $(wildcard examples/common/*.cpp examples/data/*.cpp)
+# What the examples use besides the library: argument parsing, progress, SVG (common/), their
+# data (data/), and what they do with a trained model (eval/).
+EXLIB_SRCS := $(wildcard examples/common/*.cpp examples/data/*.cpp examples/eval/*.cpp)
 EXAMPLES := $(patsubst %.cpp,%,$(wildcard examples/*.cpp))
 TEST_SRCS := $(wildcard tests/*.cpp)
 BENCHES := $(patsubst bench/%.cpp,$(BUILD)/bench/%,$(wildcard bench/*.cpp))

@@ -1,9 +1,6 @@
 #include "autograd/random.h"
 
 #include <cmath>
-#include <cstring>
-#include <sstream>
-#include <stdexcept>
 
 namespace autograd {
 
@@ -51,32 +48,6 @@ void Rng::set_state(const State& st) {
     for (int i = 0; i < 4; i++) s_[i] = st.s[i];
     spare_ = st.spare;
     has_spare_ = st.has_spare;
-}
-
-std::string Rng::serialize() const {
-    std::string out;
-    for (uint64_t w : s_) out += std::to_string(w) + " ";
-    uint32_t spare_bits;
-    std::memcpy(&spare_bits, &spare_, sizeof spare_bits);   // exact bits, no decimal rounding
-    return out + std::to_string(spare_bits) + " " + (has_spare_ ? "1" : "0");
-}
-
-void Rng::deserialize(const std::string& text) {
-    std::istringstream is(text);
-    State st{};
-    uint32_t spare_bits = 0;
-    int has = 0;
-    auto fail = [&](const std::string& why) {
-        throw std::invalid_argument("Rng::deserialize: " + why + ", in the generator state '" + text + "'");
-    };
-    if (!(is >> st.s[0] >> st.s[1] >> st.s[2] >> st.s[3] >> spare_bits >> has))
-        fail("expected six numbers \"s0 s1 s2 s3 spare has_spare\"");
-    if (has != 0 && has != 1) fail("has_spare must be 0 or 1, got " + std::to_string(has));
-    if ((st.s[0] | st.s[1] | st.s[2] | st.s[3]) == 0) fail("the four state words are all 0 (xoshiro256** would draw only zeros)");
-    if (!(is >> std::ws).eof()) fail("unexpected text after the six numbers");
-    std::memcpy(&st.spare, &spare_bits, sizeof spare_bits);
-    st.has_spare = has == 1;
-    set_state(st);
 }
 
 Rng& default_rng() {

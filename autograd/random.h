@@ -3,7 +3,6 @@
 // numbers on every machine.
 #pragma once
 #include <cstdint>
-#include <string>
 
 namespace autograd {
 
@@ -38,11 +37,7 @@ public:
 
     struct State { uint64_t s[4]; float spare; bool has_spare; };
     State state() const { return {{s_[0], s_[1], s_[2], s_[3]}, spare_, has_spare_}; }
-    void set_state(const State& st);
-    // The state as text ("s0 s1 s2 s3 spare has_spare"), e.g. for a checkpoint's metadata, so a
-    // resumed run draws exactly the numbers the uninterrupted run would have drawn.
-    std::string serialize() const;
-    void deserialize(const std::string& text);   // throws std::invalid_argument saying what is wrong
+    void set_state(const State& st);   // (as JSON in a checkpoint: models/checkpoint.h)
 
 private:
     uint64_t s_[4];

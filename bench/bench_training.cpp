@@ -46,8 +46,8 @@ int main(int argc, char** argv) {
     std::vector<double> ms;
     for (int64_t s = 0; s < warmup + steps; s++) {
         const auto t0 = std::chrono::steady_clock::now();
-        const data::CopyBatch b = data::make_copy_batch(rng, 11, B, L);
-        const autograd::Tensor loss = nn::cross_entropy(model.forward(b.src, b.tgt_in, b.src_mask, b.tgt_mask), b.tgt_out);
+        const models::Batch b = data::make_copy_batch(rng, 11, B, L);
+        const autograd::Tensor loss = nn::cross_entropy(model.logits(b.src, b.tgt_in, b.src_mask, b.tgt_mask), b.tgt_out);
         opt.zero_grad();
         loss.backward();
         sched.step();

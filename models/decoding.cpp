@@ -4,6 +4,8 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "models/batch.h"
+
 namespace models {
 
 using autograd::NoGradGuard;
@@ -14,34 +16,29 @@ static Tensor next_log_probs(Transformer& model, const Tensor& memory, const Mas
     const int64_t n = ys.size(0), t = ys.size(1);
     Tensor out = model.decode(memory, src_mask, ys, subsequent_mask(t));             // (n, t, D)
     Tensor last = autograd::narrow(out, 1, t - 1, 1).reshape({n, model.cfg.d_model});   // (n, D)
-    return model.generator->forward(last);                                            // (n, V)
+    return model.generator->log_probs(last);                                          // (n, V)
 }
 
-Tokens greedy_decode(Transformer& model, const Tokens& src, const Mask& src_mask, int64_t max_len, int32_t bos,
-                     int32_t eos, int32_t pad) {
-    if (src.dim() != 2 || max_len < 1)
-        throw std::invalid_argument("greedy_decode: src must be (B, S) and max_len >= 1, got " + shape_str(src.shape));
+Tokens greedy_decode(Transformer& model, const Tokens& src, const Mask& src_mask, const GreedyOptions& opt) {
+    if (src.dim() != 2) throw std::invalid_argument("greedy_decode: src must be (B, S), got " + shape_str(src.shape));
+    if (opt.max_len < 1) throw std::invalid_argument("greedy_decode: max_len must be >= 1, got " + std::to_string(opt.max_len));
     NoGradGuard no_grad;
     const int64_t B = src.size(0);
     const Tensor memory = model.encode(src, src_mask);   // (B, S, D)
-    std::vector<std::vector<int32_t>> rows(B, std::vector<int32_t>{bos});
+    std::vector<std::vector<int32_t>> rows(B, std::vector<int32_t>{opt.bos});
     std::vector<bool> done(B, false);
-    for (int64_t t = 1; t < max_len; t++) {
-        Tokens ys = Tokens::full({B, t}, pad);            // (B, t)
-        for (int64_t b = 0; b < B; b++) std::copy(rows[b].begin(), rows[b].end(), ys.data.begin() + b * t);
+    for (int64_t t = 1; t < opt.max_len; t++) {
+        const Tokens ys = pad_rows(rows, opt.pad);        // (B, t)
         const Tokens next = autograd::argmax(next_log_probs(model, memory, src_mask, ys), -1);   // (B,)
         bool all_done = true;
         for (int64_t b = 0; b < B; b++) {
-            rows[b].push_back(done[b] ? pad : next[b]);
-            done[b] = done[b] || next[b] == eos;
+            rows[b].push_back(done[b] ? opt.pad : next[b]);
+            done[b] = done[b] || next[b] == opt.eos;
             all_done = all_done && done[b];
         }
         if (all_done) break;
     }
-    const int64_t L = static_cast<int64_t>(rows[0].size());
-    Tokens out = Tokens::full({B, L}, pad);                // (B, L)
-    for (int64_t b = 0; b < B; b++) std::copy(rows[b].begin(), rows[b].end(), out.data.begin() + b * L);
-    return out;
+    return pad_rows(rows, opt.pad);                       // (B, L)
 }
 
 static double length_normalized(double log_prob, size_t len, float alpha) {
@@ -60,8 +57,9 @@ Hypothesis beam_search(Transformer& model, const Tokens& src, const Mask& src_ma
     for (int64_t t = 1; t < opt.max_len && !live.empty() && finished.size() < K; t++) {
         // 1) score every continuation of every live hypothesis
         const int64_t n = static_cast<int64_t>(live.size());
-        Tokens ys = Tokens::full({n, t}, 0);                                                  // (n, t)
-        for (int64_t i = 0; i < n; i++) std::copy(live[i].tokens.begin(), live[i].tokens.end(), ys.data.begin() + i * t);
+        std::vector<std::vector<int32_t>> prefixes;
+        for (const Hypothesis& h : live) prefixes.push_back(h.tokens);
+        const Tokens ys = pad_rows(prefixes, 0);                                              // (n, t)
         const Tokens rep = Tokens::full({n}, 0);
         const Tensor memory = autograd::index_select(memory1, 0, rep);                       // (n, S, D)
         Mask mask = src_mask;
@@ -105,7 +103,7 @@ double sequence_log_prob(Transformer& model, const Tokens& src, const Mask& src_
     const int64_t t = static_cast<int64_t>(tokens.size()) - 1;
     const Tokens ys(std::vector<int32_t>(tokens.begin(), tokens.end() - 1), {1, t});     // (1, t)
     const Tensor memory = model.encode(src, src_mask);
-    const Tensor lp = model.generator->forward(model.decode(memory, src_mask, ys, subsequent_mask(t)));   // (1, t, V)
+    const Tensor lp = model.generator->log_probs(model.decode(memory, src_mask, ys, subsequent_mask(t)));   // (1, t, V)
     const int64_t V = lp.size(-1);
     double total = 0.0;
     for (int64_t i = 0; i < t; i++) total += lp.data()[i * V + tokens[i + 1]];

@@ -8,11 +8,17 @@
 
 namespace models {
 
+struct GreedyOptions {
+    int64_t max_len = 50;   // L: the longest output, bos included
+    int32_t bos = 1;        // the decoder's first input
+    int32_t eos = -1;       // -1: no end symbol, every row runs to max_len
+    int32_t pad = 0;        // fills a row after its eos
+};
+
 // Greedy: at every step append the single most likely next token.
 // src (B, S), src_mask (B, 1, S) -> (B, L) ids, L <= max_len, each row starting with bos. Once a
 // row has produced eos, the rest of it is filled with pad; decoding stops early when all rows have.
-Tokens greedy_decode(Transformer& model, const Tokens& src, const Mask& src_mask, int64_t max_len, int32_t bos,
-                     int32_t eos = -1, int32_t pad = 0);
+Tokens greedy_decode(Transformer& model, const Tokens& src, const Mask& src_mask, const GreedyOptions& opt);
 
 struct BeamSearchOptions {
     int beam_size = 4;            // K: hypotheses kept at every step

@@ -1,7 +1,6 @@
 #include "models/transformer.h"
 
 #include <cmath>
-#include <sstream>
 #include <stdexcept>
 
 namespace models {
@@ -21,44 +20,6 @@ void TransformerConfig::validate() const {
          "d_model (" + std::to_string(d_model) + ") must be a multiple of heads (" + std::to_string(heads) + ")");
     need(dropout >= 0.0f && dropout < 1.0f, "dropout must be in [0, 1)");
     need(max_len > 0, "max_len must be positive");
-}
-
-std::string TransformerConfig::to_string() const {
-    std::ostringstream os;
-    os << "src_vocab=" << src_vocab << " tgt_vocab=" << tgt_vocab << " layers=" << layers << " d_model=" << d_model
-       << " d_ff=" << d_ff << " heads=" << heads << " dropout=" << dropout << " pre_norm=" << (pre_norm ? 1 : 0)
-       << " max_len=" << max_len;
-    return os.str();
-}
-
-TransformerConfig TransformerConfig::from_string(const std::string& s) {
-    TransformerConfig c;
-    std::istringstream is(s);
-    std::string kv;
-    int seen = 0;
-    while (is >> kv) {
-        const size_t eq = kv.find('=');
-        if (eq == std::string::npos) throw std::invalid_argument("TransformerConfig: malformed entry '" + kv + "'");
-        const std::string k = kv.substr(0, eq), v = kv.substr(eq + 1);
-        try {
-            if (k == "src_vocab") c.src_vocab = std::stoll(v);
-            else if (k == "tgt_vocab") c.tgt_vocab = std::stoll(v);
-            else if (k == "layers") c.layers = std::stoll(v);
-            else if (k == "d_model") c.d_model = std::stoll(v);
-            else if (k == "d_ff") c.d_ff = std::stoll(v);
-            else if (k == "heads") c.heads = std::stoll(v);
-            else if (k == "dropout") c.dropout = std::stof(v);
-            else if (k == "pre_norm") c.pre_norm = std::stoi(v) != 0;
-            else if (k == "max_len") c.max_len = std::stoll(v);
-            else throw std::invalid_argument("unknown key");
-        } catch (const std::exception&) {
-            throw std::invalid_argument("TransformerConfig: bad entry '" + kv + "'");
-        }
-        seen++;
-    }
-    if (seen < 9) throw std::invalid_argument("TransformerConfig: incomplete config '" + s + "'");
-    c.validate();
-    return c;
 }
 
 // ---------------------------------------------------------------- building blocks
@@ -138,8 +99,8 @@ Generator::Generator(int64_t d_model, int64_t vocab) {
     proj = register_module("proj", std::make_shared<nn::Linear>(d_model, vocab));
 }
 
-Tensor Generator::logits(const Tensor& x) const { return proj->forward(x); }                     // (B, T, V)
-Tensor Generator::forward(const Tensor& x) const { return autograd::log_softmax(logits(x)); }   // (B, T, V)
+Tensor Generator::logits(const Tensor& x) const { return proj->forward(x); }                       // (B, T, V)
+Tensor Generator::log_probs(const Tensor& x) const { return autograd::log_softmax(logits(x)); }   // (B, T, V)
 
 // ---------------------------------------------------------------- the model
 
@@ -167,7 +128,7 @@ Tensor Transformer::decode(const Tensor& memory, const Mask& src_mask, const Tok
     return decoder->forward(tgt_pos->forward(tgt_embed->forward(tgt)), memory, src_mask, tgt_mask);   // (B, T, D)
 }
 
-Tensor Transformer::forward(const Tokens& src, const Tokens& tgt, const Mask& src_mask, const Mask& tgt_mask) {
+Tensor Transformer::logits(const Tokens& src, const Tokens& tgt, const Mask& src_mask, const Mask& tgt_mask) {
     return generator->logits(decode(encode(src, src_mask), src_mask, tgt, tgt_mask));   // (B, T, V)
 }
 

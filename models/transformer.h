@@ -3,7 +3,7 @@
 //
 //   src ids (B, S) -> Embeddings + PositionalEncoding -> Encoder (N x EncoderLayer) -> memory (B, S, D)
 //   tgt ids (B, T) -> Embeddings + PositionalEncoding -> Decoder (N x DecoderLayer, attending to
-//                     memory) -> (B, T, D) -> Generator -> log-probabilities (B, T, V)
+//                     memory) -> (B, T, D) -> Generator -> logits or log-probabilities (B, T, V)
 #pragma once
 #include <functional>
 #include <memory>
@@ -31,9 +31,7 @@ struct TransformerConfig {
     int64_t max_len = 5000;   // longest sequence the positional encoding covers
 
     void validate() const;    // throws std::invalid_argument naming the bad field
-    std::string to_string() const;   // "src_vocab=11 tgt_vocab=11 layers=2 ..." (checkpoint metadata)
-    static TransformerConfig from_string(const std::string& s);   // inverse of to_string; validates
-};
+};   // stored in a checkpoint as JSON: models/checkpoint.h
 
 // Token embeddings scaled by sqrt(D) (section 3.4), so they are not drowned by the positional encoding.
 class Embeddings : public nn::Module {
@@ -95,8 +93,8 @@ public:
 class Generator : public nn::Module {
 public:
     Generator(int64_t d_model, int64_t vocab);
-    Tensor forward(const Tensor& x) const;   // (B, T, D) -> log-probabilities (B, T, V)
-    Tensor logits(const Tensor& x) const;    // (B, T, D) -> scores before log-softmax (B, T, V)
+    Tensor logits(const Tensor& x) const;      // (B, T, D) -> scores before log-softmax (B, T, V)
+    Tensor log_probs(const Tensor& x) const;   // (B, T, D) -> log_softmax(logits(x)) (B, T, V)
     std::shared_ptr<nn::Linear> proj;
 };
 
@@ -106,8 +104,8 @@ public:
     Tensor encode(const Tokens& src, const Mask& src_mask);                                      // (B, S, D)
     Tensor decode(const Tensor& memory, const Mask& src_mask, const Tokens& tgt, const Mask& tgt_mask);   // (B, T, D)
     // The whole model for training: logits (B, T, V). Train with nn::cross_entropy, which fuses
-    // the generator's log-softmax into the loss (the same value as nll_loss(generator(x))).
-    Tensor forward(const Tokens& src, const Tokens& tgt, const Mask& src_mask, const Mask& tgt_mask);
+    // the generator's log-softmax into the loss (the same value as nll_loss of log_probs).
+    Tensor logits(const Tokens& src, const Tokens& tgt, const Mask& src_mask, const Mask& tgt_mask);
 
     TransformerConfig cfg;
     std::shared_ptr<Embeddings> src_embed, tgt_embed;

@@ -84,8 +84,8 @@ TEST_CASE("allocator: a steady-state training step takes all its tensor memory f
     optim::Adam opt(model.parameters(), {.lr = 1e-3f});
     Rng data(4);
     auto step = [&] {
-        const data::CopyBatch b = data::make_copy_batch(data, 11, 16, 10);
-        const Tensor loss = nn::cross_entropy(model.forward(b.src, b.tgt_in, b.src_mask, b.tgt_mask), b.tgt_out);
+        const models::Batch b = data::make_copy_batch(data, 11, 16, 10);
+        const Tensor loss = nn::cross_entropy(model.logits(b.src, b.tgt_in, b.src_mask, b.tgt_mask), b.tgt_out);
         opt.zero_grad();
         loss.backward();
         opt.step();

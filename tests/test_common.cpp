@@ -88,27 +88,24 @@ TEST_CASE("ArgParser reads every type, in both --name value and --name=value for
     std::int64_t offset = 0;
     std::uint64_t seed = 1;
     float lr = 1.0f;
-    double eps = 1e-9;
     std::string save;
     bool paper = false, verbose = true;
     p.add("--steps", &steps, "training steps");
     p.add("--offset", &offset, "an offset");
     p.add("--seed", &seed, "random seed");
     p.add("--lr", &lr, "learning rate");
-    p.add("--eps", &eps, "epsilon");
     p.add("--save", &save, "checkpoint path", "PATH");
     p.flag("--paper", &paper, "paper preset");
     p.flag("--verbose", &verbose, "chatty");
 
     SUBCASE("separate values") {
         CHECK(p.parse_or_throw({"--steps", "12", "--offset", "-9000000000", "--seed",
-                                "18446744073709551615", "--lr", "3e-4", "--eps", "-0.5", "--save",
+                                "18446744073709551615", "--lr", "3e-4", "--save",
                                 "out/model.safetensors", "--paper"}));
         CHECK(steps == 12);
         CHECK(offset == -9000000000LL);
         CHECK(seed == 18446744073709551615ULL);
         CHECK(lr == 3e-4f);
-        CHECK(eps == -0.5);
         CHECK(save == "out/model.safetensors");
         CHECK(paper);
         CHECK(verbose);   // untouched
@@ -141,7 +138,7 @@ TEST_CASE("ArgParser usage lists each option with its help and its default") {
     p.add("--steps", &steps, "training steps").min(1);
     p.add("--lr", &lr, "learning rate");
     p.add("--save", &save, "write a checkpoint to PATH", "PATH");
-    p.add("--decode", &decode, "decoding").choices({"greedy", "beam"});
+    p.add("--decode", &decode, "decoding");
     p.flag("--paper", &paper, "use the paper's configuration");
     steps = 5;   // defaults are captured by add(), not at usage() time
     const std::string u = p.usage();
@@ -151,7 +148,7 @@ TEST_CASE("ArgParser usage lists each option with its help and its default") {
     CHECK(u.find("training steps (default: 600; min: 1)") != std::string::npos);
     CHECK(u.find("learning rate (default: 0.001)") != std::string::npos);
     CHECK(u.find("--save PATH") != std::string::npos);
-    CHECK(u.find("--decode {greedy|beam}") != std::string::npos);
+    CHECK(u.find("--decode STR") != std::string::npos);
     CHECK(u.find("(default: \"greedy\")") != std::string::npos);
     CHECK(u.find("--help") != std::string::npos);
 }
@@ -161,20 +158,17 @@ TEST_CASE("ArgParser error messages") {
     int steps = 1, layers = 2;
     float lr = 1;
     std::uint64_t seed = 0;
-    std::string mode = "a";
     bool paper = false;
     p.add("--steps", &steps, "").min(1);
     p.add("--layers", &layers, "").range(1, 12);
     p.add("--lr", &lr, "").max(10);
     p.add("--seed", &seed, "");
-    p.add("--mode", &mode, "").choices({"a", "b"});
     p.flag("--paper", &paper, "");
 
-    SUBCASE("unknown flag, with the closest known flag when the typo is small") {
-        CHECK(error_of(p, {"--step", "3"}) == "unknown flag '--step'; did you mean --steps?");
-        CHECK(error_of(p, {"--layres=3"}) == "unknown flag '--layres'; did you mean --layers?");
-        CHECK(error_of(p, {"-lr", "3"}) == "unknown flag '-lr'; did you mean --lr?");
-        CHECK(error_of(p, {"--banana"}) == "unknown flag '--banana'");
+    SUBCASE("unknown flag") {
+        CHECK(error_of(p, {"--step", "3"}) == "unknown flag '--step'");
+        CHECK(error_of(p, {"--layres=3"}) == "unknown flag '--layres'");
+        CHECK(error_of(p, {"-lr", "3"}) == "unknown flag '-lr'");
     }
     SUBCASE("missing value") {
         CHECK(error_of(p, {"--steps"}) == "--steps expects a value (--steps N)");
@@ -195,12 +189,11 @@ TEST_CASE("ArgParser error messages") {
         CHECK(error_of(p, {"--lr", "nan"}) == "--lr expects a finite number, got 'nan'");
         CHECK(error_of(p, {"--lr", "1e999"}) == "--lr expects a number, got '1e999' which is out of range");
     }
-    SUBCASE("out of range and not among the choices") {
+    SUBCASE("out of range") {
         CHECK(error_of(p, {"--steps", "0"}) == "--steps must be >= 1, got 0");
         CHECK(error_of(p, {"--layers", "13"}) == "--layers must be between 1 and 12, got 13");
         CHECK(error_of(p, {"--lr", "10.5"}) == "--lr must be <= 10, got 10.5");
         CHECK(error_of(p, {"--layers", "12"}) == "");
-        CHECK(error_of(p, {"--mode", "c"}) == "--mode expects one of a, b; got 'c'");
     }
     SUBCASE("bad flag value") {
         CHECK(error_of(p, {"--paper=maybe"}) == "--paper expects true or false, got 'maybe'");
@@ -211,17 +204,6 @@ TEST_CASE("ArgParser error messages") {
         CHECK(error_of(p, {"--paper", "yes"}) ==   // a flag does not take a separate value
               "unexpected argument 'yes' (this program takes no positional arguments)");
     }
-}
-
-TEST_CASE("ArgParser positionals, when accepted, include everything after --") {
-    ArgParser p("demo", "");
-    int n = 0;
-    std::vector<std::string> files;
-    p.add("--n", &n, "");
-    p.positionals(&files, "FILE", "input files");
-    CHECK(p.parse_or_throw({"a.txt", "--n", "3", "b.txt", "--", "--n", "-"}));
-    CHECK(n == 3);
-    CHECK(files == std::vector<std::string>{"a.txt", "b.txt", "--n", "-"});
 }
 
 TEST_CASE("ArgParser::given tells explicit flags from defaults, so a preset can yield to them") {
@@ -251,13 +233,6 @@ TEST_CASE("ArgParser rejects malformed registrations") {
     CHECK_THROWS_AS(p.add("-b", &a, ""), std::invalid_argument);      // one dash
     CHECK_THROWS_AS(p.add("--help", &a, ""), std::invalid_argument);  // reserved
     CHECK_THROWS_AS(p.add("--c", &s, "").min(1), std::invalid_argument);
-}
-
-TEST_CASE("edit_distance counts single-character edits") {
-    CHECK(edit_distance("", "") == 0);
-    CHECK(edit_distance("abc", "") == 3);
-    CHECK(edit_distance("kitten", "sitting") == 3);
-    CHECK(edit_distance("--stpes", "--steps") == 2);
 }
 
 // ---------------------------------------------------------------------------------------------

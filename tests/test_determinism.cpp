@@ -9,6 +9,7 @@
 #include <unistd.h>   // getpid: temp file names unique to this run
 
 #include "examples/data/copy_task_data.h"
+#include "models/checkpoint.h"
 #include "models/transformer.h"
 #include "nn/nn.h"
 #include "optim/optim.h"
@@ -37,8 +38,8 @@ struct Run {
     float steps(int n) {
         float last = 0.0f;
         for (int i = 0; i < n; i++) {
-            const data::CopyBatch b = data::make_copy_batch(data, 11, 48, 10);
-            const Tensor loss = nn::cross_entropy(model.forward(b.src, b.tgt_in, b.src_mask, b.tgt_mask), b.tgt_out);
+            const models::Batch b = data::make_copy_batch(data, 11, 48, 10);
+            const Tensor loss = nn::cross_entropy(model.logits(b.src, b.tgt_in, b.src_mask, b.tgt_mask), b.tgt_out);
             opt.zero_grad();
             loss.backward();
             sched.step();
@@ -97,35 +98,46 @@ TEST_CASE("resume: N steps + checkpoint + N steps equals 2N steps straight") {
         first.steps(N);
         // everything a resumed run needs: parameters, optimizer state, schedule step, both generators
         nn::save(first.model, model_path,
-                 {{"rng", default_rng().serialize()}, {"data_rng", first.data.serialize()},
-                  {"step", std::to_string(first.sched.current_step())}});
+                 models::to_metadata({{"rng", models::rng_to_json(default_rng())}, {"data_rng", models::rng_to_json(first.data)},
+                                      {"step", first.sched.current_step()}}));
         optim::save_optimizer(first.opt, opt_path);
     }
     manual_seed(12345);   // scramble the global generator: the checkpoint must restore it
     Run resumed(99);      // different init and data stream, overwritten by the load
     const nn::Metadata meta = nn::load(resumed.model, model_path);
     optim::load_optimizer(resumed.opt, opt_path);
-    resumed.sched.set_step(std::stoll(meta.at("step")));
-    default_rng().deserialize(meta.at("rng"));
-    resumed.data.deserialize(meta.at("data_rng"));
+    resumed.sched.set_step(models::read_metadata(meta, "step", model_path, models::integer_from_json));
+    default_rng() = models::read_metadata(meta, "rng", model_path, models::rng_from_json);
+    resumed.data = models::read_metadata(meta, "data_rng", model_path, models::rng_from_json);
     resumed.steps(N);
     CHECK(same_bits(straight.model.parameters(), resumed.model.parameters()));
     std::filesystem::remove(model_path);
     std::filesystem::remove(opt_path);
 }
 
-TEST_CASE("generator state text round trip and bad input") {
+TEST_CASE("generator state as JSON: round trip, and bad input named") {
+    namespace json = models::json;
     Rng g(1);
-    g.normal();
-    Rng h(2);
-    h.deserialize(g.serialize());
+    g.normal();   // leaves the second Box-Muller normal waiting: it must travel too
+    Rng h = models::rng_from_json(json::parse(json::dump(models::rng_to_json(g))));
     CHECK(h.normal() == g.normal());
     CHECK(h.next_u64() == g.next_u64());
-    using doctest::Contains;
-    CHECK_THROWS_WITH_AS(h.deserialize("1 2 3"), Contains("expected six numbers \"s0 s1 s2 s3 spare has_spare\", in the generator state '1 2 3'"),
-                         std::invalid_argument);
-    CHECK_THROWS_WITH_AS(h.deserialize("0 0 0 0 0 0"), Contains("the four state words are all 0"), std::invalid_argument);
-    CHECK_THROWS_WITH_AS(h.deserialize("1 2 3 4 5 2"), Contains("has_spare must be 0 or 1, got 2"), std::invalid_argument);
-    CHECK_THROWS_WITH_AS(h.deserialize("1 2 3 4 5 1 extra"), Contains("unexpected text after the six numbers"), std::invalid_argument);
-    CHECK(h.next_u64() == g.next_u64());   // a failed load changed nothing
+    const auto error = [](const std::string& text) {
+        try {
+            models::rng_from_json(json::parse(text));
+        } catch (const std::runtime_error& e) {
+            return std::string(e.what());
+        }
+        return std::string();
+    };
+    CHECK(error(R"({"state":["1","2","3","18446744073709551615"],"spare":0.5,"has_spare":true})") == "");
+    CHECK(error(R"({"state":["1","2","3"],"spare":0,"has_spare":false})") == "key 'state': expected 4 words, got 3");
+    CHECK(error(R"({"state":["0","0","0","0"],"spare":0,"has_spare":false})") ==
+          "key 'state': the four words are all 0 (xoshiro256** would draw only zeros)");
+    CHECK(error(R"({"state":["1","2","3","-4"],"spare":0,"has_spare":false})") ==
+          "key 'state': expected an unsigned 64-bit integer in decimal, got '-4'");
+    CHECK(error(R"({"state":["1","2","3",4],"spare":0,"has_spare":false})") == "key 'state': json: expected a string, got a number");
+    CHECK(error(R"({"state":["1","2","3","4"],"spare":0,"has_spare":2})") == "key 'has_spare': json: expected a bool, got a number");
+    CHECK(error(R"({"state":["1","2","3","4"],"has_spare":false})") == "missing key 'spare'");
+    CHECK(error(R"({"state":["1","2","3","4"],"spare":0,"has_spare":false,"extra":1})") == "unknown key 'extra'");
 }

@@ -9,9 +9,12 @@
 #include <unistd.h>   // getpid: temp file names unique to this run
 
 #include "examples/data/copy_task_data.h"
+#include "examples/data/translation_data.h"
 #include "examples/data/tokenizer.h"
 #include "examples/data/toy_grammar.h"
 #include "examples/data/vocab.h"
+#include "models/batch.h"
+#include "models/checkpoint.h"
 #include "models/decoding.h"
 #include "models/transformer.h"
 #include "optim/optim.h"
@@ -39,7 +42,75 @@ TEST_CASE("masks: padding (B, 1, S), subsequent (1, T, T), target = both") {
     CHECK(std::vector<uint8_t>(tgt.data.begin() + 4, tgt.data.begin() + 8) == std::vector<uint8_t>{1, 1, 0, 0});
 }
 
-TEST_CASE("Transformer: shapes through every module, parameter names, config round trip") {
+TEST_CASE("Batch: the target shifted right is read, shifted left is predicted; masks and token count") {
+    // two pairs padded with 0: tgt row 0 is <1 5 6 2>, row 1 is <1 7 2 0>
+    const Tokens src({4, 3, 9, 8, 0, 0}, {2, 3}), tgt({1, 5, 6, 2, 1, 7, 2, 0}, {2, 4});
+    const models::Batch b = models::make_batch(src, tgt, 0);
+    CHECK(b.src.data == src.data);
+    CHECK(b.tgt_in.shape == Shape{2, 3});
+    CHECK(b.tgt_in.data == std::vector<int32_t>{1, 5, 6, 1, 7, 2});
+    CHECK(b.tgt_out.data == std::vector<int32_t>{5, 6, 2, 7, 2, 0});
+    CHECK(b.ntokens == 5);   // the padding in tgt_out is not counted
+    CHECK(b.src_mask.data == models::padding_mask(src, 0).data);
+    CHECK(b.tgt_mask.data == models::target_mask(b.tgt_in, 0).data);
+    CHECK_THROWS_WITH_AS(models::make_batch(src, Tokens::full({2, 1}, 1), 0), doctest::Contains("tgt (B, T + 1) with T >= 1"),
+                         std::invalid_argument);
+    CHECK_THROWS_WITH_AS(models::make_batch(src, Tokens::full({3, 4}, 1), 0), doctest::Contains("got src (2, 3) and tgt (3, 4)"),
+                         std::invalid_argument);
+
+    const Tokens padded = models::pad_rows({{1, 2, 3}, {4}, {}}, 9);
+    CHECK(padded.shape == Shape{3, 3});
+    CHECK(padded.data == std::vector<int32_t>{1, 2, 3, 4, 9, 9, 9, 9, 9});
+}
+
+TEST_CASE("checkpoint metadata: the config as JSON, and errors that name the file, the key and the problem") {
+    namespace json = models::json;
+    TransformerConfig cfg = tiny();
+    cfg.dropout = 0.1f;
+    const json::Value j = models::config_to_json(cfg);
+    CHECK(json::dump(j) == R"({"src_vocab":7,"tgt_vocab":7,"layers":2,"d_model":16,"d_ff":32,"heads":2,"dropout":0.1,"pre_norm":true,"max_len":5000})");
+    const TransformerConfig back = models::config_from_json(json::parse(json::dump(j)));
+    CHECK(back.dropout == 0.1f);   // the float, exactly
+    CHECK(json::dump(models::config_to_json(back)) == json::dump(j));
+
+    // every value of the metadata is a JSON text
+    const nn::Metadata meta = models::to_metadata({{"config", j}, {"task", "copy"}, {"seq_len", 10}});
+    CHECK(meta.at("task") == "\"copy\"");
+    CHECK(meta.at("seq_len") == "10");
+    CHECK(models::read_metadata(meta, "seq_len", "c.safetensors", models::integer_from_json) == 10);
+
+    using doctest::Contains;
+    // the message of reading `text` as the config of c.safetensors ("" if it reads)
+    const auto config_error = [](const std::string& text) {
+        try {
+            models::read_metadata(nn::Metadata{{"config", text}}, "config", "c.safetensors", models::config_from_json);
+        } catch (const std::runtime_error& e) {
+            return std::string(e.what());
+        }
+        return std::string();
+    };
+    // the good config with one edit
+    const auto with = [&](const std::string& from, const std::string& to) {
+        std::string t = json::dump(j);
+        t.replace(t.find(from), from.size(), to);
+        return t;
+    };
+    CHECK(config_error(json::dump(j)) == "");
+    CHECK(config_error(with("\"d_model\":16,", "")) == "'c.safetensors': metadata 'config': missing key 'd_model'");
+    CHECK(config_error(with("\"layers\":2", "\"layers\":2.5")) == "'c.safetensors': metadata 'config': key 'layers': expected an integer, got 2.5");
+    CHECK(config_error(with("\"layers\":2", "\"layers\":\"2\"")) == "'c.safetensors': metadata 'config': key 'layers': json: expected a number, got a string");
+    CHECK(config_error(with("\"pre_norm\":true", "\"pre_norm\":1")) == "'c.safetensors': metadata 'config': key 'pre_norm': json: expected a bool, got a number");
+    CHECK(config_error(with("\"dropout\"", "\"dropuot\"")) == "'c.safetensors': metadata 'config': unknown key 'dropuot'");
+    CHECK(config_error(with("\"heads\":2", "\"heads\":3")) ==
+          "'c.safetensors': metadata 'config': TransformerConfig: d_model (16) must be a multiple of heads (3)");
+    CHECK(config_error("[1, 2]") == "'c.safetensors': metadata 'config': json: expected an object, got an array");
+    CHECK_THROWS_WITH_AS(models::read_metadata(meta, "config2", "c.safetensors", models::config_from_json),
+                         Contains("'c.safetensors': the metadata has no 'config2' (it has: config, seq_len, task)"), std::runtime_error);
+    CHECK_THROWS_WITH_AS(models::read_metadata(nn::Metadata{{"config", "src_vocab=7"}}, "config", "c.safetensors", models::config_from_json),
+                         Contains("'c.safetensors': metadata 'config' is not JSON: json: "), std::runtime_error);
+}
+
+TEST_CASE("Transformer: shapes through every module, parameter names") {
     manual_seed(1);
     Transformer model(tiny());
     const int64_t B = 3, S = 5, T = 4, D = 16;
@@ -49,8 +120,8 @@ TEST_CASE("Transformer: shapes through every module, parameter names, config rou
     CHECK(memory.shape() == Shape{B, S, D});
     const Tensor out = model.decode(memory, sm, tgt, tm);
     CHECK(out.shape() == Shape{B, T, D});
-    CHECK(model.generator->forward(out).shape() == Shape{B, T, 7});
-    CHECK(model.forward(src, tgt, sm, tm).shape() == Shape{B, T, 7});
+    CHECK(model.generator->log_probs(out).shape() == Shape{B, T, 7});
+    CHECK(model.logits(src, tgt, sm, tm).shape() == Shape{B, T, 7});
     CHECK((*model.decoder->layers)[1].src_attn->last_attention.shape() == Shape{B, 2, T, S});
     bool found = false;
     for (auto& [name, p] : model.named_parameters()) found = found || name == "decoder.layers.1.self_attn.w_q.weight";
@@ -59,9 +130,6 @@ TEST_CASE("Transformer: shapes through every module, parameter names, config rou
     const int64_t attn = 4 * (D * D + D), ff = D * 32 + 32 + 32 * D + D, ln = 2 * D;
     const int64_t expected = 2 * (attn + ff + 2 * ln) + 2 * (2 * attn + ff + 3 * ln) + 2 * ln + 2 * 7 * D + (D * 7 + 7);
     CHECK(model.num_parameters() == expected);
-    const TransformerConfig back = TransformerConfig::from_string(model.cfg.to_string());
-    CHECK(back.to_string() == model.cfg.to_string());
-    CHECK_THROWS_WITH_AS(TransformerConfig::from_string("layers=2"), doctest::Contains("incomplete config 'layers=2'"), std::invalid_argument);
     CHECK_THROWS_WITH_AS(Transformer(TransformerConfig{.d_model = 10, .heads = 3}), doctest::Contains("d_model (10) must be a multiple of heads (3)"),
                          std::invalid_argument);
     CHECK_THROWS_WITH_AS(model.encode(Tokens::full({2, 3}, 9), models::padding_mask(Tokens::full({2, 3}, 9), 0)),
@@ -75,8 +143,8 @@ TEST_CASE("decoder: output t does not depend on target inputs after t; all sourc
     const Tokens src({1, 4, 2, 6, 3}, {1, 5});
     const Mask sm = models::padding_mask(src, 0);
     const Tokens a({1, 2, 3, 4}, {1, 4}), b({1, 2, 5, 6}, {1, 4});   // differ from position 2 on
-    const Tensor oa = model.forward(src, a, sm, models::target_mask(a, 0));
-    const Tensor ob = model.forward(src, b, sm, models::target_mask(b, 0));
+    const Tensor oa = model.logits(src, a, sm, models::target_mask(a, 0));
+    const Tensor ob = model.logits(src, b, sm, models::target_mask(b, 0));
     for (int t = 0; t < 2; t++)
         for (int v = 0; v < 7; v++) CHECK(oa.at({0, t, v}) == ob.at({0, t, v}));
     bool later_differs = false;
@@ -86,7 +154,7 @@ TEST_CASE("decoder: output t does not depend on target inputs after t; all sourc
     for (int s = 0; s < 5; s++) {
         Tokens src2 = src;
         src2[s] = src[s] == 5 ? 4 : 5;
-        const Tensor o2 = model.forward(src2, a, sm, models::target_mask(a, 0));
+        const Tensor o2 = model.logits(src2, a, sm, models::target_mask(a, 0));
         float diff = 0.0f;
         for (int64_t i = 0; i < o2.numel(); i++) diff += std::fabs(o2.data()[i] - oa.data()[i]);
         CHECK(diff > 0.0f);
@@ -100,8 +168,8 @@ static void train_copy(Transformer& model, int steps, int64_t V, int64_t L, uint
     optim::NoamSchedule sched(opt, model.cfg.d_model, 100, 1.0f);
     model.train();
     for (int step = 0; step < steps; step++) {
-        const data::CopyBatch b = data::make_copy_batch(rng, V, /*B=*/32, L);
-        const Tensor loss = nn::cross_entropy(model.forward(b.src, b.tgt_in, b.src_mask, b.tgt_mask), b.tgt_out);
+        const models::Batch b = data::make_copy_batch(rng, V, /*B=*/32, L);
+        const Tensor loss = nn::cross_entropy(model.logits(b.src, b.tgt_in, b.src_mask, b.tgt_mask), b.tgt_out);
         opt.zero_grad();
         loss.backward();
         sched.step();
@@ -118,7 +186,7 @@ TEST_CASE("a tiny Transformer learns a tiny copy task; greedy and beam search ag
     Rng rng(99);
     const int64_t N = 50;
     const Tokens src = data::random_sequences(rng, V, N, L);
-    const Tokens out = models::greedy_decode(model, src, models::padding_mask(src, 0), L, 1);
+    const Tokens out = models::greedy_decode(model, src, models::padding_mask(src, 0), {.max_len = L, .bos = 1});
     int correct = 0;
     for (int64_t i = 0; i < N; i++)
         correct += std::equal(src.data.begin() + i * L, src.data.begin() + (i + 1) * L, out.data.begin() + i * L);
@@ -130,7 +198,7 @@ TEST_CASE("a tiny Transformer learns a tiny copy task; greedy and beam search ag
     for (int64_t i = 0; i < 10; i++) {
         const Tokens one(std::vector<int32_t>(src.data.begin() + i * L, src.data.begin() + (i + 1) * L), {1, L});
         const Mask m = models::padding_mask(one, 0);
-        const Tokens g = models::greedy_decode(model, one, m, L, 1);
+        const Tokens g = models::greedy_decode(model, one, m, {.max_len = L, .bos = 1});
         const models::Hypothesis b1 = models::beam_search(model, one, m, {.beam_size = 1, .max_len = L, .bos = 1});
         CHECK(b1.tokens == g.data);                               // beam 1 is greedy
         const models::Hypothesis b4 = models::beam_search(model, one, m, {.beam_size = 4, .max_len = L, .bos = 1});
@@ -213,11 +281,11 @@ TEST_CASE("a saved Transformer loads into a fresh one: every parameter, bit for 
     manual_seed(5);
     Transformer a(tiny());
     const std::string path = (std::filesystem::temp_directory_path() / ("tf_" + std::to_string(::getpid()) + ".safetensors")).string();
-    nn::save(a, path, {{"config", a.cfg.to_string()}});
+    nn::save(a, path, models::to_metadata({{"config", models::config_to_json(a.cfg)}}));
     const autograd::io::SafetensorsFile f = autograd::io::load_safetensors(path);
     manual_seed(6);
-    Transformer b(TransformerConfig::from_string(f.metadata.at("config")));
-    CHECK(b.cfg.to_string() == a.cfg.to_string());
+    Transformer b(models::read_metadata(f.metadata, "config", path, models::config_from_json));
+    CHECK(models::json::dump(models::config_to_json(b.cfg)) == models::json::dump(models::config_to_json(a.cfg)));
     CHECK(any_parameter_differs(a, b));
     nn::load_parameters(b, f, path);
     check_same_parameters(a, b);
@@ -228,19 +296,26 @@ TEST_CASE("a translation checkpoint (model + vocabularies in metadata): the same
     const data::ToyCorpus corpus = data::make_toy_corpus(3, 200, 10, 10);
     std::vector<std::vector<std::string>> src, tgt;
     for (const auto& p : corpus.train) src.push_back(data::tokenize(p.src)), tgt.push_back(data::tokenize(p.tgt));
-    const data::Vocab sv = data::Vocab::build(src), tv = data::Vocab::build(tgt);
+    const data::TextCodec codec{.src_vocab = data::Vocab::build(src), .tgt_vocab = data::Vocab::build(tgt), .lowercase = true,
+                                .max_len = 12};
+    const data::Vocab &sv = codec.src_vocab, &tv = codec.tgt_vocab;
     manual_seed(7);
     Transformer a({.src_vocab = (int64_t)sv.size(), .tgt_vocab = (int64_t)tv.size(), .layers = 1, .d_model = 16, .d_ff = 32,
                    .heads = 2, .dropout = 0.0f});
     const std::string path = (std::filesystem::temp_directory_path() / ("tr_" + std::to_string(::getpid()) + ".safetensors")).string();
-    nn::save(a, path, {{"config", a.cfg.to_string()}, {"src_vocab", sv.serialize()}, {"tgt_vocab", tv.serialize()}});
+    models::json::Object meta = data::codec_to_json(codec);
+    meta.push_back({"config", models::config_to_json(a.cfg)});
+    nn::save(a, path, models::to_metadata(meta));
 
     const autograd::io::SafetensorsFile f = autograd::io::load_safetensors(path);
-    const data::Vocab sv2 = data::Vocab::deserialize(f.metadata.at("src_vocab")), tv2 = data::Vocab::deserialize(f.metadata.at("tgt_vocab"));
+    const data::TextCodec codec2 = data::read_codec(f.metadata, path);
+    const data::Vocab &sv2 = codec2.src_vocab, &tv2 = codec2.tgt_vocab;
     CHECK(sv2 == sv);
     CHECK(tv2 == tv);
+    CHECK(codec2.lowercase);
+    CHECK(codec2.max_len == 12);
     manual_seed(8);
-    Transformer b(TransformerConfig::from_string(f.metadata.at("config")));
+    Transformer b(models::read_metadata(f.metadata, "config", path, models::config_from_json));
     CHECK(any_parameter_differs(a, b));
     nn::load_parameters(b, f, path);
     check_same_parameters(a, b);
@@ -261,15 +336,15 @@ TEST_CASE("anomaly mode: a healthy training step raises nothing; a poisoned weig
     manual_seed(9);
     Transformer model(tiny());
     Rng rng(1);
-    const data::CopyBatch b = data::make_copy_batch(rng, 7, 4, 5);
+    const models::Batch b = data::make_copy_batch(rng, 7, 4, 5);
     {
         DetectAnomalyGuard guard;
-        const Tensor loss = nn::cross_entropy(model.forward(b.src, b.tgt_in, b.src_mask, b.tgt_mask), b.tgt_out);
+        const Tensor loss = nn::cross_entropy(model.logits(b.src, b.tgt_in, b.src_mask, b.tgt_mask), b.tgt_out);
         CHECK_NOTHROW(loss.backward());
     }
     model.generator->proj->weight.data()[3] = std::numeric_limits<float>::quiet_NaN();
     DetectAnomalyGuard guard;
-    CHECK_THROWS_WITH_AS(model.forward(b.src, b.tgt_in, b.src_mask, b.tgt_mask), doctest::Contains("forward of 'linear'"),
+    CHECK_THROWS_WITH_AS(model.logits(b.src, b.tgt_in, b.src_mask, b.tgt_mask), doctest::Contains("forward of 'linear'"),
                          std::runtime_error);
 }
 

@@ -28,6 +28,7 @@
 #include <set>
 #include <string>
 
+#include "models/checkpoint.h"
 #include "models/transformer.h"
 #include "nn/nn.h"
 #include "optim/optim.h"
@@ -92,13 +93,13 @@ bool is_key_bias(const std::string& name) { return name.size() >= 8 && name.comp
 void check_against_pytorch(const std::string& path, bool pre_norm) {
     REQUIRE_MESSAGE(std::filesystem::exists(path), path << " not found: run the suite from the repo root (make test)");
     const autograd::io::SafetensorsFile f = autograd::io::load_safetensors(path);
-    auto meta = [&](const std::string& k) {
-        if (!f.metadata.count(k)) throw std::runtime_error(path + ": no metadata '" + k + "'");
-        return f.metadata.at(k);
+    // the fixture's settings: metadata values are JSON texts (models/checkpoint.h)
+    auto number = [&](const std::string& key) {
+        return models::read_metadata(f.metadata, key, path, [](const models::json::Value& v) { return v.as_number(); });
     };
 
     // 1) the same model, with the fixture's weights loaded by name
-    const models::TransformerConfig cfg = models::TransformerConfig::from_string(meta("config"));
+    const models::TransformerConfig cfg = models::read_metadata(f.metadata, "config", path, models::config_from_json);
     REQUIRE(cfg.pre_norm == pre_norm);
     REQUIRE(cfg.dropout == 0.0f);
     models::Transformer model(cfg);
@@ -110,7 +111,7 @@ void check_against_pytorch(const std::string& path, bool pre_norm) {
         if (r.name.rfind("grad.", 0) == 0) theirs.insert(r.name.substr(5));
     REQUIRE(ours == theirs);
 
-    const int32_t pad = std::stoi(meta("pad"));
+    const int32_t pad = static_cast<int32_t>(models::read_metadata(f.metadata, "pad", path, models::integer_from_json));
     const Tokens src = fixture_tokens(f, "src"), tgt_in = fixture_tokens(f, "tgt_in"), tgt_out = fixture_tokens(f, "tgt_out");
     const Mask src_mask = models::padding_mask(src, pad);      // (B, 1, S)
     const Mask tgt_mask = models::target_mask(tgt_in, pad);    // (B, T, T)
@@ -119,7 +120,7 @@ void check_against_pytorch(const std::string& path, bool pre_norm) {
     {
         NoGradGuard no_grad;
         const Tensor memory = model.encode(src, src_mask);                                        // (B, S, D)
-        const Tensor log_probs = model.generator->forward(model.decode(memory, src_mask, tgt_in, tgt_mask));   // (B, T, V)
+        const Tensor log_probs = model.generator->log_probs(model.decode(memory, src_mask, tgt_in, tgt_mask));   // (B, T, V)
         REQUIRE(log_probs.shape() == record(f, "log_probs").shape);
         Worst w;
         compare("log_probs", log_probs.data(), fixture_f32(f, "log_probs"), w);
@@ -127,17 +128,18 @@ void check_against_pytorch(const std::string& path, bool pre_norm) {
     }
 
     // 3) one training step, written as the examples write it
-    const float label_smoothing = std::stof(meta("label_smoothing"));
-    const Tensor logits = model.forward(src, tgt_in, src_mask, tgt_mask);   // (B, T, V)
+    const float label_smoothing = static_cast<float>(number("label_smoothing"));
+    const Tensor logits = model.logits(src, tgt_in, src_mask, tgt_mask);   // (B, T, V)
     const Tensor loss = nn::cross_entropy(logits, tgt_out, {.ignore_index = pad, .label_smoothing = label_smoothing});
     {
         Worst w;
         compare("loss", loss.data(), fixture_f32(f, "loss"), w);
         CHECK_MESSAGE(w.err <= kRelTol, "loss differs from PyTorch: " << w.describe());
     }
-    optim::Adam opt(model.parameters(), {.lr = 0.0f, .beta1 = std::stof(meta("adam_beta1")),
-                                         .beta2 = std::stof(meta("adam_beta2")), .eps = std::stof(meta("adam_eps"))});
-    optim::NoamSchedule sched(opt, cfg.d_model, std::stoll(meta("noam_warmup")), std::stof(meta("noam_factor")));
+    optim::Adam opt(model.parameters(), {.lr = 0.0f, .beta1 = static_cast<float>(number("adam_beta1")),
+                                         .beta2 = static_cast<float>(number("adam_beta2")), .eps = static_cast<float>(number("adam_eps"))});
+    optim::NoamSchedule sched(opt, cfg.d_model, models::read_metadata(f.metadata, "noam_warmup", path, models::integer_from_json),
+                              static_cast<float>(number("noam_factor")));
     opt.zero_grad();
     loss.backward();
 
@@ -164,7 +166,7 @@ void check_against_pytorch(const std::string& path, bool pre_norm) {
 
     // 5) one Adam step with the Noam learning rate of step 1
     const float lr = sched.step();
-    CHECK(lr == doctest::Approx(std::stod(meta("lr"))).epsilon(1e-6));
+    CHECK(lr == doctest::Approx(number("lr")).epsilon(1e-6));
     opt.step();
     Worst wp;
     double key_bias_step = 0.0;   // largest |change| of a b_k element

@@ -182,33 +182,33 @@ TEST_CASE("Vocab: lookups, encode, decode") {
     }
 }
 
-TEST_CASE("Vocab: serialization round trip and validation") {
-    const data::Vocab v = data::Vocab::build({{"a", "line\nbreak", "back\\slash", "tab\there", "é", "我"}});
-    const std::string blob = v.serialize();
-    CHECK(blob.rfind("vocab v1 10\n<pad>\n<bos>\n<eos>\n<unk>\n", 0) == 0);
-    const data::Vocab back = data::Vocab::deserialize(blob);
+TEST_CASE("Vocab: JSON round trip and validation") {
+    namespace json = autograd::io::json;
+    const data::Vocab v = data::Vocab::build({{"a", "line\nbreak", "back\\slash", "tab\there", "\"quoted\"", "é", "我"}});
+    const std::string text = json::dump(v.to_json());
+    CHECK(text.rfind(R"(["<pad>","<bos>","<eos>","<unk>",)", 0) == 0);
+    const data::Vocab back = data::Vocab::from_json(json::parse(text));
     CHECK(back == v);
     CHECK(back.id("line\nbreak") == v.id("line\nbreak"));
-    CHECK(data::Vocab::deserialize(blob.substr(0, blob.size() - 1)) == v);  // final newline optional
 
-    SUBCASE("corrupt text throws runtime_error saying what is wrong") {
-        const std::string good = "vocab v1 5\n<pad>\n<bos>\n<eos>\n<unk>\nhello\n";
-        CHECK(data::Vocab::deserialize(good).id("hello") == 4);
-        const std::pair<std::string, const char*> cases[] = {   // {text, what the message must say}
-            {"", "empty text"},
-            {"vocab v2 5\n<pad>\n<bos>\n<eos>\n<unk>\nhello\n", "missing header 'vocab v1 <size>' (got 'vocab v2 5')"},
-            {"vocab v1 6\n<pad>\n<bos>\n<eos>\n<unk>\nhello\n", "header says 6 tokens but 5 lines follow"},
-            {"vocab v1 x\n<pad>\n<bos>\n<eos>\n<unk>\nhello\n", "bad size in header"},
-            {"vocab v1 5\n<bos>\n<pad>\n<eos>\n<unk>\nhello\n", "id 0 must be <pad>, got '<bos>'"},
-            {"vocab v1 5\n<pad>\n<bos>\n<eos>\n<unk>\n<pad>\n", "line 6: duplicate token '<pad>'"},
-            {"vocab v1 5\n<pad>\n<bos>\n<eos>\n<unk>\n\n", "line 6: empty token"},
-            {"vocab v1 5\n<pad>\n<bos>\n<eos>\n<unk>\nbad\\q\n", "line 6: unknown escape '\\q'"},
-            {"vocab v1 5\n<pad>\n<bos>\n<eos>\n<unk>\n\xFF\n", "line 6: invalid UTF-8"},
+    SUBCASE("a bad vocabulary throws runtime_error saying what is wrong") {
+        const std::string good = R"(["<pad>","<bos>","<eos>","<unk>","hello"])";
+        CHECK(data::Vocab::from_json(json::parse(good)).id("hello") == 4);
+        const std::pair<std::string, const char*> cases[] = {   // {JSON text, what the message must say}
+            {R"({"tokens":[]})", "json: expected an array, got an object"},
+            {R"(["<pad>","<bos>","<eos>"])", "3 tokens, fewer than the 4 specials"},
+            {R"(["<bos>","<pad>","<eos>","<unk>","hello"])", "id 0: must be <pad>, got '<bos>'"},
+            {R"(["<pad>","<bos>","<eos>","<unk>","<pad>"])", "id 4: duplicate token '<pad>'"},
+            {R"(["<pad>","<bos>","<eos>","<unk>",""])", "id 4: empty token"},
+            {R"(["<pad>","<bos>","<eos>","<unk>",5])", "id 4: expected a string, got 5"},
         };
         for (const auto& [bad, message] : cases) {
             CAPTURE(bad);
-            CHECK_THROWS_WITH_AS(data::Vocab::deserialize(bad), doctest::Contains(message), std::runtime_error);
+            CHECK_THROWS_WITH_AS(data::Vocab::from_json(json::parse(bad)), doctest::Contains(message), std::runtime_error);
         }
+        // JSON text is valid UTF-8, but a value built in memory may not be
+        CHECK_THROWS_WITH_AS(data::Vocab::from_json(json::Array{"<pad>", "<bos>", "<eos>", "<unk>", "\xFF"}),
+                             doctest::Contains("id 4: invalid UTF-8"), std::runtime_error);
     }
 }
 

@@ -4,7 +4,6 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
-#include <cstdio>
 #include <cstdlib>
 #include <iostream>
 #include <sstream>
@@ -19,8 +18,7 @@ template <typename T>
 std::string number_text(T value) {
     char buf[64];
     auto [end, ec] = std::to_chars(buf, buf + sizeof(buf), value);
-    if (ec != std::errc()) return "?";
-    return std::string(buf, end);
+    return ec == std::errc() ? std::string(buf, end) : "?";
 }
 
 // A limit as the user would write it: 1 rather than 1.000000, 0.5 rather than 5e-01.
@@ -31,88 +29,39 @@ std::string limit_text(long double v) {
 
 std::string quoted(const std::string& s) { return "'" + s + "'"; }
 
-std::string join(const std::vector<std::string>& items, const std::string& sep) {
-    std::string out;
-    for (size_t i = 0; i < items.size(); i++) out += (i ? sep : "") + items[i];
-    return out;
-}
+bool starts_with(const std::string& s, const std::string& prefix) { return s.compare(0, prefix.size(), prefix) == 0; }
 
-bool starts_with(const std::string& s, const std::string& prefix) {
-    return s.compare(0, prefix.size(), prefix) == 0;
-}
-
-// Parse all of `text` as an integer of type T. Rejects "", "12x", " 12", "1.5", overflow.
+// All of `text` as a number of type T ("what" names the kind in the message). Rejects "", "12x",
+// " 12", "1.5" for integers, overflow, and non-finite floats.
 template <typename T>
-T parse_integer(const std::string& name, const std::string& text, const char* what) {
+T parse_number(const std::string& name, const std::string& text, const char* what) {
     T value{};
-    const char* first = text.data();
-    const char* last = first + text.size();
-    auto [ptr, ec] = std::from_chars(first, last, value);
+    auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
     if (ec == std::errc::result_out_of_range)
         throw ArgError(name + " expects " + what + ", got " + quoted(text) + " which is out of range");
-    if (ec != std::errc() || ptr != last)
-        throw ArgError(name + " expects " + what + ", got " + quoted(text));
-    return value;
-}
-
-// Parse all of `text` as a finite floating-point number of type T.
-template <typename T>
-T parse_real(const std::string& name, const std::string& text) {
-    T value{};
-    const char* first = text.data();
-    const char* last = first + text.size();
-    auto [ptr, ec] = std::from_chars(first, last, value);
-    if (ec == std::errc::result_out_of_range)
-        throw ArgError(name + " expects a number, got " + quoted(text) + " which is out of range");
-    if (ec != std::errc() || ptr != last)
-        throw ArgError(name + " expects a number, got " + quoted(text));
-    if (!std::isfinite(value))
-        throw ArgError(name + " expects a finite number, got " + quoted(text));
+    if (ec != std::errc() || ptr != text.data() + text.size()) throw ArgError(name + " expects " + what + ", got " + quoted(text));
+    if constexpr (std::is_floating_point_v<T>)
+        if (!std::isfinite(value)) throw ArgError(name + " expects a finite number, got " + quoted(text));
     return value;
 }
 
 }  // namespace
 
-int edit_distance(const std::string& a, const std::string& b) {
-    // Classic dynamic programme over prefixes, one row at a time.
-    // row[j] = distance between the first i chars of a and the first j chars of b.
-    std::vector<int> row(b.size() + 1);
-    for (size_t j = 0; j <= b.size(); j++) row[j] = static_cast<int>(j);
-    for (size_t i = 1; i <= a.size(); i++) {
-        int diagonal = row[0];   // distance(a[:i-1], b[:j-1])
-        row[0] = static_cast<int>(i);
-        for (size_t j = 1; j <= b.size(); j++) {
-            const int above = row[j];   // distance(a[:i-1], b[:j])
-            const int substitute = diagonal + (a[i - 1] == b[j - 1] ? 0 : 1);
-            row[j] = std::min({above + 1, row[j - 1] + 1, substitute});
-            diagonal = above;
-        }
-    }
-    return row[b.size()];
-}
-
 // ---------------------------------------------------------------------------------------------
 // Option
 
 ArgParser::Option::Option(std::string name, Target target, std::string help, std::string metavar)
-    : name_(std::move(name)), help_(std::move(help)), metavar_(std::move(metavar)),
-      target_(target) {
+    : name_(std::move(name)), help_(std::move(help)), metavar_(std::move(metavar)), target_(target) {
     // Remember the default now, before parsing overwrites it, for --help.
     std::visit(
         [this](auto* p) {
             using T = std::remove_pointer_t<decltype(p)>;
-            if constexpr (std::is_same_v<T, std::string>)
-                default_text_ = p->empty() ? "" : "\"" + *p + "\"";
-            else if constexpr (std::is_same_v<T, bool>)
-                default_text_ = *p ? "on" : "";
-            else
-                default_text_ = number_text(*p);
+            if constexpr (std::is_same_v<T, std::string>) default_text_ = p->empty() ? "" : "\"" + *p + "\"";
+            else if constexpr (std::is_same_v<T, bool>) default_text_ = *p ? "on" : "";
+            else default_text_ = number_text(*p);
         },
         target_);
-}
-
-bool ArgParser::Option::is_number() const {
-    return !std::holds_alternative<std::string*>(target_) && !is_flag();
+    if (metavar_.empty()) metavar_ = std::holds_alternative<float*>(target_) ? "X" : is_number() ? "N" : "STR";
 }
 
 ArgParser::Option& ArgParser::Option::min(long double lo) {
@@ -127,52 +76,31 @@ ArgParser::Option& ArgParser::Option::max(long double hi) {
     return *this;
 }
 
-ArgParser::Option& ArgParser::Option::choices(std::vector<std::string> allowed) {
-    if (!std::holds_alternative<std::string*>(target_))
-        throw std::invalid_argument(name_ + ": choices() needs a string option");
-    choices_ = std::move(allowed);
-    return *this;
-}
-
 void ArgParser::Option::set_from_text(const std::string& text) const {
-    // 1) convert the text to the target's type; 2) check limits; 3) store.
-    long double as_number = 0;   // for the range check
+    // 1) convert the text to the target's type and store it; 2) check limits (parse() exits on
+    //    an error, so a stored out-of-range value is never used)
+    long double as_number = 0;
     std::visit(
         [&](auto* p) {
             using T = std::remove_pointer_t<decltype(p)>;
-            if constexpr (std::is_same_v<T, int>) {
-                *p = parse_integer<int>(name_, text, "an integer");
-                as_number = *p;
-            } else if constexpr (std::is_same_v<T, std::int64_t>) {
-                *p = parse_integer<std::int64_t>(name_, text, "an integer");
-                as_number = static_cast<long double>(*p);
-            } else if constexpr (std::is_same_v<T, std::uint64_t>) {
-                *p = parse_integer<std::uint64_t>(name_, text, "a non-negative integer");
-                as_number = static_cast<long double>(*p);
-            } else if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
-                *p = parse_real<T>(name_, text);
-                as_number = *p;
-            } else if constexpr (std::is_same_v<T, std::string>) {
-                if (!choices_.empty() &&
-                    std::find(choices_.begin(), choices_.end(), text) == choices_.end())
-                    throw ArgError(name_ + " expects one of " + join(choices_, ", ") + "; got " +
-                                   quoted(text));
+            if constexpr (std::is_same_v<T, std::string>) {
                 *p = text;
-            } else {   // bool
+            } else if constexpr (std::is_same_v<T, bool>) {
                 if (text == "true" || text == "1" || text == "yes" || text == "on") *p = true;
                 else if (text == "false" || text == "0" || text == "no" || text == "off") *p = false;
                 else throw ArgError(name_ + " expects true or false, got " + quoted(text));
+            } else {
+                *p = parse_number<T>(name_, text, std::is_floating_point_v<T> ? "a number"
+                                                  : std::is_signed_v<T>       ? "an integer"
+                                                                              : "a non-negative integer");
+                as_number = static_cast<long double>(*p);
             }
         },
         target_);
-    // The value is stored before the range check, but parse() exits on error anyway.
-    const bool too_low = min_ && as_number < *min_;
-    const bool too_high = max_ && as_number > *max_;
-    if (too_low || too_high) {
-        std::string limit;
-        if (min_ && max_) limit = "between " + limit_text(*min_) + " and " + limit_text(*max_);
-        else if (min_) limit = ">= " + limit_text(*min_);
-        else limit = "<= " + limit_text(*max_);
+    if ((min_ && as_number < *min_) || (max_ && as_number > *max_)) {
+        const std::string limit = min_ && max_ ? "between " + limit_text(*min_) + " and " + limit_text(*max_)
+                                  : min_       ? ">= " + limit_text(*min_)
+                                               : "<= " + limit_text(*max_);
         throw ArgError(name_ + " must be " + limit + ", got " + text);
     }
 }
@@ -183,53 +111,19 @@ void ArgParser::Option::set_from_text(const std::string& text) const {
 ArgParser::ArgParser(std::string program, std::string description)
     : program_(std::move(program)), description_(std::move(description)) {}
 
-ArgParser::Option& ArgParser::register_option(const std::string& name, Option::Target target,
-                                              const std::string& help, const std::string& metavar) {
+ArgParser::Option& ArgParser::register_option(const std::string& name, Option::Target target, const std::string& help,
+                                              const std::string& metavar) {
     if (name.size() < 3 || !starts_with(name, "--") || name.find('=') != std::string::npos)
         throw std::invalid_argument("option name must look like --name, got '" + name + "'");
-    if (name == "--help" || find(name))
-        throw std::invalid_argument("option " + name + " is registered twice");
+    if (name == "--help" || find(name)) throw std::invalid_argument("option " + name + " is registered twice");
     if (std::visit([](auto* p) { return p == nullptr; }, target))
         throw std::invalid_argument("option " + name + " has a null target");
     options_.push_back(std::unique_ptr<Option>(new Option(name, target, help, metavar)));
     return *options_.back();
 }
 
-ArgParser::Option& ArgParser::add(const std::string& name, int* target, const std::string& help,
-                                  const std::string& metavar) {
-    return register_option(name, target, help, metavar.empty() ? "N" : metavar);
-}
-ArgParser::Option& ArgParser::add(const std::string& name, std::int64_t* target,
-                                  const std::string& help, const std::string& metavar) {
-    return register_option(name, target, help, metavar.empty() ? "N" : metavar);
-}
-ArgParser::Option& ArgParser::add(const std::string& name, std::uint64_t* target,
-                                  const std::string& help, const std::string& metavar) {
-    return register_option(name, target, help, metavar.empty() ? "N" : metavar);
-}
-ArgParser::Option& ArgParser::add(const std::string& name, float* target, const std::string& help,
-                                  const std::string& metavar) {
-    return register_option(name, target, help, metavar.empty() ? "X" : metavar);
-}
-ArgParser::Option& ArgParser::add(const std::string& name, double* target,
-                                  const std::string& help, const std::string& metavar) {
-    return register_option(name, target, help, metavar.empty() ? "X" : metavar);
-}
-ArgParser::Option& ArgParser::add(const std::string& name, std::string* target,
-                                  const std::string& help, const std::string& metavar) {
-    // An empty metavar is filled in by usage(): the choices if there are any, else STR.
-    return register_option(name, target, help, metavar);
-}
 ArgParser::Option& ArgParser::flag(const std::string& name, bool* flag, const std::string& help) {
     return register_option(name, flag, help, "");
-}
-
-void ArgParser::positionals(std::vector<std::string>* out, const std::string& metavar,
-                            const std::string& help) {
-    if (!out) throw std::invalid_argument("positionals() needs a target");
-    positionals_ = out;
-    positional_metavar_ = metavar;
-    positional_help_ = help;
 }
 
 ArgParser::Option* ArgParser::find(const std::string& name) const {
@@ -238,81 +132,29 @@ ArgParser::Option* ArgParser::find(const std::string& name) const {
     return nullptr;
 }
 
-std::string ArgParser::closest_name(const std::string& name) const {
-    std::vector<std::string> known{"--help"};
-    for (const auto& opt : options_) known.push_back(opt->name_);
-    // 1) the nearest name by edit distance, if the typo is small for the name's length
-    std::string best;
-    int best_distance = 1 << 30;
-    for (const auto& k : known) {
-        const int d = edit_distance(name, k);
-        if (d < best_distance) best_distance = d, best = k;
-    }
-    const int allowed = std::max<int>(2, static_cast<int>(name.size()) / 3);
-    if (best_distance <= allowed) return best;
-    // 2) else a unique known name that starts with what was typed ("--learn" -> "--learning-rate")
-    std::string prefix_match;
-    for (const auto& k : known) {
-        if (name.size() >= 4 && starts_with(k, name)) {
-            if (!prefix_match.empty()) return "";   // ambiguous
-            prefix_match = k;
-        }
-    }
-    return prefix_match;
-}
-
-bool ArgParser::parse_or_throw(int argc, const char* const* argv) {
-    std::vector<std::string> args;
-    for (int i = 1; i < argc; i++) args.emplace_back(argv[i]);
-    return parse_or_throw(args);
-}
-
 bool ArgParser::parse_or_throw(const std::vector<std::string>& args) {
-    bool only_positionals = false;   // set by "--"
     for (size_t i = 0; i < args.size(); i++) {
         const std::string& arg = args[i];
-
-        // 1) positional arguments (and everything after "--")
-        const bool looks_like_option = arg.size() > 1 && arg[0] == '-' &&
-                                       !(std::isdigit(static_cast<unsigned char>(arg[1])) ||
-                                         arg[1] == '.');
-        if (only_positionals || !looks_like_option) {
-            if (!positionals_)
-                throw ArgError("unexpected argument " + quoted(arg) +
-                               " (this program takes no positional arguments)");
-            positionals_->push_back(arg);
-            continue;
-        }
-        if (arg == "--") {
-            only_positionals = true;
-            continue;
-        }
+        // 1) options only: "-5" or "-.5" would be a number, not an option
+        const bool looks_like_option = arg.size() > 1 && arg[0] == '-' && !std::isdigit(static_cast<unsigned char>(arg[1])) && arg[1] != '.';
+        if (!looks_like_option) throw ArgError("unexpected argument " + quoted(arg) + " (this program takes no positional arguments)");
         if (arg == "--help" || arg == "-h") return false;
 
         // 2) split "--name=value"
         const size_t eq = arg.find('=');
         const std::string name = arg.substr(0, eq);
-        const bool has_value = eq != std::string::npos;
-
         Option* opt = find(name);
-        if (!opt) {
-            const std::string suggestion = closest_name(name);
-            throw ArgError("unknown flag " + quoted(name) +
-                           (suggestion.empty() ? "" : "; did you mean " + suggestion + "?"));
-        }
+        if (!opt) throw ArgError("unknown flag " + quoted(name));
 
-        // 3) find the value: after '=', in the next argument, or none for a flag
+        // 3) the value: after '=', in the next argument, or none for a flag
         std::string value;
-        if (has_value) {
+        if (eq != std::string::npos) {
             value = arg.substr(eq + 1);
         } else if (opt->is_flag()) {
             value = "true";
         } else {
-            const bool next_is_value = i + 1 < args.size() && !starts_with(args[i + 1], "--");
-            if (!next_is_value) {
-                std::string metavar = opt->metavar_.empty() ? "STR" : opt->metavar_;
-                throw ArgError(name + " expects a value (" + name + " " + metavar + ")");
-            }
+            if (i + 1 == args.size() || starts_with(args[i + 1], "--"))
+                throw ArgError(name + " expects a value (" + name + " " + opt->metavar_ + ")");
             value = args[++i];
         }
         opt->set_from_text(value);
@@ -324,16 +166,20 @@ bool ArgParser::parse_or_throw(const std::vector<std::string>& args) {
 void ArgParser::parse(int argc, const char* const* argv) {
     bool go_on = false;
     try {
-        go_on = parse_or_throw(argc, argv);
+        go_on = parse_or_throw(std::vector<std::string>(argv + 1, argv + argc));
     } catch (const ArgError& e) {
-        std::cout.flush();
-        std::cerr << program_ << ": " << e.what() << " (see --help)" << std::endl;
-        std::exit(2);
+        fail(e.what());
     }
     if (!go_on) {
         std::cout << usage() << std::flush;
         std::exit(0);
     }
+}
+
+void ArgParser::fail(const std::string& message) const {
+    std::cout.flush();
+    std::cerr << program_ << ": " << message << " (see --help)" << std::endl;
+    std::exit(2);
 }
 
 bool ArgParser::given(const std::string& name) const {
@@ -347,22 +193,16 @@ std::string ArgParser::usage() const {
     struct Row { std::string left, right; };
     std::vector<Row> rows;
     for (const auto& opt : options_) {
-        std::string left = "  " + opt->name_;
-        if (!opt->is_flag()) {
-            std::string metavar = opt->metavar_;
-            if (metavar.empty()) metavar = opt->choices_.empty() ? "STR" : "{" + join(opt->choices_, "|") + "}";
-            left += " " + metavar;
-        }
-        std::vector<std::string> notes;
-        if (!opt->default_text_.empty()) notes.push_back("default: " + opt->default_text_);
-        if (opt->min_ && opt->max_) notes.push_back("range: " + limit_text(*opt->min_) + ".." + limit_text(*opt->max_));
-        else if (opt->min_) notes.push_back("min: " + limit_text(*opt->min_));
-        else if (opt->max_) notes.push_back("max: " + limit_text(*opt->max_));
+        std::string notes;
+        const auto note = [&](const std::string& n) { notes += (notes.empty() ? "" : "; ") + n; };
+        if (!opt->default_text_.empty()) note("default: " + opt->default_text_);
+        if (opt->min_ && opt->max_) note("range: " + limit_text(*opt->min_) + ".." + limit_text(*opt->max_));
+        else if (opt->min_) note("min: " + limit_text(*opt->min_));
+        else if (opt->max_) note("max: " + limit_text(*opt->max_));
         std::string right = opt->help_;
-        if (!notes.empty()) right += (right.empty() ? "(" : " (") + join(notes, "; ") + ")";
-        rows.push_back({left, right});
+        if (!notes.empty()) right += (right.empty() ? "(" : " (") + notes + ")";
+        rows.push_back({"  " + opt->name_ + (opt->is_flag() ? "" : " " + opt->metavar_), right});
     }
-    if (positionals_) rows.push_back({"  " + positional_metavar_, positional_help_});
     rows.push_back({"  -h, --help", "show this help and exit"});
 
     size_t width = 0;
@@ -370,9 +210,7 @@ std::string ArgParser::usage() const {
     width = std::min<size_t>(width, 30);   // a very long name gets its help on the next line
 
     std::ostringstream out;
-    out << "usage: " << program_ << " [options]";
-    if (positionals_) out << " [" << positional_metavar_ << "...]";
-    out << "\n";
+    out << "usage: " << program_ << " [options]\n";
     if (!description_.empty()) out << "\n" << description_ << "\n";
     out << "\noptions:\n";
     for (const auto& r : rows) {

@@ -2,10 +2,8 @@
 //
 //   common::ArgParser p("copy_task", "Train a Transformer to copy its input.");
 //   int steps = 600;       p.add("--steps", &steps, "training steps").min(1);
-//   float lr = 1.0f;       p.add("--lr", &lr, "learning-rate factor").min(0);
+//   float lr = 1.0f;       p.add("--lr", &lr, "learning-rate factor").range(0, 100);
 //   std::string save;      p.add("--save", &save, "write a checkpoint to PATH", "PATH");
-//   std::string decode = "greedy";
-//   p.add("--decode", &decode, "decoding strategy").choices({"greedy", "beam"});
 //   bool paper = false;    p.flag("--paper", &paper, "use the paper's configuration");
 //   p.parse(argc, argv);   // on error: one line on stderr, exit 2. --help: usage, exit 0.
 //   if (paper && !p.given("--steps")) steps = 20000;   // a preset that explicit flags override
@@ -33,85 +31,65 @@ public:
 class ArgParser {
 public:
     // One registered option. add() returns a reference so limits can be chained:
-    // p.add("--steps", &steps, "training steps").min(1).max(1000000);
+    // p.add("--steps", &steps, "training steps").min(1);
     class Option {
     public:
-        Option& min(long double lo);                         // numbers only: value >= lo
-        Option& max(long double hi);                         // numbers only: value <= hi
+        Option& min(long double lo);   // numbers only: value >= lo
+        Option& max(long double hi);   // numbers only: value <= hi
         Option& range(long double lo, long double hi) { return min(lo).max(hi); }
-        Option& choices(std::vector<std::string> allowed);   // strings only
 
     private:
         friend class ArgParser;
-        using Target = std::variant<int*, std::int64_t*, std::uint64_t*, float*, double*,
-                                    std::string*, bool*>;
+        using Target = std::variant<int*, std::int64_t*, std::uint64_t*, float*, std::string*, bool*>;
         Option(std::string name, Target target, std::string help, std::string metavar);
 
         void set_from_text(const std::string& text) const;   // throws ArgError
         bool is_flag() const { return std::holds_alternative<bool*>(target_); }
-        bool is_number() const;
+        bool is_number() const { return !is_flag() && !std::holds_alternative<std::string*>(target_); }
 
         std::string name_, help_, metavar_, default_text_;
         Target target_;
         std::optional<long double> min_, max_;
-        std::vector<std::string> choices_;
         bool given_ = false;
     };
 
     ArgParser(std::string program, std::string description);
 
-    // metavar is the placeholder shown in --help ("--save PATH"); empty picks one from the type.
-    Option& add(const std::string& name, int* target, const std::string& help,
-                const std::string& metavar = "");
-    Option& add(const std::string& name, std::int64_t* target, const std::string& help,
-                const std::string& metavar = "");
-    Option& add(const std::string& name, std::uint64_t* target, const std::string& help,
-                const std::string& metavar = "");
-    Option& add(const std::string& name, float* target, const std::string& help,
-                const std::string& metavar = "");
-    Option& add(const std::string& name, double* target, const std::string& help,
-                const std::string& metavar = "");
-    Option& add(const std::string& name, std::string* target, const std::string& help,
-                const std::string& metavar = "");
+    // An option that takes a value: int, int64_t, uint64_t, float or std::string. metavar is the
+    // placeholder shown in --help ("--save PATH"); empty: N for integers, X for floats, STR.
+    template <class T>
+    Option& add(const std::string& name, T* target, const std::string& help, const std::string& metavar = "") {
+        return register_option(name, target, help, metavar);
+    }
     // A boolean switch: `--paper` sets it to true; `--paper=false` sets it to false.
     Option& flag(const std::string& name, bool* flag, const std::string& help);
-
-    // Accept positional arguments (otherwise any is an error). Everything after `--` is
-    // positional too.
-    void positionals(std::vector<std::string>* out, const std::string& metavar,
-                     const std::string& help);
 
     // Parse argv (argv[0] is the program path and is skipped). On an error prints
     // "program: message (see --help)" to stderr and exits with code 2; on --help / -h prints
     // usage() to stdout and exits with code 0.
     void parse(int argc, const char* const* argv);
 
-    // The same without exiting: throws ArgError. Returns false when --help / -h was given
-    // (nothing after it is parsed), true otherwise. The vector form takes the arguments
-    // without the program path.
-    [[nodiscard]] bool parse_or_throw(int argc, const char* const* argv);
+    // The same without exiting, on the arguments after the program path: throws ArgError.
+    // Returns false when --help / -h was given (nothing after it is parsed), true otherwise.
     [[nodiscard]] bool parse_or_throw(const std::vector<std::string>& args);
+
+    // For checks that involve several options, after parse(): prints
+    // "program: message (see --help)" to stderr and exits with code 2, as parse() does.
+    [[noreturn]] void fail(const std::string& message) const;
 
     // Whether `name` appeared on the command line. Throws std::invalid_argument if `name`
     // was never registered (a typo in the program, not in the user's input).
     bool given(const std::string& name) const;
 
     std::string usage() const;   // the --help text
-    const std::string& program() const { return program_; }
 
 private:
-    Option& register_option(const std::string& name, Option::Target target,
-                            const std::string& help, const std::string& metavar);
+    Option& register_option(const std::string& name, Option::Target target, const std::string& help,
+                            const std::string& metavar);
     Option* find(const std::string& name) const;
-    std::string closest_name(const std::string& name) const;   // "" if nothing is close
 
     std::string program_, description_;
     std::vector<std::unique_ptr<Option>> options_;   // pointers stay valid as options_ grows
-    std::vector<std::string>* positionals_ = nullptr;
-    std::string positional_metavar_, positional_help_;
 };
-
-// Number of single-character edits (insert, delete, substitute) that turn a into b.
-int edit_distance(const std::string& a, const std::string& b);
 
 }  // namespace common

@@ -113,6 +113,16 @@ std::string text_element(double x, double y, const std::string& attributes, cons
            "</text>\n";
 }
 
+// <line/> and <rect/>, then any further attributes (already formatted).
+std::string line_element(double x1, double y1, double x2, double y2, const std::string& attributes = "") {
+    return "<line x1=\"" + num(x1) + "\" y1=\"" + num(y1) + "\" x2=\"" + num(x2) + "\" y2=\"" + num(y2) + "\"" +
+           (attributes.empty() ? "" : " " + attributes) + "/>";
+}
+std::string rect_element(double x, double y, double width, double height, const std::string& attributes = "") {
+    return "<rect x=\"" + num(x) + "\" y=\"" + num(y) + "\" width=\"" + num(width) + "\" height=\"" + num(height) + "\"" +
+           (attributes.empty() ? "" : " " + attributes) + "/>";
+}
+
 // =============================================================================================
 // Axes with "nice" ticks
 
@@ -276,12 +286,8 @@ std::string line_plot_svg(const std::string& title, const std::string& x_label,
 
     // 3) grid lines and tick labels
     svg << "<g stroke=\"#e3e3e3\" stroke-width=\"1\">\n";
-    for (double t : xa.ticks)
-        svg << "<line x1=\"" << num(px(t)) << "\" y1=\"" << num(top) << "\" x2=\"" << num(px(t))
-            << "\" y2=\"" << num(top + plot_h) << "\"/>\n";
-    for (double t : ya.ticks)
-        svg << "<line x1=\"" << num(left) << "\" y1=\"" << num(py(t)) << "\" x2=\""
-            << num(left + plot_w) << "\" y2=\"" << num(py(t)) << "\"/>\n";
+    for (double t : xa.ticks) svg << line_element(px(t), top, px(t), top + plot_h) << "\n";
+    for (double t : ya.ticks) svg << line_element(left, py(t), left + plot_w, py(t)) << "\n";
     svg << "</g>\n";
     svg << "<g font-size=\"" << num(font) << "\" fill=\"#333\">\n";
     for (size_t i = 0; i < xa.ticks.size(); i++)
@@ -297,12 +303,10 @@ std::string line_plot_svg(const std::string& title, const std::string& x_label,
         svg << text_element(x, y, "font-size=\"" + num(font) + "\" text-anchor=\"middle\" dy=\"0.35em\" "
                             "transform=\"rotate(-90 " + num(x) + " " + num(y) + ")\"", y_label);
     }
-    svg << "<rect x=\"" << num(left) << "\" y=\"" << num(top) << "\" width=\"" << num(plot_w)
-        << "\" height=\"" << num(plot_h) << "\" fill=\"none\" stroke=\"#444\"/>\n";
+    svg << rect_element(left, top, plot_w, plot_h, "fill=\"none\" stroke=\"#444\"") << "\n";
 
     // 4) one path per series, broken where points are skipped; dots when points are few
-    svg << "<clipPath id=\"plot-area\"><rect x=\"" << num(left) << "\" y=\"" << num(top)
-        << "\" width=\"" << num(plot_w) << "\" height=\"" << num(plot_h) << "\"/></clipPath>\n";
+    svg << "<clipPath id=\"plot-area\">" << rect_element(left, top, plot_w, plot_h) << "</clipPath>\n";
     svg << "<g clip-path=\"url(#plot-area)\" fill=\"none\" stroke-width=\"1.8\" "
            "stroke-linejoin=\"round\" stroke-linecap=\"round\">\n";
     for (size_t k = 0; k < series.size(); k++) {
@@ -337,12 +341,10 @@ std::string line_plot_svg(const std::string& title, const std::string& x_label,
         const double row = 18, box_w = 36 + name_width, box_h = 8 + row * series.size();
         const double bx = left + plot_w - box_w - 8, by = top + 8;
         svg << "<g font-size=\"" << num(font) << "\">\n";
-        svg << "<rect x=\"" << num(bx) << "\" y=\"" << num(by) << "\" width=\"" << num(box_w)
-            << "\" height=\"" << num(box_h) << "\" fill=\"white\" fill-opacity=\"0.85\" stroke=\"#ccc\"/>\n";
+        svg << rect_element(bx, by, box_w, box_h, "fill=\"white\" fill-opacity=\"0.85\" stroke=\"#ccc\"") << "\n";
         for (size_t k = 0; k < series.size(); k++) {
             const double y = by + 4 + row * (k + 0.5);
-            svg << "<line x1=\"" << num(bx + 6) << "\" y1=\"" << num(y) << "\" x2=\"" << num(bx + 26)
-                << "\" y2=\"" << num(y) << "\" stroke=\"" << series_color(k) << "\" stroke-width=\"2.5\"/>\n";
+            svg << line_element(bx + 6, y, bx + 26, y, "stroke=\"" + std::string(series_color(k)) + "\" stroke-width=\"2.5\"") << "\n";
             svg << text_element(bx + 31, y, "dy=\"0.35em\" fill=\"#222\"", series[k].name);
         }
         svg << "</g>\n";
@@ -439,8 +441,7 @@ std::string heatmaps_svg(const std::string& title, const std::vector<Heatmap>& m
                     << ": " << value_text << "</title></rect>\n";
             }
         }
-        svg << "<rect x=\"" << num(gx) << "\" y=\"" << num(gy) << "\" width=\"" << num(C * cell)
-            << "\" height=\"" << num(R * cell) << "\" fill=\"none\" stroke=\"#999\"/>\n";
+        svg << rect_element(gx, gy, C * cell, R * cell, "fill=\"none\" stroke=\"#999\"") << "\n";
         svg << "</g>\n</g>\n";
     }
 
@@ -450,8 +451,7 @@ std::string heatmaps_svg(const std::string& title, const std::vector<Heatmap>& m
     for (int i = 0; i <= 4; i++)
         svg << "<stop offset=\"" << num(i / 4.0) << "\" stop-color=\"" << hex_color(heat_color(i / 4.0f)) << "\"/>";
     svg << "</linearGradient>\n";
-    svg << "<rect x=\"" << num(lx) << "\" y=\"" << num(ly) << "\" width=\"" << num(lw) << "\" height=\""
-        << num(lh) << "\" fill=\"url(#heat-scale)\" stroke=\"#999\"/>\n";
+    svg << rect_element(lx, ly, lw, lh, "fill=\"url(#heat-scale)\" stroke=\"#999\"") << "\n";
     svg << "<g font-size=\"11\" fill=\"#333\" text-anchor=\"middle\">\n";
     for (int i = 0; i <= 4; i++)
         svg << text_element(lx + lw * i / 4, ly + lh + 14, "", i == 0 ? "0" : i == 4 ? "1" : num(i / 4.0));

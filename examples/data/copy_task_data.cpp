@@ -2,8 +2,6 @@
 
 #include <stdexcept>
 
-#include "models/transformer.h"
-
 namespace data {
 
 autograd::Tokens random_sequences(autograd::Rng& rng, int64_t V, int64_t B, int64_t L) {
@@ -14,19 +12,9 @@ autograd::Tokens random_sequences(autograd::Rng& rng, int64_t V, int64_t B, int6
     return s;
 }
 
-CopyBatch make_copy_batch(autograd::Rng& rng, int64_t V, int64_t B, int64_t L) {
-    CopyBatch b;
-    b.src = random_sequences(rng, V, B, L);
-    b.tgt_in = autograd::Tokens::full({B, L - 1}, COPY_PAD);
-    b.tgt_out = autograd::Tokens::full({B, L - 1}, COPY_PAD);
-    for (int64_t i = 0; i < B; i++)
-        for (int64_t t = 0; t < L - 1; t++) {
-            b.tgt_in[i * (L - 1) + t] = b.src[i * L + t];
-            b.tgt_out[i * (L - 1) + t] = b.src[i * L + t + 1];
-        }
-    b.src_mask = models::padding_mask(b.src, COPY_PAD);
-    b.tgt_mask = models::target_mask(b.tgt_in, COPY_PAD);
-    return b;
+models::Batch make_copy_batch(autograd::Rng& rng, int64_t V, int64_t B, int64_t L) {
+    const autograd::Tokens seq = random_sequences(rng, V, B, L);   // (B, L)
+    return models::make_batch(seq, seq, COPY_PAD);
 }
 
 }  // namespace data

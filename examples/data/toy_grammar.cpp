@@ -1,5 +1,6 @@
 #include "examples/data/toy_grammar.h"
 
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -290,25 +291,13 @@ constexpr size_t count_of(const T (&)[N]) { return N; }
 
 enum Case { NOM, ACC };
 
-const char* const kDefiniteArticle[2][4] = {
-    {"der", "die", "das", "die"},
-    {"den", "die", "das", "die"},
-};
+const char* const kDefiniteArticle[2][4] = {{"der", "die", "das", "die"}, {"den", "die", "das", "die"}};
 // endings of ein / kein / mein ...: ein, eine, ein, (keine); einen, eine, ein, (keine)
-const char* const kEinEnding[2][4] = {
-    {"", "e", "", "e"},
-    {"en", "e", "", "e"},
-};
+const char* const kEinEnding[2][4] = {{"", "e", "", "e"}, {"en", "e", "", "e"}};
 // adjective after der/die/das ("weak"): der große Hund, den großen Hund, die großen Hunde
-const char* const kAdjAfterDer[2][4] = {
-    {"e", "e", "e", "en"},
-    {"en", "e", "e", "en"},
-};
+const char* const kAdjAfterDer[2][4] = {{"e", "e", "e", "en"}, {"en", "e", "e", "en"}};
 // adjective after ein/kein/mein ("mixed"): ein großer Hund, ein rotes Auto, keine großen Hunde
-const char* const kAdjAfterEin[2][4] = {
-    {"er", "e", "es", "en"},
-    {"en", "e", "es", "en"},
-};
+const char* const kAdjAfterEin[2][4] = {{"er", "e", "es", "en"}, {"en", "e", "es", "en"}};
 // adjective with no article (only bare plurals here, "strong"): große Hunde
 const char* const kAdjNoArticle = "e";
 
@@ -345,16 +334,8 @@ struct Clause {
 using Tokens = std::vector<std::string>;
 
 void append_words(Tokens& out, const char* words) {  // "look for" -> "look", "for"
-    std::string w;
-    for (const char* p = words;; p++) {
-        if (*p == ' ' || *p == '\0') {
-            if (!w.empty()) out.push_back(w);
-            w.clear();
-            if (*p == '\0') break;
-        } else {
-            w += *p;
-        }
-    }
+    std::istringstream in(words);
+    for (std::string w; in >> w;) out.push_back(w);
 }
 
 // -- English
@@ -417,27 +398,17 @@ void german_np(Tokens& out, const NounPhrase& np, Case cs, bool negate) {
     }
     const Noun& n = kNouns[np.noun];
     const int slot = np.plural ? 3 : n.gender;
-    const char* adj_ending = kAdjAfterDer[cs][slot];
-    switch (np.det) {
-    case Det::Definite:
-        out.push_back(kDefiniteArticle[cs][slot]);
-        break;
-    case Det::Indefinite:
-        if (negate) {
-            out.push_back(std::string("kein") + kEinEnding[cs][slot]);
-            adj_ending = kAdjAfterEin[cs][slot];
-        } else if (!np.plural) {
-            out.push_back(std::string("ein") + kEinEnding[cs][slot]);
-            adj_ending = kAdjAfterEin[cs][slot];
-        } else {
-            adj_ending = kAdjNoArticle;  // bare plural: große Hunde
-        }
-        break;
-    case Det::Possessive:
-        out.push_back(std::string(kPossessives[np.possessive].de_stem) + kEinEnding[cs][slot]);
-        adj_ending = kAdjAfterEin[cs][slot];
-        break;
-    }
+    // the article: der/die/das, or a word that declines like "ein" (ein, kein, mein, ...), or
+    // none (a bare plural: große Hunde). The adjective's ending depends on which.
+    const bool definite = np.det == Det::Definite;
+    const char* ein_stem = np.det == Det::Possessive ? kPossessives[np.possessive].de_stem
+                           : definite                ? nullptr
+                           : negate                  ? "kein"
+                           : np.plural               ? nullptr
+                                                     : "ein";
+    if (definite) out.push_back(kDefiniteArticle[cs][slot]);
+    if (ein_stem) out.push_back(std::string(ein_stem) + kEinEnding[cs][slot]);
+    const char* adj_ending = definite ? kAdjAfterDer[cs][slot] : ein_stem ? kAdjAfterEin[cs][slot] : kAdjNoArticle;
     if (np.adjective >= 0) out.push_back(inflect_adjective(kAdjectives[np.adjective].de_stem, adj_ending));
     out.push_back(np.plural ? n.de_pl : n.de_sg);
 }
@@ -452,24 +423,14 @@ void german_object(Tokens& out, const Clause& c) {
 
 enum class Order { Main, Question, Subordinate };
 
+// Subject and object keep their order; the verb comes first (question), second (main clause)
+// or last (subordinate clause).
 void german_clause(Tokens& out, const Clause& c, Order order) {
-    switch (order) {
-    case Order::Main:  // subject, verb second, object (nicht)
-        german_np(out, c.subject, NOM, false);
-        out.push_back(german_verb(c));
-        german_object(out, c);
-        break;
-    case Order::Question:  // verb first
-        out.push_back(german_verb(c));
-        german_np(out, c.subject, NOM, false);
-        german_object(out, c);
-        break;
-    case Order::Subordinate:  // verb last
-        german_np(out, c.subject, NOM, false);
-        german_object(out, c);
-        out.push_back(german_verb(c));
-        break;
-    }
+    if (order == Order::Question) out.push_back(german_verb(c));
+    german_np(out, c.subject, NOM, false);
+    if (order == Order::Main) out.push_back(german_verb(c));
+    german_object(out, c);
+    if (order == Order::Subordinate) out.push_back(german_verb(c));
 }
 
 // ---- sampling -------------------------------------------------------------------------------
@@ -572,38 +533,26 @@ std::string join(const Tokens& t) {
 Pair sample_toy_pair(autograd::Rng& rng) {
     Tokens en, de;
     const unsigned kind = static_cast<unsigned>(rng.below(100));
-    if (kind < 45) {
-        // statement, 20 of 45 negated: the dog sees the cat . -> der Hund sieht die Katze .
-        const Clause c = sample_clause(rng, kind >= 25);
-        english_clause(en, c, false);
-        german_clause(de, c, Order::Main);
-        en.push_back(".");
-        de.push_back(".");
-    } else if (kind < 65) {
-        // yes/no question: does the dog see the cat ? -> sieht der Hund die Katze ?
-        const Clause c = sample_clause(rng, false);
-        english_clause(en, c, true);
-        german_clause(de, c, Order::Question);
-        en.push_back("?");
-        de.push_back("?");
+    const bool question = kind >= 45 && kind < 65;
+    if (kind < 65) {
+        // kind 0..44, a statement (negated from 25 on): the dog sees the cat . -> der Hund sieht die Katze .
+        // kind 45..64, a yes/no question:      does the dog see the cat ? -> sieht der Hund die Katze ?
+        const Clause c = sample_clause(rng, !question && kind >= 25);
+        english_clause(en, c, question);
+        german_clause(de, c, question ? Order::Question : Order::Main);
     } else {
-        // that-clause, about half negated: i know that the dog sees the ball .
-        //                                -> ich weiß , dass der Hund den Ball sieht .
-        const int p = static_cast<int>(rng.below(count_of(kPronouns)));
+        // kind 65..99, a that-clause (negated from 82 on): i know that the dog sees the ball .
+        //                                               -> ich weiß , dass der Hund den Ball sieht .
+        const Pronoun& p = kPronouns[rng.below(count_of(kPronouns))];
         const MatrixVerb& m = kMatrixVerbs[rng.below(count_of(kMatrixVerbs))];
         const Clause c = sample_clause(rng, kind >= 82);
-        en.push_back(kPronouns[p].en_subj);
-        en.push_back(kPronouns[p].person == P3SG ? m.en_3sg : m.en_base);
-        en.push_back("that");
+        en = {p.en_subj, p.person == P3SG ? m.en_3sg : m.en_base, "that"};
         english_clause(en, c, false);
-        en.push_back(".");
-        de.push_back(kPronouns[p].de_nom);
-        de.push_back(german_verb(m.de, kPronouns[p].person));
-        de.push_back(",");
-        de.push_back("dass");
+        de = {p.de_nom, german_verb(m.de, p.person), ",", "dass"};
         german_clause(de, c, Order::Subordinate);
-        de.push_back(".");
     }
+    en.push_back(question ? "?" : ".");
+    de.push_back(question ? "?" : ".");
     return {join(en), join(de)};
 }
 

@@ -11,45 +11,6 @@ namespace data {
 namespace {
 
 const char* const kSpecials[Vocab::kNumSpecials] = {"<pad>", "<bos>", "<eos>", "<unk>"};
-const std::string kHeader = "vocab v1 ";
-
-std::string escape(const std::string& token) {
-    std::string out;
-    for (char c : token) {
-        switch (c) {
-        case '\\': out += "\\\\"; break;
-        case '\n': out += "\\n"; break;
-        case '\r': out += "\\r"; break;
-        case '\t': out += "\\t"; break;
-        default: out += c;
-        }
-    }
-    return out;
-}
-
-[[noreturn]] void fail(const std::string& what) {
-    throw std::runtime_error("Vocab::deserialize: " + what);
-}
-
-std::string unescape(std::string_view line, size_t line_no) {
-    std::string out;
-    for (size_t i = 0; i < line.size(); i++) {
-        if (line[i] != '\\') {
-            out += line[i];
-            continue;
-        }
-        if (i + 1 == line.size()) fail("line " + std::to_string(line_no) + ": dangling '\\'");
-        switch (line[++i]) {
-        case '\\': out += '\\'; break;
-        case 'n': out += '\n'; break;
-        case 'r': out += '\r'; break;
-        case 't': out += '\t'; break;
-        default:
-            fail("line " + std::to_string(line_no) + ": unknown escape '\\" + std::string(1, line[i]) + "'");
-        }
-    }
-    return out;
-}
 
 }  // namespace
 
@@ -125,54 +86,30 @@ std::vector<std::string> Vocab::decode(const std::vector<int32_t>& ids) const {
     return tokens;
 }
 
-std::string Vocab::serialize() const {
-    std::string out = kHeader + std::to_string(tokens_.size()) + "\n";
-    for (const std::string& t : tokens_) out += escape(t) + "\n";
-    return out;
+autograd::io::json::Value Vocab::to_json() const {
+    return autograd::io::json::Array(tokens_.begin(), tokens_.end());
 }
 
-Vocab Vocab::deserialize(std::string_view text) {
-    // 1) split into lines; a final newline is optional
-    std::vector<std::string_view> lines;
-    for (size_t pos = 0; pos < text.size();) {
-        size_t nl = text.find('\n', pos);
-        if (nl == std::string_view::npos) nl = text.size();
-        lines.push_back(text.substr(pos, nl - pos));
-        pos = nl + 1;
+Vocab Vocab::from_json(const autograd::io::json::Value& v) {
+    const auto& tokens = v.as_array();
+    auto fail = [](size_t id, const std::string& what) {
+        throw std::runtime_error("Vocab::from_json: id " + std::to_string(id) + ": " + what);
+    };
+    if (tokens.size() < static_cast<size_t>(kNumSpecials))
+        throw std::runtime_error("Vocab::from_json: " + std::to_string(tokens.size()) + " tokens, fewer than the 4 specials");
+    Vocab out;
+    out.tokens_.clear();
+    out.ids_.clear();
+    for (size_t id = 0; id < tokens.size(); id++) {
+        if (!tokens[id].is_string()) fail(id, "expected a string, got " + autograd::io::json::dump(tokens[id]));
+        const std::string& t = tokens[id].as_string();
+        if (id < static_cast<size_t>(kNumSpecials) && t != kSpecials[id]) fail(id, std::string("must be ") + kSpecials[id] + ", got '" + t + "'");
+        if (t.empty()) fail(id, "empty token");
+        if (!autograd::io::valid_utf8(t)) fail(id, "invalid UTF-8");
+        if (out.contains(t)) fail(id, "duplicate token '" + t + "'");
+        out.add_(t);
     }
-    if (lines.empty()) fail("empty text");
-
-    // 2) header "vocab v1 <size>"
-    const std::string_view header = lines[0];
-    if (header.substr(0, kHeader.size()) != kHeader)
-        fail("missing header 'vocab v1 <size>' (got '" + std::string(header.substr(0, 40)) + "')");
-    const std::string_view count_text = header.substr(kHeader.size());
-    size_t count = 0;
-    if (count_text.empty() || count_text.size() > 9) fail("bad size in header");
-    for (char c : count_text) {
-        if (c < '0' || c > '9') fail("bad size in header");
-        count = count * 10 + static_cast<size_t>(c - '0');
-    }
-    if (lines.size() - 1 != count)
-        fail("header says " + std::to_string(count) + " tokens but " + std::to_string(lines.size() - 1) +
-             " lines follow");
-    if (count < static_cast<size_t>(kNumSpecials)) fail("fewer tokens than the 4 specials");
-
-    // 3) tokens, checked one by one
-    Vocab v;
-    v.tokens_.clear();
-    v.ids_.clear();
-    for (size_t i = 0; i < count; i++) {
-        const size_t line_no = i + 2;  // 1-based, after the header
-        std::string t = unescape(lines[i + 1], line_no);
-        if (i < static_cast<size_t>(kNumSpecials) && t != kSpecials[i])
-            fail("id " + std::to_string(i) + " must be " + kSpecials[i] + ", got '" + t + "'");
-        if (t.empty()) fail("line " + std::to_string(line_no) + ": empty token");
-        if (!autograd::io::valid_utf8(t)) fail("line " + std::to_string(line_no) + ": invalid UTF-8");
-        if (v.contains(t)) fail("line " + std::to_string(line_no) + ": duplicate token '" + t + "'");
-        v.add_(t);
-    }
-    return v;
+    return out;
 }
 
 }  // namespace data

@@ -4,16 +4,17 @@
 //   std::vector<int32_t> ids = v.encode({"the", "dog"}, /*add_bos=*/true, /*add_eos=*/true);
 //   // ids == {1, id("the"), id("dog"), 2}
 //   std::vector<std::string> back = v.decode(ids);   // {"the", "dog"}
-//   std::string blob = v.serialize();                // store in a checkpoint's metadata
-//   Vocab same = Vocab::deserialize(blob);
+//   json::Value j = v.to_json();                     // ["<pad>","<bos>","<eos>","<unk>","the",...]
+//   Vocab same = Vocab::from_json(j);                // (a checkpoint stores it in its metadata)
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <string>
-#include <string_view>
 #include <unordered_map>
 #include <vector>
+
+#include "autograd/io/json.h"
 
 namespace data {
 
@@ -47,12 +48,10 @@ public:
     // Throws std::out_of_range on an id outside [0, size()).
     std::vector<std::string> decode(const std::vector<int32_t>& ids) const;
 
-    // Text form: a header line "vocab v1 <size>", then one token per line in id order, with
-    // '\' '\n' '\r' '\t' escaped as \\ \n \r \t. deserialize() checks the header, the count, the
-    // escapes, the specials at ids 0..3, UTF-8 validity and duplicates, and throws
-    // std::runtime_error saying what is wrong.
-    std::string serialize() const;
-    static Vocab deserialize(std::string_view text);
+    // As JSON: the tokens in id order, an array of strings. from_json() checks the specials at
+    // ids 0..3, empty tokens and duplicates, and throws std::runtime_error saying what is wrong.
+    autograd::io::json::Value to_json() const;
+    static Vocab from_json(const autograd::io::json::Value& v);
 
     bool operator==(const Vocab& other) const { return tokens_ == other.tokens_; }
 

@@ -30,8 +30,9 @@ Each fixture holds (safetensors, the format autograd/io/safetensors.h reads):
   loss ()                     F32   cross_entropy(logits, tgt_out, label_smoothing, ignore_index=pad)
   grad.<parameter name>       F32   d loss / d parameter
   adam.<parameter name>       F32   the parameter after one Adam step with the Noam lr of step 1
-  metadata: config (the C++ TransformerConfig string), pad, label_smoothing, adam_beta1,
-            adam_beta2, adam_eps, noam_factor, noam_warmup, lr.
+  metadata (each value a JSON text, as models/checkpoint.h reads them): config (the C++
+            TransformerConfig as a JSON object), pad, label_smoothing, adam_beta1, adam_beta2,
+            adam_eps, noam_factor, noam_warmup, lr, generated_by.
 
 Everything is computed in float64 from float32 weights and stored as float32, so the reference
 carries no float32 rounding of its own: what the C++ test measures is the C++ rounding alone.
@@ -39,6 +40,7 @@ Dropout is 0: dropout draws random masks from each framework's own generator, so
 agree element by element; with p = 0 every dropout is the identity in both.
 """
 import argparse
+import json
 import math
 import os
 import subprocess
@@ -48,7 +50,7 @@ import tempfile
 import torch
 import torch.nn.functional as F
 
-from torch_transformer import (Transformer, config_string, load_safetensors, noam_lr, padding_mask,
+from torch_transformer import (Transformer, config_json, load_safetensors, noam_lr, padding_mask,
                                parse_config, save_safetensors, subsequent_mask, target_mask)
 
 # ------------------------------------------------------------------------------------------------
@@ -130,10 +132,11 @@ def make_fixture(pre_norm, path):
                 ("log_probs", "F32", log_probs), ("loss", "F32", loss)]
     tensors += [("grad." + n, "F32", grads[n]) for n, _ in model.named_parameters()]
     tensors += [("adam." + n, "F32", p) for n, p in model.named_parameters()]
-    metadata = {"config": config_string(c), "pad": str(PAD), "label_smoothing": repr(LABEL_SMOOTHING),
-                "adam_beta1": repr(ADAM_BETAS[0]), "adam_beta2": repr(ADAM_BETAS[1]), "adam_eps": repr(ADAM_EPS),
-                "noam_factor": repr(NOAM_FACTOR), "noam_warmup": str(NOAM_WARMUP), "lr": repr(lr),
-                "generated_by": "tests/reference/make_reference.py, torch " + torch.__version__ + ", float64"}
+    metadata = {"config": config_json(c)}
+    metadata.update({k: json.dumps(v) for k, v in dict(
+        pad=PAD, label_smoothing=LABEL_SMOOTHING, adam_beta1=ADAM_BETAS[0], adam_beta2=ADAM_BETAS[1], adam_eps=ADAM_EPS,
+        noam_factor=NOAM_FACTOR, noam_warmup=NOAM_WARMUP, lr=lr,
+        generated_by="tests/reference/make_reference.py, torch " + torch.__version__ + ", float64").items()})
     save_safetensors(path, tensors, metadata)
     print(f"wrote {path}: loss {loss.item():.6f}, lr {lr:.6g}, {len(grads)} parameters")
 
@@ -159,7 +162,7 @@ def check_checkpoint(path, binary, count, seed):
         sys.exit(f"make_reference: {binary} not found: build it first (make examples/copy_task)")
     metadata, tensors = load_safetensors(path)
     c = parse_config(metadata["config"])
-    L = int(metadata["seq_len"])
+    L = json.loads(metadata["seq_len"])
     model = Transformer(c)
     model.load_state_dict(tensors, strict=True)   # by name: every parameter, nothing else
     model.eval()

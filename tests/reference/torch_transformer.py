@@ -211,18 +211,21 @@ def noam_lr(step, d_model, warmup, factor):  # optim/lr_schedule.cpp, eq. 3 of t
     return factor * d_model ** -0.5 * min(step ** -0.5, step * warmup ** -1.5)
 
 
+CONFIG_KEYS = ("src_vocab", "tgt_vocab", "layers", "d_model", "d_ff", "heads", "dropout", "pre_norm", "max_len")
+
+
 def parse_config(text):
-    """TransformerConfig::to_string(): 'src_vocab=11 tgt_vocab=11 layers=2 ... pre_norm=1 ...'."""
-    c = dict(kv.split("=", 1) for kv in text.split())
-    out = {k: int(c[k]) for k in ("src_vocab", "tgt_vocab", "layers", "d_model", "d_ff", "heads", "max_len")}
-    out["dropout"], out["pre_norm"] = float(c["dropout"]), c["pre_norm"] != "0"
-    return out
+    """The config as models/checkpoint.cpp writes it in a checkpoint's metadata: a JSON object,
+    '{"src_vocab":11,"tgt_vocab":11,"layers":2,...,"pre_norm":true,"max_len":5000}'."""
+    c = json.loads(text)
+    if sorted(c) != sorted(CONFIG_KEYS):
+        raise ValueError(f"config keys {sorted(c)}, expected {sorted(CONFIG_KEYS)}")
+    return c
 
 
-def config_string(c):
-    return (f"src_vocab={c['src_vocab']} tgt_vocab={c['tgt_vocab']} layers={c['layers']} d_model={c['d_model']} "
-            f"d_ff={c['d_ff']} heads={c['heads']} dropout={c['dropout']:g} pre_norm={int(c['pre_norm'])} "
-            f"max_len={c['max_len']}")
+def config_json(c):
+    """The inverse of parse_config, keys in the C++ order."""
+    return json.dumps({k: c[k] for k in CONFIG_KEYS}, separators=(",", ":"))
 
 
 # ------------------------------------------------------------------------------------------------

@@ -1,0 +1,39 @@
+#include "examples/common/training_flags.h"
+
+#include <omp.h>
+
+#include <cstdio>
+
+namespace common {
+
+void add_training_flags(ArgParser& p, TrainingFlags& t, const std::string& seed_help) {
+    p.add("--layers", &t.layers, "encoder and decoder layers (N)").range(1, 64);
+    p.add("--d-model", &t.d_model, "model width (D)").range(1, 8192);
+    p.add("--heads", &t.heads, "attention heads (h); must divide D").range(1, 256);
+    p.add("--d-ff", &t.d_ff, "feed-forward width (F)").range(1, 65536);
+    p.add("--dropout", &t.dropout, "dropout probability").range(0, 0.99);
+    p.add("--warmup", &t.warmup, "warmup steps of the Noam schedule").min(1);
+    p.add("--lr-factor", &t.lr_factor, "factor of the Noam schedule").range(0, 100);
+    p.add("--seed", &t.seed, seed_help);
+    p.add("--threads", &t.threads, "OpenMP threads (0: all cores)").range(0, 1024);
+}
+
+void apply_training_flags(const ArgParser& p, const TrainingFlags& t) {
+    if (t.d_model % t.heads != 0)
+        p.fail("--d-model (" + std::to_string(t.d_model) + ") must be a multiple of --heads (" + std::to_string(t.heads) + ")");
+    if (t.threads > 0) omp_set_num_threads(t.threads);
+}
+
+models::TransformerConfig transformer_config(const TrainingFlags& t, int64_t src_vocab, int64_t tgt_vocab) {
+    return {.src_vocab = src_vocab, .tgt_vocab = tgt_vocab, .layers = t.layers, .d_model = t.d_model, .d_ff = t.d_ff,
+            .heads = t.heads, .dropout = t.dropout};
+}
+
+std::string describe(const models::TransformerConfig& cfg) {
+    char line[160];
+    std::snprintf(line, sizeof line, "N=%lld D=%lld F=%lld h=%lld dropout=%.2g", (long long)cfg.layers, (long long)cfg.d_model,
+                  (long long)cfg.d_ff, (long long)cfg.heads, cfg.dropout);
+    return line;
+}
+
+}  // namespace common

@@ -1,0 +1,106 @@
+#include "examples/data/translation_data.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <numeric>
+#include <stdexcept>
+
+#include "examples/data/tokenizer.h"
+#include "examples/data/toy_grammar.h"
+
+namespace data {
+
+std::vector<std::string> TextCodec::tokenize(const std::string& text) const { return data::tokenize(text, lowercase); }
+std::vector<int32_t> TextCodec::encode_source(const std::vector<std::string>& tokens) const { return src_vocab.encode(tokens, false, true); }
+std::vector<int32_t> TextCodec::encode_target(const std::vector<std::string>& tokens) const { return tgt_vocab.encode(tokens, true, true); }
+std::string TextCodec::decode_target(const std::vector<int32_t>& ids) const { return detokenize(tgt_vocab.decode(ids)); }
+
+models::json::Object codec_to_json(const TextCodec& codec) {
+    return {{"src_vocab", codec.src_vocab.to_json()}, {"tgt_vocab", codec.tgt_vocab.to_json()},
+            {"lowercase", codec.lowercase}, {"max_len", codec.max_len}};
+}
+
+TextCodec read_codec(const nn::Metadata& metadata, const std::string& file) {
+    TextCodec c;
+    c.src_vocab = models::read_metadata(metadata, "src_vocab", file, Vocab::from_json);
+    c.tgt_vocab = models::read_metadata(metadata, "tgt_vocab", file, Vocab::from_json);
+    c.lowercase = models::read_metadata(metadata, "lowercase", file, [](const models::json::Value& v) { return v.as_bool(); });
+    c.max_len = models::read_metadata(metadata, "max_len", file, [](const models::json::Value& v) {
+        const int64_t n = models::integer_from_json(v);
+        if (n < 1 || n > 1000) throw std::runtime_error("expected 1..1000 (as --max-len), got " + std::to_string(n));
+        return static_cast<int>(n);
+    });
+    return c;
+}
+
+namespace {
+
+// The toy corpus, or --data split into train/valid/test (or --valid and --test given apart).
+DataSplits read_pairs(const CorpusOptions& o) {
+    if (o.data.empty()) return make_toy_corpus(o.seed);
+    const TsvResult r = read_tsv(o.data);
+    for (const std::string& w : r.warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
+    if (r.skipped) std::fprintf(stderr, "%s: skipped %zu malformed line(s)\n", o.data.c_str(), r.skipped);
+    if (o.valid.empty() != o.test.empty()) throw std::runtime_error("--valid and --test go together");
+    if (o.valid.empty()) return split_pairs(r.pairs, o.seed, 0.05, 0.05);
+    return {r.pairs, read_tsv(o.valid).pairs, read_tsv(o.test).pairs};
+}
+
+}  // namespace
+
+TranslationData load_translation_data(const CorpusOptions& o) {
+    TranslationData d;
+    d.name = o.data.empty() ? "toy English->German grammar" : o.data;
+    d.text = read_pairs(o);
+    d.codec.lowercase = o.lowercase;
+    d.codec.max_len = o.max_len;
+
+    // 1) tokenize the training pairs; drop the empty and the long ones
+    std::vector<std::vector<std::string>> src_tokens, tgt_tokens;
+    for (const Pair& p : d.text.train) {
+        auto s = d.codec.tokenize(p.src), t = d.codec.tokenize(p.tgt);
+        if (s.empty() || t.empty() || static_cast<int>(std::max(s.size(), t.size())) > o.max_len) {
+            d.dropped++;
+            continue;
+        }
+        src_tokens.push_back(std::move(s));
+        tgt_tokens.push_back(std::move(t));
+    }
+    if (src_tokens.empty())
+        throw std::runtime_error("no training pairs left after the length filter (--max-len " + std::to_string(o.max_len) + ")");
+
+    // 2) vocabularies from the training pairs, then every pair as ids
+    d.codec.src_vocab = Vocab::build(src_tokens, o.min_freq);
+    d.codec.tgt_vocab = Vocab::build(tgt_tokens, o.min_freq);
+    for (size_t i = 0; i < src_tokens.size(); i++)
+        d.train.push_back({d.codec.encode_source(src_tokens[i]), d.codec.encode_target(tgt_tokens[i])});
+    for (const Pair& p : d.text.valid) {
+        const auto s = d.codec.tokenize(p.src), t = d.codec.tokenize(p.tgt);
+        if (!s.empty() && !t.empty()) d.valid.push_back({d.codec.encode_source(s), d.codec.encode_target(t)});
+    }
+    return d;
+}
+
+std::vector<std::vector<size_t>> length_batches(const std::vector<Example>& examples, int batch) {
+    std::vector<size_t> order(examples.size());
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+        return std::make_pair(examples[a].src.size(), examples[a].tgt.size()) <
+               std::make_pair(examples[b].src.size(), examples[b].tgt.size());
+    });
+    std::vector<std::vector<size_t>> out;
+    for (size_t i = 0; i < order.size(); i += batch)
+        out.emplace_back(order.begin() + i, order.begin() + std::min(order.size(), i + batch));
+    return out;
+}
+
+models::Batch make_batch(const std::vector<Example>& examples, const std::vector<size_t>& idx) {
+    std::vector<std::vector<int32_t>> src, tgt;
+    for (size_t i : idx) {
+        src.push_back(examples[i].src);
+        tgt.push_back(examples[i].tgt);
+    }
+    return models::make_batch(models::pad_rows(src, Vocab::PAD), models::pad_rows(tgt, Vocab::PAD), Vocab::PAD);
+}
+
+}  // namespace data

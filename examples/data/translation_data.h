@@ -1,0 +1,69 @@
+// The translation example's data, from sentence pairs to training batches:
+//
+//   text pairs (toy grammar, or a TSV file split into train/valid/test)
+//     -> tokens (tokenize, optionally lowercased; training pairs over max_len tokens dropped)
+//     -> vocabularies (built from the training pairs)
+//     -> id sequences: src = tokens <eos>, tgt = <bos> tokens <eos>
+//     -> batches of similar length (length_batches), padded into a models::Batch (make_batch)
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "examples/data/tsv.h"
+#include "examples/data/vocab.h"
+#include "models/batch.h"
+#include "models/checkpoint.h"
+
+namespace data {
+
+// How sentences become ids and back for one trained model. A translation checkpoint stores it
+// beside the weights, so the model can translate on its own after --load.
+struct TextCodec {
+    Vocab src_vocab, tgt_vocab;
+    bool lowercase = false;   // lowercase text before tokenizing
+    int max_len = 50;         // longest sentence in tokens (training drops longer pairs)
+
+    std::vector<std::string> tokenize(const std::string& text) const;
+    std::vector<int32_t> encode_source(const std::vector<std::string>& tokens) const;   // tokens <eos>
+    std::vector<int32_t> encode_target(const std::vector<std::string>& tokens) const;   // <bos> tokens <eos>
+    std::string decode_target(const std::vector<int32_t>& ids) const;                  // detokenized text
+};
+
+// The codec as checkpoint metadata entries (models/checkpoint.h): "src_vocab" and "tgt_vocab"
+// (each a JSON array of its tokens in id order), "lowercase" and "max_len".
+models::json::Object codec_to_json(const TextCodec& codec);
+TextCodec read_codec(const nn::Metadata& metadata, const std::string& file);
+
+// One sentence pair as ids.
+struct Example {
+    std::vector<int32_t> src, tgt;   // tokens <eos>; <bos> tokens <eos>
+};
+
+struct CorpusOptions {
+    std::string data, valid, test;   // TSV files; data empty: the built-in toy corpus
+    bool lowercase = false;
+    int min_freq = 1;                // rarer training words become <unk>
+    int max_len = 50;                // training pairs with more tokens are dropped
+    uint64_t seed = 1;               // the toy corpus, and the split of --data
+};
+
+struct TranslationData {
+    std::string name;              // "toy English->German grammar", or the --data path
+    DataSplits text;               // the pairs as written; the test split is scored as text
+    TextCodec codec;               // vocabularies built from the training pairs
+    std::vector<Example> train, valid;
+    size_t dropped = 0;            // training pairs over max_len tokens, or with an empty side
+};
+
+// Reads (or generates) the corpus and prepares it as above. TSV warnings go to stderr.
+TranslationData load_translation_data(const CorpusOptions& o);
+
+// Batches of example indices, sorted by length so each batch holds sentences of about the same
+// length: little padding, so little compute spent on it.
+std::vector<std::vector<size_t>> length_batches(const std::vector<Example>& examples, int batch);
+
+// examples[idx...] padded with Vocab::PAD into one batch.
+models::Batch make_batch(const std::vector<Example>& examples, const std::vector<size_t>& idx);
+
+}  // namespace data

@@ -1,0 +1,30 @@
+// What the copy task does with a trained model: count exact copies of fresh random sequences,
+// and decode sequences read from a file (--decode, which tests/reference/make_reference.py uses
+// to hold the C++ outputs to PyTorch's).
+#pragma once
+#include <string>
+#include <vector>
+
+#include "autograd/random.h"
+#include "models/transformer.h"
+
+namespace eval {
+
+struct ExactMatch {
+    int correct = 0, total = 0;
+    autograd::Tokens shown_src, shown_out;   // the first sequences and their outputs, to print
+    std::vector<std::string> misses;         // the first few wrong outputs, as printable lines
+};
+
+// Greedy (beam == 0) or beam-search decoding of `count` fresh (count, L) sequences of symbols
+// 1..V-1 drawn from rng; a sequence counts when the output equals its input exactly.
+ExactMatch exact_match(models::Transformer& model, autograd::Rng& rng, int64_t V, int64_t L, int count, int beam);
+
+// "examples (greedy decoding): src/out pairs, mistakes, exact match: 998/1000 (99.8%)" on stdout.
+void print_exact_match(const ExactMatch& r, int beam);
+
+// Greedy-decode each line of `path` (source ids separated by spaces) and print only the outputs,
+// one line each. Throws std::runtime_error naming the file and line of a malformed line.
+void decode_file(models::Transformer& model, const std::string& path);
+
+}  // namespace eval

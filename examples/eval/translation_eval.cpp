@@ -1,0 +1,129 @@
+#include "examples/eval/translation_eval.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+
+#include "examples/common/heatmap_terminal.h"
+#include "examples/common/svg.h"
+#include "examples/data/tokenizer.h"
+#include "models/decoding.h"
+#include "nn/nn.h"
+
+namespace eval {
+
+using autograd::Mask;
+using autograd::Tensor;
+using autograd::Tokens;
+using data::Vocab;
+
+double mean_loss(models::Transformer& model, const std::vector<data::Example>& examples, int batch) {
+    autograd::NoGradGuard no_grad;
+    model.eval();
+    double total = 0.0;
+    int64_t tokens = 0;
+    for (const auto& idx : data::length_batches(examples, batch)) {
+        const models::Batch b = data::make_batch(examples, idx);
+        const Tensor logits = model.logits(b.src, b.tgt_in, b.src_mask, b.tgt_mask);   // (B, T, V)
+        total += nn::cross_entropy(logits, b.tgt_out, {.ignore_index = Vocab::PAD}).item() * b.ntokens;
+        tokens += b.ntokens;
+    }
+    return tokens ? total / tokens : 0.0;
+}
+
+std::vector<std::vector<int32_t>> translate_ids(models::Transformer& model, const std::vector<std::vector<int32_t>>& srcs,
+                                                int beam, int64_t max_len) {
+    model.eval();
+    std::vector<std::vector<int32_t>> out(srcs.size());
+    if (beam > 0) {
+        for (size_t i = 0; i < srcs.size(); i++) {
+            const Tokens src(srcs[i], {1, static_cast<int64_t>(srcs[i].size())});   // (1, S)
+            out[i] = models::beam_search(model, src, models::padding_mask(src, Vocab::PAD),
+                                         {.beam_size = beam, .max_len = max_len, .bos = Vocab::BOS, .eos = Vocab::EOS,
+                                          .length_penalty = 0.6f})
+                         .tokens;
+        }
+        return out;
+    }
+    std::vector<data::Example> by_length(srcs.size());
+    for (size_t i = 0; i < srcs.size(); i++) by_length[i].src = srcs[i];
+    for (const auto& idx : data::length_batches(by_length, 100)) {
+        std::vector<std::vector<int32_t>> rows;
+        for (size_t i : idx) rows.push_back(srcs[i]);
+        const Tokens src = models::pad_rows(rows, Vocab::PAD);   // (B, S)
+        const Tokens ys = models::greedy_decode(model, src, models::padding_mask(src, Vocab::PAD),
+                                                {.max_len = max_len, .bos = Vocab::BOS, .eos = Vocab::EOS, .pad = Vocab::PAD});
+        const int64_t L = ys.size(1);
+        for (size_t r = 0; r < idx.size(); r++) out[idx[r]].assign(ys.data.begin() + r * L, ys.data.begin() + (r + 1) * L);
+    }
+    return out;
+}
+
+namespace {
+
+// One teacher-forced pass over the chosen output refreshes every decoder layer's src_attn
+// weights; they go to `path` as one heatmap per (layer, head), and the last layer's mean over
+// heads to stderr. Rows are the output tokens (row t: the token predicted there), columns the
+// source tokens.
+void draw_attention(models::Transformer& model, const data::TextCodec& codec, const std::string& text,
+                    const std::vector<int32_t>& src_ids, const std::vector<int32_t>& out, const std::string& path) {
+    autograd::NoGradGuard no_grad;
+    const int64_t S = static_cast<int64_t>(src_ids.size()), T = static_cast<int64_t>(out.size()) - 1;
+    const Tokens src(src_ids, {1, S}), ys(std::vector<int32_t>(out.begin(), out.end() - 1), {1, T});
+    const Mask src_mask = models::padding_mask(src, Vocab::PAD);
+    model.decode(model.encode(src, src_mask), src_mask, ys, models::subsequent_mask(T));
+    std::vector<std::string> cols, rows;
+    for (int32_t id : src_ids) cols.push_back(codec.src_vocab.token(id));
+    for (int64_t t = 1; t <= T; t++) rows.push_back(codec.tgt_vocab.token(out[t]));
+    std::vector<common::Heatmap> maps;
+    common::Heatmap mean_last{"last layer, mean over heads", rows, cols, std::vector<float>(T * S, 0.0f)};
+    const auto& layers = *model.decoder->layers;
+    const int64_t H = layers[0].src_attn->h;
+    for (size_t l = 0; l < layers.size(); l++) {
+        const Tensor& w = layers[l].src_attn->last_attention;   // (1, H, T, S)
+        for (int64_t h = 0; h < H; h++) {
+            common::Heatmap m{"layer " + std::to_string(l + 1) + ", head " + std::to_string(h + 1), rows, cols, {}};
+            m.values.assign(w.data() + h * T * S, w.data() + (h + 1) * T * S);
+            if (l + 1 == layers.size())
+                for (int64_t i = 0; i < T * S; i++) mean_last.values[i] += m.values[i] / static_cast<float>(H);
+            maps.push_back(std::move(m));
+        }
+    }
+    common::write_heatmaps(path, "Encoder-decoder attention: \"" + text + "\"", maps, static_cast<int>(H));
+    std::fprintf(stderr, "%s", common::terminal_heatmap(mean_last, isatty(2)).c_str());
+    std::fprintf(stderr, "wrote %s (%zu heatmaps: %zu layers x %lld heads)\n", path.c_str(), maps.size(), layers.size(),
+                 (long long)H);
+}
+
+}  // namespace
+
+std::string translate(models::Transformer& model, const data::TextCodec& codec, const std::string& text, int beam,
+                      const std::string& attention_svg) {
+    const std::vector<int32_t> src = codec.encode_source(codec.tokenize(text));
+    const std::vector<int32_t> out = translate_ids(model, {src}, beam, codec.max_len + 2)[0];
+    if (!attention_svg.empty()) draw_attention(model, codec, text, src, out, attention_svg);
+    return codec.decode_target(out);
+}
+
+Score score(models::Transformer& model, const data::TextCodec& codec, const std::vector<data::Pair>& pairs, int beam,
+            bool bleu_lowercase) {
+    std::vector<std::vector<int32_t>> srcs;
+    std::vector<std::string> refs;
+    for (const data::Pair& p : pairs) {
+        srcs.push_back(codec.encode_source(codec.tokenize(p.src)));
+        refs.push_back(p.tgt);
+    }
+    const auto normalized = [&](const std::string& line) {
+        return data::tokenize_13a(bleu_lowercase ? data::to_lower_utf8(line) : line);
+    };
+    Score s;
+    for (const auto& ids : translate_ids(model, srcs, beam, codec.max_len + 2)) {
+        s.hypotheses.push_back(codec.decode_target(ids));
+        s.exact += normalized(s.hypotheses.back()) == normalized(refs[s.hypotheses.size() - 1]);
+    }
+    s.exact = pairs.empty() ? 0.0 : 100.0 * s.exact / pairs.size();
+    s.bleu = data::corpus_bleu(s.hypotheses, refs, {.lowercase = bleu_lowercase});
+    return s;
+}
+
+}  // namespace eval

@@ -1,0 +1,40 @@
+// What the translation example does with a trained model: its loss on a set of pairs,
+// translations (greedy in length-sorted batches, or beam search), BLEU and exact match against
+// reference translations, and the encoder-decoder attention of one translation as heatmaps.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "examples/data/bleu.h"
+#include "examples/data/translation_data.h"
+#include "models/transformer.h"
+
+namespace eval {
+
+// Mean cross-entropy per target token (no label smoothing) over `examples`, in eval mode.
+double mean_loss(models::Transformer& model, const std::vector<data::Example>& examples, int batch);
+
+// Source id sequences -> output id sequences (<bos> ... [<eos>]), at most max_len ids each:
+// greedy (beam == 0) in batches of similar length, or beam search one sentence at a time.
+std::vector<std::vector<int32_t>> translate_ids(models::Transformer& model, const std::vector<std::vector<int32_t>>& srcs,
+                                                int beam, int64_t max_len);
+
+// One sentence, text to text. With an attention_svg path, also draws the encoder-decoder
+// attention of every layer and head while the model writes this translation: all of them to
+// that SVG file, and the last layer's mean over heads on stderr (in colour on a terminal).
+std::string translate(models::Transformer& model, const data::TextCodec& codec, const std::string& text, int beam,
+                      const std::string& attention_svg = "");
+
+struct Score {
+    data::BleuResult bleu;
+    double exact = 0.0;                    // % of hypotheses equal to their reference (as 13a tokens)
+    std::vector<std::string> hypotheses;   // the model's translations, detokenized
+};
+
+// BLEU as sacreBLEU computes it: hypotheses (detokenized model output) against the references as
+// written in the data, case-sensitive unless bleu_lowercase. Exact match compares the same 13a
+// token sequences, so it does not depend on spacing either.
+Score score(models::Transformer& model, const data::TextCodec& codec, const std::vector<data::Pair>& pairs, int beam,
+            bool bleu_lowercase);
+
+}  // namespace eval

@@ -1,0 +1,41 @@
+#include "models/batch.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "models/transformer.h"
+
+namespace models {
+
+using autograd::shape_str;
+
+Batch make_batch(const Tokens& src, const Tokens& tgt, int32_t pad) {
+    if (src.dim() != 2 || tgt.dim() != 2 || src.size(0) != tgt.size(0) || tgt.size(1) < 2)
+        throw std::invalid_argument("make_batch: needs src (B, S) and tgt (B, T + 1) with T >= 1, got src " +
+                                    shape_str(src.shape) + " and tgt " + shape_str(tgt.shape));
+    const int64_t B = tgt.size(0), T = tgt.size(1) - 1;
+    Batch b;
+    b.src = src;
+    b.tgt_in = Tokens::full({B, T}, pad);    // (B, T)
+    b.tgt_out = Tokens::full({B, T}, pad);   // (B, T)
+    for (int64_t r = 0; r < B; r++)
+        for (int64_t t = 0; t < T; t++) {
+            b.tgt_in[r * T + t] = tgt[r * (T + 1) + t];
+            b.tgt_out[r * T + t] = tgt[r * (T + 1) + t + 1];
+            b.ntokens += b.tgt_out[r * T + t] != pad;
+        }
+    b.src_mask = padding_mask(b.src, pad);      // (B, 1, S)
+    b.tgt_mask = target_mask(b.tgt_in, pad);    // (B, T, T)
+    return b;
+}
+
+Tokens pad_rows(const std::vector<std::vector<int32_t>>& rows, int32_t pad) {
+    size_t L = 0;
+    for (const auto& row : rows) L = std::max(L, row.size());
+    const int64_t B = static_cast<int64_t>(rows.size());
+    Tokens out = Tokens::full({B, static_cast<int64_t>(L)}, pad);   // (B, L)
+    for (size_t r = 0; r < rows.size(); r++) std::copy(rows[r].begin(), rows[r].end(), out.data.begin() + r * L);
+    return out;
+}
+
+}  // namespace models

@@ -1,0 +1,134 @@
+#include "models/checkpoint.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
+
+namespace models {
+
+namespace {
+
+// object[key], with the key named in any error: "key 'layers': expected an integer, got 2.5".
+template <class Read>
+auto read_key(const json::Value& object, const char* key, Read read) {
+    const json::Value* v = object.find(key);
+    if (!v) throw std::runtime_error(std::string("missing key '") + key + "'");
+    try {
+        return read(*v);
+    } catch (const std::exception& e) {
+        throw std::runtime_error(std::string("key '") + key + "': " + e.what());
+    }
+}
+
+void reject_unknown_keys(const json::Value& object, std::initializer_list<const char*> known) {
+    for (const auto& [key, value] : object.as_object())
+        if (std::find_if(known.begin(), known.end(), [&](const char* k) { return key == k; }) == known.end())
+            throw std::runtime_error("unknown key '" + key + "'");
+}
+
+double as_number(const json::Value& v) { return v.as_number(); }
+bool as_bool(const json::Value& v) { return v.as_bool(); }
+
+// The shortest decimal that reads back as the same float: 0.1f is written 0.1, not 0.10000000149.
+double shortest(float x) {
+    char buf[32];
+    const auto end = std::to_chars(buf, buf + sizeof buf, x).ptr;
+    *end = '\0';
+    return std::strtod(buf, nullptr);
+}
+
+// "123" -> 123: the whole text must be an unsigned 64-bit decimal.
+uint64_t u64_from_json(const json::Value& v) {
+    const std::string& text = v.as_string();
+    uint64_t x = 0;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), x);
+    if (ec != std::errc() || end != text.data() + text.size())
+        throw std::runtime_error("expected an unsigned 64-bit integer in decimal, got '" + text + "'");
+    return x;
+}
+
+}  // namespace
+
+int64_t integer_from_json(const json::Value& v) {
+    const double x = v.as_number();
+    if (x != std::floor(x) || std::fabs(x) > 9007199254740992.0)   // 2^53: beyond it a double skips integers
+        throw std::runtime_error("expected an integer, got " + json::dump(v));
+    return static_cast<int64_t>(x);
+}
+
+// ---------------------------------------------------------------- the model's config
+
+json::Value config_to_json(const TransformerConfig& c) {
+    return json::Object{{"src_vocab", c.src_vocab}, {"tgt_vocab", c.tgt_vocab}, {"layers", c.layers},
+                        {"d_model", c.d_model},     {"d_ff", c.d_ff},           {"heads", c.heads},
+                        {"dropout", shortest(c.dropout)}, {"pre_norm", c.pre_norm}, {"max_len", c.max_len}};
+}
+
+TransformerConfig config_from_json(const json::Value& v) {
+    reject_unknown_keys(v, {"src_vocab", "tgt_vocab", "layers", "d_model", "d_ff", "heads", "dropout", "pre_norm", "max_len"});
+    TransformerConfig c;
+    c.src_vocab = read_key(v, "src_vocab", integer_from_json);
+    c.tgt_vocab = read_key(v, "tgt_vocab", integer_from_json);
+    c.layers = read_key(v, "layers", integer_from_json);
+    c.d_model = read_key(v, "d_model", integer_from_json);
+    c.d_ff = read_key(v, "d_ff", integer_from_json);
+    c.heads = read_key(v, "heads", integer_from_json);
+    c.dropout = static_cast<float>(read_key(v, "dropout", as_number));
+    c.pre_norm = read_key(v, "pre_norm", as_bool);
+    c.max_len = read_key(v, "max_len", integer_from_json);
+    c.validate();
+    return c;
+}
+
+// ---------------------------------------------------------------- a random generator's state
+
+json::Value rng_to_json(const autograd::Rng& rng) {
+    const autograd::Rng::State st = rng.state();
+    json::Array words;
+    for (uint64_t w : st.s) words.emplace_back(std::to_string(w));
+    return json::Object{{"state", std::move(words)}, {"spare", st.spare}, {"has_spare", st.has_spare}};
+}
+
+autograd::Rng rng_from_json(const json::Value& v) {
+    reject_unknown_keys(v, {"state", "spare", "has_spare"});
+    autograd::Rng::State st{};
+    read_key(v, "state", [&](const json::Value& words) {
+        if (words.as_array().size() != 4)
+            throw std::runtime_error("expected 4 words, got " + std::to_string(words.as_array().size()));
+        for (int i = 0; i < 4; i++) st.s[i] = u64_from_json(words.as_array()[i]);
+        if ((st.s[0] | st.s[1] | st.s[2] | st.s[3]) == 0)
+            throw std::runtime_error("the four words are all 0 (xoshiro256** would draw only zeros)");
+        return 0;
+    });
+    st.spare = static_cast<float>(read_key(v, "spare", as_number));   // a float, written exactly as a double
+    st.has_spare = read_key(v, "has_spare", as_bool);
+    autograd::Rng rng;
+    rng.set_state(st);
+    return rng;
+}
+
+// ---------------------------------------------------------------- metadata: every value a JSON text
+
+nn::Metadata to_metadata(const json::Object& values) {
+    nn::Metadata out;
+    for (const auto& [key, value] : values) out[key] = json::dump(value);
+    return out;
+}
+
+json::Value metadata_json(const nn::Metadata& metadata, const std::string& key, const std::string& file) {
+    const auto it = metadata.find(key);
+    if (it == metadata.end()) {
+        std::string keys;
+        for (const auto& [k, v] : metadata) keys += (keys.empty() ? "" : ", ") + k;
+        throw std::runtime_error("'" + file + "': the metadata has no '" + key + "' (it has: " +
+                                 (keys.empty() ? "nothing" : keys) + ")");
+    }
+    try {
+        return json::parse(it->second);
+    } catch (const std::exception& e) {
+        throw std::runtime_error("'" + file + "': metadata '" + key + "' is not JSON: " + e.what());
+    }
+}
+
+}  // namespace models
