@@ -249,9 +249,6 @@ int main(int argc, char** argv) {
             }
         }
 
-        // Training's tensor blocks wait in the allocator cache; decoding needs other sizes, so
-        // hand them back to the system rather than hold both sets (see autograd/kernels/allocator.h).
-        autograd::empty_cache();
         Rng eval_rng(o.seed + 1000003);   // fresh sequences the model has not seen
         Tokens shown_src, shown_out;
         std::vector<std::string> misses;

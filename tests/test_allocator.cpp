@@ -12,6 +12,7 @@
 #include "optim/optim.h"
 
 using namespace autograd;
+using namespace autograd::kernels;
 
 TEST_CASE("allocator: a freed block is reused for the same size and for a little less") {
     empty_cache();

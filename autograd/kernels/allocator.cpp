@@ -17,7 +17,7 @@
 #define CACHE_UNPOISON(p, n) ((void)(p), (void)(n))
 #endif
 
-namespace autograd {
+namespace autograd::kernels {
 
 namespace {
 
@@ -177,4 +177,4 @@ void set_cache_limit(std::size_t bytes) {
     empty_cache();   // simplest way to get under a lowered limit
 }
 
-}  // namespace autograd
+}  // namespace autograd::kernels

@@ -28,7 +28,7 @@
 #include <new>
 #include <vector>
 
-namespace autograd {
+namespace autograd::kernels {
 
 void* cached_alloc(std::size_t bytes);    // 64-byte aligned; throws std::bad_alloc
 void cached_free(void* p) noexcept;       // p from cached_alloc (or nullptr)
@@ -75,4 +75,4 @@ struct CachingAllocator {
 
 using FloatBuffer = std::vector<float, CachingAllocator<float>>;
 
-}  // namespace autograd
+}  // namespace autograd::kernels
