@@ -90,7 +90,7 @@ static void run_backward(Node& root, const float* seed, bool retain_graph) {
         if (!retain_graph) detail::NodeInternals::release(n);   // free the graph as we go
         if (!n.retains_grad) FloatBuffer().swap(n.grad);   // non-leaf grads are temporary
         // Drop the walk's own reference too: a value that no op still to run needs is freed now
-        // (its memory goes back to the allocator cache and serves the gradients still to come),
+        // (its memory goes back to the heap and serves the gradients still to come),
         // rather than all at once when backward() returns.
         if (!retain_graph) it->reset();
     }

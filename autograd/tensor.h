@@ -26,7 +26,7 @@ Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op);
 // Map a possibly negative dim (-1 = last) into [0, ndim); throws naming `op` if out of range.
 int normalize_dim(int64_t dim, int ndim, const char* op);
 
-// Tensor storage: a std::vector<float> whose memory comes from a caching allocator, and whose new
+// Tensor storage: a std::vector<float> whose memory comes from the tensor allocator, and whose new
 // elements are left uninitialized (autograd/kernels/allocator.h says why).
 using FloatBuffer = kernels::FloatBuffer;
 

@@ -19,17 +19,18 @@ float cross_entropy_forward(float* lse, const float* logits, const int32_t* targ
     const int64_t R = d.R, V = d.V;
     const double eps = d.label_smoothing;
     std::vector<double> row_loss(R, 0.0);
-    // per row, with log p_j = (x_j - max) - log_sum:  loss_r = -(1 - eps) log p_target - (eps / V) sum_j log p_j
+    // per row, with log p_j = x_j - lse:  loss_r = -(1 - eps) log p_target - (eps / V) sum_j log p_j
     #pragma omp parallel for if (worth_threads(R * V, kCrossEntropyParallelMin))
     for (int64_t r = 0; r < R; r++) {
         const float* x = logits + r * V;
         const LogSumExp l = log_sum_exp_row(x, V);
         lse[r] = l.max + l.log_sum;
         if (targets[r] == d.ignore_index) continue;
-        const double logp_target = (x[targets[r]] - l.max) - l.log_sum;
-        double sum_logp = 0.0;
+        const double logp_target = x[targets[r]] - lse[r];
+        double sum_x = 0.0;   // sum_j log p_j = sum_j x_j - V lse
         if (eps > 0.0)
-            for (int64_t j = 0; j < V; j++) sum_logp += (x[j] - l.max) - l.log_sum;
+            for (int64_t j = 0; j < V; j++) sum_x += x[j];
+        const double sum_logp = sum_x - static_cast<double>(V) * lse[r];
         row_loss[r] = -(1.0 - eps) * logp_target - eps / static_cast<double>(V) * sum_logp;
     }
     const int64_t n = counted_rows(targets, d);

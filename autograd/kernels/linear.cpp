@@ -34,7 +34,7 @@ void linear_forward(float* y, const float* x, const float* w, const float* b, co
 void linear_backward(GradOut dx, GradOut dw, GradOut db, const float* dy, const float* x, const float* w,
                      const float* y, const LinearDims& d, bool relu, const DropoutDraws& drop) {
     const int64_t rows = d.rows, in = d.in, out = d.out, n = rows * out;
-    FloatBuffer masked;   // g, when it differs from dy (from the allocator cache, like tensors)
+    FloatBuffer masked;   // g, when it differs from dy
     const float* g = dy;
     if (relu || drop.active()) {
         masked.resize(n);

@@ -23,7 +23,8 @@ inline float row_max(const float* x, int64_t n) {
 
 // A row's log-sum-exp, in two parts: log sum_j e^(x_j) = max + log_sum, with
 // log_sum = log sum_j e^(x_j - max). Kept apart because x_i - max - log_sum keeps more digits
-// than x_i - (max + log_sum) when max is large. A row that is all -inf has max = -inf.
+// than x_i - (max + log_sum) when max is large. The sum is taken in double: a vocabulary row has
+// thousands of terms. A row that is all -inf has max = -inf.
 struct LogSumExp {
     float max;
     float log_sum;
@@ -31,9 +32,9 @@ struct LogSumExp {
 inline LogSumExp log_sum_exp_row(const float* x, int64_t n) {
     const float m = row_max(x, n);
     if (m == -std::numeric_limits<float>::infinity()) return {m, 0.0f};
-    float s = 0.0f;
+    double s = 0.0;
     for (int64_t i = 0; i < n; i++) s += std::exp(x[i] - m);
-    return {m, std::log(s)};
+    return {m, static_cast<float>(std::log(s))};
 }
 
 // y_i = e^(x_i - m) / sum_j e^(x_j - m), m the row max. A row that is all -inf (every key masked)
