@@ -21,7 +21,10 @@ struct MatmulPlan {
     bool a_broadcast = false, b_broadcast = false; // an operand's matrix is reused by several batches
     int64_t lda() const { return ta ? M : K; }    // A stored (M, K), or (K, M) when transposed
     int64_t ldb() const { return tb ? K : N; }    // B stored (K, N), or (N, K) when transposed
-    bool small() const { return M * N * K < 48 * 48 * 48; }   // too small to split one matmul over threads
+    // Products this small are split over the batch instead, one whole product per thread: a
+    // thread team inside each would cost more than the product (bigger ones split themselves,
+    // in gemm). To re-measure: a batched matmul around this size with OMP_NUM_THREADS=1 and 2.
+    bool small() const { return M * N * K < 48 * 48 * 48; }
 };
 
 MatmulPlan make_plan(const Shape& as, const Shape& bs, bool ta, bool tb) {
