@@ -2,15 +2,27 @@
 # make test       build and run the doctest suite (fetches doctest's header if it is missing)
 # make bench      build and run the benchmarks in bench/
 # make sanitize   run the test suite under AddressSanitizer + UndefinedBehaviorSanitizer
+# make OPENMP=0 test   the same suite built without OpenMP (serial; in build-noomp/)
 # make fuzz / make fuzz-run   libFuzzer targets (needs clang), see tests/fuzz/README.md
 # make clean
 CXX      ?= g++
 ARCH     ?= -march=native
 OPT      ?= -O3
-# -fno-math-errno: sqrt never sets errno, so loops calling it (Adam, LayerNorm) can vectorize
-CXXFLAGS ?= -std=c++20 $(OPT) $(ARCH) -fno-math-errno -fopenmp -Wall -Wextra -I. -MMD -MP
-LDFLAGS  ?= -fopenmp
+# OPENMP=0 builds without OpenMP, as with a compiler that lacks it: the pragmas are ignored (and
+# not warned about), every loop runs on one thread, with the same results.
+OPENMP   ?= 1
+ifeq ($(OPENMP),0)
+OMP_FLAGS := -Wno-unknown-pragmas
+OMP_LINK  :=
+BUILD    ?= build-noomp
+else
+OMP_FLAGS := -fopenmp
+OMP_LINK  := -fopenmp
 BUILD    ?= build
+endif
+# -fno-math-errno: sqrt never sets errno, so loops calling it (Adam, LayerNorm) can vectorize
+CXXFLAGS ?= -std=c++20 $(OPT) $(ARCH) -fno-math-errno $(OMP_FLAGS) -Wall -Wextra -I. -MMD -MP
+LDFLAGS  ?= $(OMP_LINK)
 
 # Build on every core by default; a -j on the command line (make -j1) takes precedence.
 NPROC    := $(shell nproc 2>/dev/null || getconf _NPROCESSORS_ONLN 2>/dev/null || echo 2)
@@ -90,7 +102,7 @@ $(BUILD)/bin/%: $(BUILD)/examples/%.o $(EXLIB) $(LIB)
 	$(CXX) $< $(EXLIB) $(LIB) $(LDFLAGS) -o $@
 
 clean:
-	rm -rf $(BUILD) build-sanitize build-fuzz $(EXAMPLES)
+	rm -rf $(BUILD) build-sanitize build-noomp build-fuzz $(EXAMPLES)
 
 .PHONY: all test bench sanitize clean check-doctest
 .SECONDARY:

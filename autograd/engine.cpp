@@ -4,6 +4,7 @@
 #include <unordered_set>
 
 #include "autograd/anomaly.h"
+#include "autograd/detail.h"
 #include "autograd/tensor.h"
 
 namespace autograd {
@@ -44,7 +45,7 @@ static std::vector<std::shared_ptr<Node>> topo_order(const std::shared_ptr<Node>
     visited.insert(root.get());
     while (!stack.empty()) {
         auto& [node, next] = stack.back();
-        if (node->released)
+        if (detail::NodeInternals::released(*node))
             throw std::logic_error(
                 std::string("backward: the graph through '") + node->op +
                 "' was already freed by an earlier backward(); pass retain_graph = true to the "
@@ -86,14 +87,10 @@ static void run_backward(Node& root, const float* seed, bool retain_graph) {
             n.backward(n);
             if (anomaly) check_parent_grads_finite(n);
         }
-        if (!retain_graph) {                            // free the graph as we go
-            n.backward = nullptr;
-            n.parents.clear();
-            n.released = true;
-        }
+        if (!retain_graph) detail::NodeInternals::release(n);   // free the graph as we go
         if (!n.retains_grad) FloatBuffer().swap(n.grad);   // non-leaf grads are temporary
         // Drop the walk's own reference too: a value that no op still to run needs is freed now
-        // (its memory goes back to the allocator cache and serves the gradients still to come),
+        // (its memory goes back to the heap and serves the gradients still to come),
         // rather than all at once when backward() returns.
         if (!retain_graph) it->reset();
     }

@@ -5,6 +5,8 @@
 #include <stdexcept>
 #include <unordered_map>
 
+#include "autograd/detail.h"
+
 namespace autograd {
 
 // Inside a DOT "quoted string": escape the quote and the backslash.
@@ -27,7 +29,7 @@ static std::vector<const Node*> walk(const Node& root) {
     seen[&root] = true;
     while (!stack.empty()) {
         auto& [node, next] = stack.back();
-        if (node->released)
+        if (detail::NodeInternals::released(*node))
             throw std::logic_error(std::string("to_dot: the graph through '") + node->op +
                                    "' was freed by backward(); draw the graph before calling backward() "
                                    "(or pass retain_graph = true to it)");

@@ -7,6 +7,9 @@
 
 namespace autograd {
 
+using kernels::kElementwiseParallelMin;
+using kernels::worth_threads;
+
 // ---------------------------------------------------------------- broadcasting walk
 
 // Strides of `in` seen through the broadcast output shape: 0 along dims where `in` has size 1
@@ -72,23 +75,20 @@ static Tensor binary_op(const Tensor& a, const Tensor& b, const char* op, F f, D
         const Node &na = *self.parents[0], &nb = *self.parents[1];
         const float *pa = na.data->data(), *pb = nb.data->data(), *py = self.data->data();
         const float* dy = self.grad.data();
-        if (na.shape == nb.shape) {                        // fast path: every element is its own
-            // one loop per input, each storing into an empty gradient instead of zeroing and
-            // adding (a and b may be the same tensor: then b's loop adds to what a's stored)
+        float* ga = self.parent_grad(0);   // nullptr when that input needs no gradient
+        float* gb = self.parent_grad(1);
+        if (na.shape == nb.shape) {        // fast path: every element is its own
             const int64_t n = self.numel();
-            bool fresh = false;
-            if (float* ga = self.parent_grad_for_write(0, &fresh)) {
+            if (ga) {
                 #pragma omp parallel for simd if (parallel: worth_threads(n, kElementwiseParallelMin))
-                for (int64_t i = 0; i < n; i++) ga[i] = (fresh ? 0.0f : ga[i]) + dy[i] * dfa(pa[i], pb[i], py[i]);
+                for (int64_t i = 0; i < n; i++) ga[i] += dy[i] * dfa(pa[i], pb[i], py[i]);
             }
-            if (float* gb = self.parent_grad_for_write(1, &fresh)) {
+            if (gb) {
                 #pragma omp parallel for simd if (parallel: worth_threads(n, kElementwiseParallelMin))
-                for (int64_t i = 0; i < n; i++) gb[i] = (fresh ? 0.0f : gb[i]) + dy[i] * dfb(pa[i], pb[i], py[i]);
+                for (int64_t i = 0; i < n; i++) gb[i] += dy[i] * dfb(pa[i], pb[i], py[i]);
             }
             return;
         }
-        float* ga = self.parent_grad(0);
-        float* gb = self.parent_grad(1);
         // serial walk: broadcast inputs receive several contributions, always in the same order
         for_each_broadcast(self.shape, na.shape, nb.shape, [&](int64_t i, int64_t ia, int64_t ib) {
             if (ga) ga[ia] += dy[i] * dfa(pa[ia], pb[ib], py[i]);
@@ -136,10 +136,9 @@ static Tensor unary_op(const Tensor& a, const char* op, F f, D dfdx) {
     for (int64_t i = 0; i < n; i++) py[i] = f(px[i]);
     record(y, {a}, op, [dfdx, n](Node& self) {
         const float *px = self.parent_data(0), *py = self.data->data(), *dy = self.grad.data();
-        bool fresh = false;   // x has no gradient yet: store instead of zeroing and adding
-        float* dx = self.parent_grad_for_write(0, &fresh);
+        float* dx = self.parent_grad(0);
         #pragma omp parallel for simd if (parallel: worth_threads(n, kElementwiseParallelMin))
-        for (int64_t i = 0; i < n; i++) dx[i] = (fresh ? 0.0f : dx[i]) + dy[i] * dfdx(px[i], py[i]);
+        for (int64_t i = 0; i < n; i++) dx[i] += dy[i] * dfdx(px[i], py[i]);
     });
     return y;
 }

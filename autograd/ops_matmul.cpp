@@ -1,12 +1,15 @@
 // matmul: 2-D and batched, with broadcast batch dims and transposes that never copy.
-// The arithmetic is autograd::gemm (gemm.cpp); this file only works out shapes and offsets.
+// The arithmetic is kernels::gemm (kernels/gemm.cpp); this file only works out shapes and offsets.
 #include <stdexcept>
 
 #include "autograd/kernels/gemm.h"
-#include "autograd/ops.h"
 #include "autograd/kernels/parallel.h"
+#include "autograd/ops.h"
 
 namespace autograd {
+
+using kernels::gemm;
+using kernels::worth_threads;
 
 namespace {
 // Everything the forward and the backward need to find the i-th matrix of each operand.
@@ -18,7 +21,10 @@ struct MatmulPlan {
     bool a_broadcast = false, b_broadcast = false; // an operand's matrix is reused by several batches
     int64_t lda() const { return ta ? M : K; }    // A stored (M, K), or (K, M) when transposed
     int64_t ldb() const { return tb ? K : N; }    // B stored (K, N), or (N, K) when transposed
-    bool small() const { return M * N * K < 48 * 48 * 48; }   // too small to split one matmul over threads
+    // Products this small are split over the batch instead, one whole product per thread: a
+    // thread team inside each would cost more than the product (bigger ones split themselves,
+    // in gemm). To re-measure: a batched matmul around this size with OMP_NUM_THREADS=1 and 2.
+    bool small() const { return M * N * K < 48 * 48 * 48; }
 };
 
 MatmulPlan make_plan(const Shape& as, const Shape& bs, bool ta, bool tb) {
@@ -64,7 +70,7 @@ MatmulPlan make_plan(const Shape& as, const Shape& bs, bool ta, bool tb) {
 // one thread) and `writes_shared` is false (no two batches write the same memory).
 template <class F>
 void for_each_batch(const MatmulPlan& p, bool writes_shared, F body) {
-    const bool par = !writes_shared && p.small() && worth_threads(p.batches, 1);   // more than one batch
+    [[maybe_unused]] const bool par = !writes_shared && p.small() && worth_threads(p.batches, 1);   // more than one batch
     #pragma omp parallel for if (par) schedule(static)
     for (int64_t i = 0; i < p.batches; i++) body(i);
 }

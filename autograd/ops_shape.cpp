@@ -8,6 +8,9 @@
 
 namespace autograd {
 
+using kernels::kShapeCopyParallelMin;
+using kernels::worth_threads;
+
 // ---------------------------------------------------------------- reshape
 
 // Same values, new shape: the node shares the storage. One dim may be -1 (inferred).

@@ -1,85 +1,79 @@
 // softmax and log_softmax over the last dim: fused, numerically stable, hand-derived backward.
+// The forward of one row is kernels::softmax_row / log_softmax_row (kernels/softmax_rows.h), the
+// one stable row that attention and cross-entropy use too.
 #include <cmath>
-#include <limits>
 
-#include "autograd/ops.h"
 #include "autograd/kernels/parallel.h"
+#include "autograd/kernels/softmax_rows.h"
+#include "autograd/ops.h"
 
 namespace autograd {
 
-// softmax over the last dimension. x: (..., C) -> y: (..., C), y_i = e^(x_i - m) / sum_j e^(x_j - m)
-// with m = max_j x_j: softmax is shift-invariant, and after the shift no exp() can overflow
-// (logits of 1e4 are fine). A row that is entirely -inf (fully masked) gives zeros, not NaN.
-Tensor softmax(const Tensor& x) {
-    const int64_t C = x.dim() ? x.size(-1) : 1, R = C ? x.numel() / C : 0;   // row length, rows
+using kernels::kSoftmaxParallelMin;
+using kernels::worth_threads;
+
+namespace {
+// Rows of the last dim: C = row length, R = number of rows.
+struct Rows {
+    int64_t R, C;
+};
+}  // namespace
+
+static Rows rows_of(const Tensor& x) {
+    const int64_t C = x.dim() ? x.size(-1) : 1;
+    return {C ? x.numel() / C : 0, C};
+}
+
+// y = row_fn(x) for every row of the last dim, rows split over threads (they are independent)
+template <class RowFn>
+static Tensor for_each_row(const Tensor& x, RowFn row_fn) {
+    const auto [R, C] = rows_of(x);
     Tensor y = Tensor::empty(x.shape());
     const float* px = x.data();
     float* py = y.data();
     #pragma omp parallel for if (worth_threads(R * C, kSoftmaxParallelMin))
-    for (int64_t r = 0; r < R; r++) {
-        const float* xr = px + r * C;
-        float* yr = py + r * C;
-        float m = -std::numeric_limits<float>::infinity();
-        for (int64_t i = 0; i < C; i++) m = std::max(m, xr[i]);
-        if (m == -std::numeric_limits<float>::infinity()) {   // nothing to attend to
-            for (int64_t i = 0; i < C; i++) yr[i] = 0.0f;
-            continue;
-        }
-        float s = 0.0f;
-        for (int64_t i = 0; i < C; i++) s += (yr[i] = std::exp(xr[i] - m));
-        const float inv = 1.0f / s;
-        for (int64_t i = 0; i < C; i++) yr[i] *= inv;
-    }
+    for (int64_t r = 0; r < R; r++) row_fn(px + r * C, py + r * C, C);
+    return y;
+}
+
+// The backward's loop: row_fn(y, dy, dx, C) adds each row's gradient into dx, from the op's
+// output y and its upstream gradient dy; rows split over threads.
+template <class RowFn>
+static void for_each_row_backward(Node& self, Rows rows, RowFn row_fn) {
+    const auto [R, C] = rows;
+    const float *py = self.data->data(), *dy = self.grad.data();
+    float* dx = self.parent_grad(0);
+    #pragma omp parallel for if (worth_threads(R * C, kSoftmaxParallelMin))
+    for (int64_t r = 0; r < R; r++) row_fn(py + r * C, dy + r * C, dx + r * C, C);
+}
+
+// softmax over the last dimension. x: (..., C) -> y: (..., C), y_i = e^(x_i - m) / sum_j e^(x_j - m)
+// with m = max_j x_j. A row that is entirely -inf (fully masked) gives zeros, not NaN.
+Tensor softmax(const Tensor& x) {
+    Tensor y = for_each_row(x, kernels::softmax_row);
     // backward: dy_i/dx_j = y_i (delta_ij - y_j), so dx_j = y_j (dy_j - sum_i dy_i y_i).
     // Softmax needs only its own output.
-    record(y, {x}, "softmax", [R, C](Node& self) {
-        const float *py = self.data->data(), *dy = self.grad.data();
-        float* dx = self.parent_grad(0);
-        #pragma omp parallel for if (worth_threads(R * C, kSoftmaxParallelMin))
-        for (int64_t r = 0; r < R; r++) {
-            const float *yr = py + r * C, *gr = dy + r * C;
+    record(y, {x}, "softmax", [rows = rows_of(x)](Node& self) {
+        for_each_row_backward(self, rows, [](const float* y, const float* dy, float* dx, int64_t C) {
             float dot = 0.0f;
-            for (int64_t i = 0; i < C; i++) dot += gr[i] * yr[i];
-            for (int64_t i = 0; i < C; i++) dx[r * C + i] += yr[i] * (gr[i] - dot);
-        }
+            for (int64_t i = 0; i < C; i++) dot += dy[i] * y[i];
+            for (int64_t i = 0; i < C; i++) dx[i] += y[i] * (dy[i] - dot);
+        });
     });
     return y;
 }
 
 // log_softmax over the last dimension: y_i = x_i - m - log sum_j e^(x_j - m).
-// Computing it directly (not log(softmax(x))) keeps tiny probabilities from rounding to log(0).
 // A fully -inf row stays -inf (log of probability zero), never NaN.
 Tensor log_softmax(const Tensor& x) {
-    const int64_t C = x.dim() ? x.size(-1) : 1, R = C ? x.numel() / C : 0;
-    Tensor y = Tensor::empty(x.shape());
-    const float* px = x.data();
-    float* py = y.data();
-    #pragma omp parallel for if (worth_threads(R * C, kSoftmaxParallelMin))
-    for (int64_t r = 0; r < R; r++) {
-        const float* xr = px + r * C;
-        float* yr = py + r * C;
-        float m = -std::numeric_limits<float>::infinity();
-        for (int64_t i = 0; i < C; i++) m = std::max(m, xr[i]);
-        if (m == -std::numeric_limits<float>::infinity()) {
-            for (int64_t i = 0; i < C; i++) yr[i] = m;
-            continue;
-        }
-        float s = 0.0f;
-        for (int64_t i = 0; i < C; i++) s += std::exp(xr[i] - m);
-        const float log_s = std::log(s);   // subtract m first: x - (m + log s) loses digits when m is large
-        for (int64_t i = 0; i < C; i++) yr[i] = (xr[i] - m) - log_s;
-    }
+    Tensor y = for_each_row(x, kernels::log_softmax_row);
     // backward: dy_i/dx_j = delta_ij - softmax_j, so dx_j = dy_j - e^(y_j) * sum_i dy_i.
-    record(y, {x}, "log_softmax", [R, C](Node& self) {
-        const float *py = self.data->data(), *dy = self.grad.data();
-        float* dx = self.parent_grad(0);
-        #pragma omp parallel for if (worth_threads(R * C, kSoftmaxParallelMin))
-        for (int64_t r = 0; r < R; r++) {
-            const float *yr = py + r * C, *gr = dy + r * C;
+    record(y, {x}, "log_softmax", [rows = rows_of(x)](Node& self) {
+        for_each_row_backward(self, rows, [](const float* y, const float* dy, float* dx, int64_t C) {
             float s = 0.0f;
-            for (int64_t i = 0; i < C; i++) s += gr[i];
-            for (int64_t i = 0; i < C; i++) dx[r * C + i] += gr[i] - std::exp(yr[i]) * s;
-        }
+            for (int64_t i = 0; i < C; i++) s += dy[i];
+            for (int64_t i = 0; i < C; i++) dx[i] += dy[i] - std::exp(y[i]) * s;
+        });
     });
     return y;
 }

@@ -8,6 +8,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "autograd/detail.h"
 #include "autograd/ops.h"
 #include "autograd/random.h"
 
@@ -77,24 +78,24 @@ Node::~Node() {
         }
     }
 }
-int64_t Node::live_count() { return g_live_nodes.load(); }
-
 float* Node::grad_buffer() {
     if (grad.empty()) grad.assign(data->size(), 0.0f);
     return grad.data();
 }
 
-float* Node::parent_grad_for_write(size_t i, bool* fresh) {
-    Node& p = *parents[i];
-    if (!p.requires_grad) return nullptr;
-    *fresh = p.grad.empty();
-    if (*fresh) p.grad.resize(p.data->size());   // FloatBuffer: uninitialized
-    return p.grad.data();
-}
-
 float* Node::parent_grad(size_t i) {
     Node& p = *parents[i];
     return p.requires_grad ? p.grad_buffer() : nullptr;
+}
+
+int64_t detail::live_node_count() { return g_live_nodes.load(); }
+
+kernels::GradOut detail::parent_grad_to_write(Node& self, size_t i) {
+    Node& p = *self.parents[i];
+    if (!p.requires_grad) return {nullptr, true};
+    const bool add = !p.grad.empty();
+    if (!add) p.grad.resize(p.data->size());   // FloatBuffer: uninitialized
+    return {p.grad.data(), add};
 }
 
 static std::shared_ptr<Node> make_node(const Shape& shape) {

@@ -26,6 +26,12 @@ Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op);
 // Map a possibly negative dim (-1 = last) into [0, ndim); throws naming `op` if out of range.
 int normalize_dim(int64_t dim, int ndim, const char* op);
 
+// Tensor storage: a std::vector<float> whose memory comes from the tensor allocator, and whose new
+// elements are left uninitialized (autograd/kernels/allocator.h says why).
+using FloatBuffer = kernels::FloatBuffer;
+
+namespace detail { struct NodeInternals; }   // engine bookkeeping that is not the lesson (detail.h)
+
 // One value in the graph.
 struct Node {
     Shape shape;
@@ -33,31 +39,26 @@ struct Node {
     FloatBuffer grad;                            // empty until the first gradient arrives
     bool requires_grad = false;
     bool retains_grad = false;                   // keep grad of a non-leaf after backward
-    bool released = false;                       // its graph was freed by a backward()
     std::vector<std::shared_ptr<Node>> parents;  // inputs of the op that made this value
     std::function<void(Node& self)> backward;    // reads self.grad, adds into parents' grads
     const char* op = "leaf";                     // for errors, printing and graph dumps
 
     Node();
-    ~Node();
+    ~Node();                                     // frees a long chain of parents without recursion
     Node(const Node&) = delete;
     Node& operator=(const Node&) = delete;
 
     int64_t numel() const { return static_cast<int64_t>(data->size()); }
-    bool is_leaf() const { return !backward && !released; }
+    bool is_leaf() const { return !backward && !released_; }
     // Zero-filled gradient buffer, allocated on first use (grads always accumulate with +=).
     float* grad_buffer();
     // Parent i's gradient buffer, or nullptr if that parent needs no gradient (skip the work).
     float* parent_grad(size_t i);
-    // The same, for an op that is about to write *every* element of it: if the parent has no
-    // gradient yet, its buffer is allocated but not zeroed and *fresh is set, and the op must
-    // store (=) rather than add (+=). That saves a pass over memory to zero a buffer that is
-    // overwritten at once. Ask for it right before writing: if parent i is also parent j, the
-    // second request sees the first one's gradient and comes back not fresh.
-    float* parent_grad_for_write(size_t i, bool* fresh);
     const float* parent_data(size_t i) const { return parents[i]->data->data(); }
 
-    static int64_t live_count();                 // nodes alive right now (tests count leaks)
+private:
+    bool released_ = false;                      // a backward() freed its graph (detail.h)
+    friend struct detail::NodeInternals;
 };
 
 class Tensor {

@@ -1,4 +1,4 @@
-// bench_gemm: GFLOP/s of autograd::gemm at the Transformer's shapes.
+// bench_gemm: GFLOP/s of autograd::kernels::gemm at the Transformer's shapes.
 //
 //   g++ -std=c++20 -O3 -march=native -fopenmp -I. bench/bench_gemm.cpp autograd/kernels/gemm.cpp -o bench_gemm
 //   OMP_NUM_THREADS=2 ./bench_gemm
@@ -13,11 +13,8 @@
 #include <cstdio>
 #include <vector>
 
-#ifdef _OPENMP
-#include <omp.h>
-#endif
-
 #include "autograd/kernels/gemm.h"
+#include "autograd/kernels/parallel.h"
 
 namespace {
 
@@ -45,7 +42,7 @@ void bench(const Shape& s, int samples) {
     fill(A, 1);
     fill(B, 2);
     auto call = [&] {
-        autograd::gemm(s.ta, s.tb, s.M, s.N, s.K, A.data(), lda, B.data(), ldb, C.data(), s.N,
+        autograd::kernels::gemm(s.ta, s.tb, s.M, s.N, s.K, A.data(), lda, B.data(), ldb, C.data(), s.N,
                        false);
     };
 
@@ -73,9 +70,9 @@ void bench(const Shape& s, int samples) {
 int main() {
     int threads = 1;
 #ifdef _OPENMP
-    threads = omp_get_max_threads();
+    threads = autograd::kernels::max_threads();
 #endif
-    std::printf("autograd::gemm, %d thread(s), median of samples\n\n", threads);
+    std::printf("autograd::kernels::gemm, %d thread(s), median of samples\n\n", threads);
     std::printf("%-22s %-2s %6s %6s %6s %10s %9s\n", "shape", "op", "M", "N", "K", "us/call",
                 "GFLOP/s");
 

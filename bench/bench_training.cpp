@@ -5,7 +5,6 @@
 //   default: (ours only) N=2 D=128 F=256 h=4, B=128, no dropout  (the example's default)
 //   d128:    --d_model 128 --d_ff 512   (N=2, h=8, B=80, dropout 0.1)
 //   paper:   the defaults               (N=2, D=512, F=2048, h=8, B=80, dropout 0.1)
-#include <omp.h>
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -15,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "autograd/kernels/parallel.h"
 #include "examples/data/copy_task_data.h"
 #include "models/transformer.h"
 #include "nn/nn.h"
@@ -62,8 +62,8 @@ int main(int argc, char** argv) {
     std::printf("%-8s N=%lld D=%-4lld F=%-4lld h=%lld B=%lld dropout=%.1f threads=%d | median %7.1f ms/step "
                 "(min %.1f, max %.1f, %lld steps) | %7.0f tokens/s | peak RSS %.0f MB (tensors %.0f MB)\n",
                 name.c_str(), (long long)cfg.layers, (long long)cfg.d_model, (long long)cfg.d_ff, (long long)cfg.heads,
-                (long long)B, cfg.dropout, omp_get_max_threads(), median, ms.front(), ms.back(), (long long)steps,
+                (long long)B, cfg.dropout, autograd::kernels::max_threads(), median, ms.front(), ms.back(), (long long)steps,
                 B * (L - 1) / (median / 1000.0), ru.ru_maxrss / 1024.0,
-                autograd::memory_stats().peak_live_bytes / 1048576.0);
+                autograd::kernels::memory_stats().peak_live_bytes / 1048576.0);
     return 0;
 }

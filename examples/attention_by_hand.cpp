@@ -3,8 +3,8 @@
 //     Attention(Q, K, V) = softmax(Q K^T / sqrt(Dk)) V          (Vaswani et al. 2017, eq. 1)
 //
 // then the same through the library (nn::scaled_dot_product_attention, the fused op the model
-// uses, and nn::attention_reference, the same composed from primitive ops) to show they agree,
-// then again with the decoder's subsequent mask, then split into two heads.
+// uses, and kernels::attention_reference, the same composed from primitive ops) to show they
+// agree, then again with the decoder's subsequent mask, then split into two heads.
 //
 //   ./examples/attention_by_hand                    # print every step
 //   ./examples/attention_by_hand --graph mha.dot    # also draw one MultiHeadAttention forward
@@ -19,6 +19,7 @@
 
 #include "autograd/autograd.h"
 #include "autograd/graph_dot.h"
+#include "autograd/kernels/attention.h"
 #include "examples/common/args.h"
 #include "models/transformer.h"
 #include "nn/nn.h"
@@ -152,7 +153,7 @@ static void compare_with_library(const Matrix& by_hand, const Mask& mask) {
     const Tensor tq = Tensor::from_vector(q, {1, T, DK}), tk = Tensor::from_vector(k, {1, T, DK}),   // (B, T, D)
         tv = Tensor::from_vector(v, {1, T, DK});
     const Tensor fused = nn::scaled_dot_product_attention(tq, tk, tv, /*heads=*/1, mask);         // (1, T, DK)
-    const Tensor ref = nn::attention_reference(tq, tk, tv, /*heads=*/1, mask);
+    const Tensor ref = autograd::kernels::attention_reference(tq, tk, tv, /*heads=*/1, mask);
     print_matrix("library: nn::scaled_dot_product_attention(q, k, v, heads = 1" + std::string(mask.data.empty() ? "" : ", mask") + ")",
                  to_matrix(fused), false);
     std::printf("max |by hand - scaled_dot_product_attention| = %.2g\n", max_abs_diff(by_hand, to_matrix(fused)));
@@ -216,10 +217,8 @@ int main(int argc, char** argv) {
         std::vector<float> fq, fk, fv;
         for (int i = 0; i < T; i++)
             for (int j = 0; j < DK; j++) fq.push_back(Q[i][j]), fk.push_back(K[i][j]), fv.push_back(V[i][j]);
-        Tensor weights;   // (B, H, T, S)
-        const Tensor out2 = nn::scaled_dot_product_attention(Tensor::from_vector(fq, {1, T, DK}), Tensor::from_vector(fk, {1, T, DK}),
-                                                             Tensor::from_vector(fv, {1, T, DK}), /*heads=*/2, Mask(), 0.0f, false,
-                                                             &weights);
+        const auto [out2, weights] = nn::scaled_dot_product_attention_with_weights(   // (1, T, D), (B, H, T, S)
+            Tensor::from_vector(fq, {1, T, DK}), Tensor::from_vector(fk, {1, T, DK}), Tensor::from_vector(fv, {1, T, DK}), /*heads=*/2);
         const Matrix w = to_matrix(weights);   // (H * T, S): head 0's rows, then head 1's
         for (int h = 0; h < 2; h++) {
             char title[96];

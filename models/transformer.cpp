@@ -18,7 +18,7 @@ void TransformerConfig::validate() const {
     need(d_model > 0 && d_ff > 0, "d_model and d_ff must be positive");
     need(heads > 0 && d_model % heads == 0,
          "d_model (" + std::to_string(d_model) + ") must be a multiple of heads (" + std::to_string(heads) + ")");
-    need(dropout >= 0.0f && dropout < 1.0f, "dropout must be in [0, 1)");
+    nn::check_dropout_p(dropout, "TransformerConfig");
     need(max_len > 0, "max_len must be positive");
 }
 

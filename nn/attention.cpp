@@ -1,15 +1,12 @@
 #include "nn/attention.h"
 
-#include <cmath>
-#include <limits>
 #include <stdexcept>
 
-#include "autograd/kernels/parallel.h"
-#include "autograd/random.h"
+#include "autograd/kernels/attention.h"
 
 namespace nn {
 
-using autograd::gemm;
+namespace kernels = autograd::kernels;
 using autograd::Node;
 using autograd::shape_str;
 
@@ -38,137 +35,31 @@ static std::vector<uint8_t> expand_mask(const Mask& mask, int64_t B, int64_t T, 
     return out;
 }
 
-Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, int64_t H, const Mask& mask,
-                                    float dropout_p, bool training, Tensor* weights) {
+AttentionOutput scaled_dot_product_attention_with_weights(const Tensor& q, const Tensor& k, const Tensor& v, int64_t H,
+                                                          const Mask& mask, float dropout_p, bool training) {
     if (q.dim() != 3 || k.dim() != 3 || k.shape() != v.shape() || q.size(0) != k.size(0) || q.size(2) != k.size(2) ||
         H <= 0 || q.size(2) % H != 0)
         throw std::invalid_argument("attention: expected q (B, T, D) and k, v (B, S, D) with D a multiple of the " +
                                     std::to_string(H) + " heads, got q " + shape_str(q.shape()) + ", k " + shape_str(k.shape()) +
                                     ", v " + shape_str(v.shape()));
-    if (!(dropout_p >= 0.0f && dropout_p < 1.0f)) throw std::invalid_argument("attention: dropout must be in [0, 1)");
-    const int64_t B = q.size(0), T = q.size(1), S = k.size(1), D = q.size(2), Dk = D / H;
-    const float scale = 1.0f / std::sqrt(static_cast<float>(Dk));
-    auto allowed = std::make_shared<std::vector<uint8_t>>(mask.data.empty() ? std::vector<uint8_t>()
-                                                                            : expand_mask(mask, B, T, S));
-    const bool drop = training && dropout_p > 0.0f;
-    const uint64_t seed = drop ? autograd::default_rng().next_u64() : 0;   // see nn::dropout
-    const float keep_scale = 1.0f / (1.0f - dropout_p);
-    // keep factor of weight (bh, t, s): 0 if dropped, 1/(1-p) if kept, 1 without dropout
-    auto keep = [=](int64_t i) { return !drop ? 1.0f : (counter_uniform(seed, i) < dropout_p ? 0.0f : keep_scale); };
-
-    Tensor P = Tensor::empty({B, H, T, S});   // attention weights
-    Tensor out = Tensor::empty({B, T, D});    // heads side by side, already "concatenated"
-    const float *pq = q.data(), *pk = k.data(), *pv = v.data();
-    float *pp = P.data(), *po = out.data();
-    #pragma omp parallel if (autograd::worth_threads(B * H * T * S * Dk, autograd::kAttentionParallelMin))
-    {
-        autograd::FloatBuffer dropped(drop ? T * S : 0);   // per-thread scratch
-        #pragma omp for schedule(static)
-        for (int64_t bh = 0; bh < B * H; bh++) {
-            const int64_t b = bh / H, h = bh % H;
-            const float *Q = pq + b * T * D + h * Dk, *K = pk + b * S * D + h * Dk, *Vh = pv + b * S * D + h * Dk;
-            float* Pbh = pp + bh * T * S;
-            // 1) scores = Q K^T / sqrt(Dk)                                   (T, S); scale applied in 2)
-            gemm(false, true, T, S, Dk, Q, D, K, D, Pbh, S, false);
-            // 2) softmax over the allowed keys of each row; masked keys get exactly 0
-            for (int64_t t = 0; t < T; t++) {
-                float* row = Pbh + t * S;
-                const uint8_t* ok = allowed->empty() ? nullptr : allowed->data() + (b * T + t) * S;
-                // a masked key's score becomes -inf, which exp() sends to exactly 0: no branch
-                // per element (a branch on the mask mispredicts; these rows are only S long)
-                constexpr float kNegInf = -std::numeric_limits<float>::infinity();
-                float m = kNegInf;
-                for (int64_t s = 0; s < S; s++) {
-                    row[s] = !ok || ok[s] ? row[s] * scale : kNegInf;
-                    m = std::max(m, row[s]);
-                }
-                if (m == kNegInf) {   // no allowed key: all zeros
-                    for (int64_t s = 0; s < S; s++) row[s] = 0.0f;
-                    continue;
-                }
-                float sum = 0.0f;
-                for (int64_t s = 0; s < S; s++) {
-                    row[s] = std::exp(row[s] - m);
-                    sum += row[s];
-                }
-                const float inv = 1.0f / sum;
-                for (int64_t s = 0; s < S; s++) row[s] *= inv;
-            }
-            // 3) out_h = dropout(P) V_h, written into columns [h*Dk, (h+1)*Dk) of out    (T, Dk)
-            const float* Pused = Pbh;
-            if (drop) {
-                #pragma omp simd
-                for (int64_t i = 0; i < T * S; i++) dropped[i] = Pbh[i] * keep(bh * T * S + i);
-                Pused = dropped.data();
-            }
-            gemm(false, false, T, Dk, S, Pused, S, Vh, D, po + b * T * D + h * Dk, D, false);
-        }
-    }
-    if (weights) *weights = P;
-
-    // backward, per (b, h), with Pd = P * keep (dropout) and out = Pd V:
-    //   dV  += Pd^T dO                          dPd = dO V^T,   dP = dPd * keep
-    //   dSc  = P * (dP - rowsum(dP * P))        (softmax backward; masked P = 0 gives dSc = 0 there)
-    //   dQ  += dSc K / sqrt(Dk),   dK += dSc^T Q / sqrt(Dk)       (Sc = Q K^T / sqrt(Dk))
-    autograd::record(out, {q, k, v}, "attention", [B, H, T, S, D, Dk, scale, P, drop, keep](Node& self) {
-        const float *pq = self.parent_data(0), *pk = self.parent_data(1), *pv = self.parent_data(2);
-        const float *pp = P.data(), *dout = self.grad.data();
-        float* dq = self.parent_grad(0);
-        float* dk = self.parent_grad(1);
-        float* dv = self.parent_grad(2);
-        #pragma omp parallel if (autograd::worth_threads(B * H * T * S * Dk, autograd::kAttentionParallelMin))
-        {
-            autograd::FloatBuffer dP(T * S), Pd(drop ? T * S : 0), kf(drop ? T * S : 0);
-            #pragma omp for schedule(static)
-            for (int64_t bh = 0; bh < B * H; bh++) {
-                const int64_t b = bh / H, h = bh % H, qo = b * T * D + h * Dk, ko = b * S * D + h * Dk;
-                const float *Pbh = pp + bh * T * S, *dO = dout + qo;
-                const float* Pused = Pbh;
-                if (drop) {   // the keep factors, drawn again from the seed, once for both uses
-                    #pragma omp simd
-                    for (int64_t i = 0; i < T * S; i++) {
-                        kf[i] = keep(bh * T * S + i);
-                        Pd[i] = Pbh[i] * kf[i];
-                    }
-                    Pused = Pd.data();
-                }
-                if (dv) gemm(true, false, S, Dk, T, Pused, S, dO, D, dv + ko, D, true);
-                if (!dq && !dk) continue;
-                gemm(false, true, T, S, Dk, dO, D, pv + ko, D, dP.data(), S, false);
-                for (int64_t t = 0; t < T; t++) {
-                    float* d = dP.data() + t * S;
-                    const float* p = Pbh + t * S;
-                    if (drop)
-                        for (int64_t s = 0; s < S; s++) d[s] *= kf[t * S + s];
-                    float dot = 0.0f;
-                    for (int64_t s = 0; s < S; s++) dot += d[s] * p[s];
-                    for (int64_t s = 0; s < S; s++) d[s] = p[s] * (d[s] - dot) * scale;   // dSc, with the 1/sqrt(Dk)
-                }
-                if (dq) gemm(false, false, T, Dk, S, dP.data(), S, pk + ko, D, dq + qo, D, true);
-                if (dk) gemm(true, false, S, Dk, T, dP.data(), S, pq + qo, D, dk + ko, D, true);
-            }
-        }
+    const int64_t B = q.size(0), T = q.size(1), S = k.size(1), D = q.size(2);
+    const kernels::AttentionDims d{B, H, T, S, D / H};
+    const std::vector<uint8_t> allowed = mask.data.empty() ? std::vector<uint8_t>() : expand_mask(mask, B, T, S);   // (B, T, S)
+    const kernels::DropoutDraws drop = dropout_draws(dropout_p, training, "attention");
+    Tensor weights = Tensor::empty({B, H, T, S});
+    Tensor out = Tensor::empty({B, T, D});
+    kernels::attention_forward(out.data(), weights.data(), q.data(), k.data(), v.data(),
+                               allowed.empty() ? nullptr : allowed.data(), d, drop);
+    autograd::record(out, {q, k, v}, "attention", [d, drop, weights](Node& self) {
+        kernels::attention_backward(self.parent_grad(0), self.parent_grad(1), self.parent_grad(2), self.grad.data(),
+                                    self.parent_data(0), self.parent_data(1), self.parent_data(2), weights.data(), d, drop);
     });
-    return out;
+    return {out, weights};
 }
 
-Tensor attention_reference(const Tensor& q, const Tensor& k, const Tensor& v, int64_t H, const Mask& mask) {
-    const int64_t B = q.size(0), T = q.size(1), S = k.size(1), D = q.size(2), Dk = D / H;
-    // 1) split the heads: (B, T, D) -> (B, T, H, Dk) -> (B, H, T, Dk)
-    const Tensor qh = autograd::transpose(q.reshape({B, T, H, Dk}), 1, 2);
-    const Tensor kh = autograd::transpose(k.reshape({B, S, H, Dk}), 1, 2);
-    const Tensor vh = autograd::transpose(v.reshape({B, S, H, Dk}), 1, 2);
-    // 2) scores, masked, softmax, weighted sum of values
-    Tensor scores = autograd::matmul(qh, kh, false, true) * (1.0f / std::sqrt(static_cast<float>(Dk)));   // (B, H, T, S)
-    if (!mask.data.empty()) {
-        Mask blocked = mask;                                                   // masked_fill fills where true
-        for (auto& m : blocked.data) m = !m;
-        if (blocked.dim() == 3) blocked.shape.insert(blocked.shape.begin() + 1, 1);   // (B, 1, T, S): all heads
-        scores = autograd::masked_fill(scores, blocked, -std::numeric_limits<float>::infinity());
-    }
-    const Tensor x = autograd::matmul(autograd::softmax(scores), vh);         // (B, H, T, Dk)
-    // 3) concatenate the heads: (B, H, T, Dk) -> (B, T, H, Dk) -> (B, T, D)
-    return autograd::transpose(x, 1, 2).reshape({B, T, D});
+Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, int64_t H, const Mask& mask,
+                                    float dropout_p, bool training) {
+    return scaled_dot_product_attention_with_weights(q, k, v, H, mask, dropout_p, training).out;
 }
 
 MultiHeadAttention::MultiHeadAttention(int64_t d_model_, int64_t h_, float dropout)
@@ -176,7 +67,7 @@ MultiHeadAttention::MultiHeadAttention(int64_t d_model_, int64_t h_, float dropo
     if (h <= 0 || d_model <= 0 || d_model % h != 0)
         throw std::invalid_argument("MultiHeadAttention: d_model (" + std::to_string(d_model) +
                                     ") must be a positive multiple of the number of heads (" + std::to_string(h) + ")");
-    if (!(dropout >= 0.0f && dropout < 1.0f)) throw std::invalid_argument("MultiHeadAttention: dropout must be in [0, 1)");
+    check_dropout_p(dropout, "MultiHeadAttention");
     w_q = register_module("w_q", std::make_shared<Linear>(d_model, d_model));
     w_k = register_module("w_k", std::make_shared<Linear>(d_model, d_model));
     w_v = register_module("w_v", std::make_shared<Linear>(d_model, d_model));
@@ -194,11 +85,10 @@ Tensor MultiHeadAttention::forward(const Tensor& query, const Tensor& key, const
     const Tensor k = w_k->forward(key);     // (B, S, D)
     const Tensor v = w_v->forward(value);   // (B, S, D)
     // 2) attend in every head at once; the output has the heads side by side (concatenated)
-    Tensor weights;
-    const Tensor x = scaled_dot_product_attention(q, k, v, h, mask, dropout_p, is_training(), &weights);   // (B, T, D)
-    last_attention = weights;                                                                             // (B, H, T, S)
+    const AttentionOutput a = scaled_dot_product_attention_with_weights(q, k, v, h, mask, dropout_p, is_training());
+    last_attention = a.weights;    // (B, H, T, S)
     // 3) final projection mixes the heads
-    return w_o->forward(x);   // (B, T, D)
+    return w_o->forward(a.out);    // (B, T, D)
 }
 
 }  // namespace nn

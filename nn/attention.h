@@ -12,21 +12,23 @@ namespace nn {
 // Scaled dot-product attention over H heads, fused, with a hand-derived backward:
 //     out_h = dropout(softmax(Q_h K_h^T / sqrt(Dk) with masked scores removed)) V_h   for every head h
 // q (B, T, D), k (B, S, D), v (B, S, D) -> out (B, T, D), with D = H * Dk. Head h of a token is
-// the slice [h*Dk, (h+1)*Dk) of its D-vector, i.e. the (B, T, H, Dk) view of (B, T, D): each
-// head's (T, Dk) matrix is read and written in place through gemm's row stride (lda = D), so
-// splitting into heads and concatenating them back costs no copies and no transposes.
+// the slice [h*Dk, (h+1)*Dk) of its D-vector; the heads' outputs come out side by side, already
+// concatenated. The kernel is autograd/kernels/attention.h (with attention_reference beside it,
+// the same computation composed from primitive ops step by step).
 // mask: true = "query t may attend to key s"; any shape that broadcasts to (B, T, S), e.g. a
 // padding mask (B, 1, S), the decoder's subsequent mask (1, T, T), or both combined (B, T, S);
 // an empty Mask means no mask. A query row with no allowed key gets weight 0 everywhere.
-// If `weights` is given it receives the attention probabilities (B, H, T, S), before dropout.
 Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, int64_t heads,
-                                    const Mask& mask = Mask(), float dropout_p = 0.0f, bool training = false,
-                                    Tensor* weights = nullptr);
+                                    const Mask& mask = Mask(), float dropout_p = 0.0f, bool training = false);
 
-// The same computation composed from primitive ops, step by step as the paper draws it: split
-// the heads (reshape + transpose to (B, H, T, Dk)), matmul, masked_fill, softmax, matmul,
-// concatenate. Slower and heavier on memory; kept as the reference the fused op is tested against.
-Tensor attention_reference(const Tensor& q, const Tensor& k, const Tensor& v, int64_t heads, const Mask& mask = Mask());
+// The same, also returning the attention weights, e.g. to draw them.
+struct AttentionOutput {
+    Tensor out;       // (B, T, D)
+    Tensor weights;   // (B, H, T, S): the softmax probabilities, before dropout; no gradient
+};
+AttentionOutput scaled_dot_product_attention_with_weights(const Tensor& q, const Tensor& k, const Tensor& v, int64_t heads,
+                                                          const Mask& mask = Mask(), float dropout_p = 0.0f,
+                                                          bool training = false);
 
 // Multi-head attention (section 3.2.2): project q, k, v to H heads of size Dk = D / H, attend in
 // each head independently, concatenate the heads and project back to D.

@@ -6,7 +6,8 @@
 namespace nn {
 
 // x (..., C), gain (C,), bias (C,) -> y (..., C). Fused: one op (one loop over rows) forward and
-// backward, instead of the seven primitive ops the formula would record.
+// backward, instead of the seven primitive ops the formula would record; the kernel is
+// autograd/kernels/layer_norm.h.
 Tensor layer_norm(const Tensor& x, const Tensor& gain, const Tensor& bias, float eps = 1e-5f);
 
 class LayerNorm : public Module {

@@ -8,8 +8,8 @@ enum class Activation { none, relu };
 
 // Fused y = dropout(act(x W^T + b)) over the last dim: x (..., in) -> y (..., out). b may be
 // undefined; dropout applies only when training and dropout_p > 0 (same draws as nn::dropout).
-// One gemm forward and two backward; bias, ReLU and dropout ride along in one pass over y, and
-// only y is kept for the backward (not the pre-activation, not a separate dropout output).
+// The kernel is autograd/kernels/linear.h: one gemm forward and two backward, with bias, ReLU
+// and dropout riding along in one pass over y.
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, Activation act = Activation::none,
               float dropout_p = 0.0f, bool training = false);
 

@@ -1,12 +1,12 @@
 #include "nn/loss.h"
 
-#include <cmath>
 #include <stdexcept>
 
-#include "autograd/kernels/parallel.h"
+#include "autograd/kernels/cross_entropy.h"
 
 namespace nn {
 
+namespace kernels = autograd::kernels;
 using autograd::Node;
 using autograd::shape_str;
 
@@ -26,61 +26,31 @@ static void check_targets(const char* op, const Tensor& x, const Tokens& targets
 Tensor cross_entropy(const Tensor& logits, const Tokens& targets, const CrossEntropyOptions& opt) {
     check_targets("cross_entropy", logits, targets, opt.ignore_index);
     if (!(opt.label_smoothing >= 0.0f && opt.label_smoothing <= 1.0f))
-        throw std::invalid_argument("cross_entropy: label_smoothing must be in [0, 1]");
-    const int64_t V = logits.size(-1), R = targets.numel();
-    const float eps = opt.label_smoothing;
-    int64_t n = 0;
-    for (int64_t r = 0; r < R; r++) n += targets[r] != opt.ignore_index;
-    // per row: log-sum-exp, then loss_r = -(1 - eps) logp[target] - (eps / V) sum_j logp[j]
-    auto lse = std::make_shared<autograd::FloatBuffer>(R);
-    std::vector<double> row_loss(R, 0.0);
-    const float* x = logits.data();
-    #pragma omp parallel for if (autograd::worth_threads(R * V, autograd::kCrossEntropyParallelMin))
-    for (int64_t r = 0; r < R; r++) {
-        const float* xr = x + r * V;
-        float m = xr[0];
-        for (int64_t j = 1; j < V; j++) m = std::max(m, xr[j]);
-        double s = 0.0, sum_x = 0.0;
-        for (int64_t j = 0; j < V; j++) { s += std::exp(xr[j] - m); sum_x += xr[j]; }
-        (*lse)[r] = m + static_cast<float>(std::log(s));
-        if (targets[r] == opt.ignore_index) continue;
-        const double logp_t = xr[targets[r]] - (*lse)[r], sum_logp = sum_x - static_cast<double>(V) * (*lse)[r];
-        row_loss[r] = -(1.0 - eps) * logp_t - eps / static_cast<double>(V) * sum_logp;
-    }
-    double total = 0.0;
-    for (double l : row_loss) total += l;   // fixed order
-    Tensor loss = Tensor::scalar(n ? static_cast<float>(total / static_cast<double>(n)) : 0.0f);
-    // backward: d loss / d x_j = (softmax_j - q_j) / n with q_j = (1 - eps) [j == target] + eps / V
-    autograd::record(loss, {logits}, "cross_entropy", [targets, lse, V, R, n, eps, ig = opt.ignore_index](Node& self) {
-        if (n == 0) return;
-        const float* x = self.parent_data(0);
-        float* dx = self.parent_grad(0);
-        const float g = self.grad[0] / static_cast<float>(n), uniform = eps / static_cast<float>(V);
-        #pragma omp parallel for if (autograd::worth_threads(R * V, autograd::kCrossEntropyParallelMin))
-        for (int64_t r = 0; r < R; r++) {
-            if (targets[r] == ig) continue;
-            for (int64_t j = 0; j < V; j++) {
-                const float q = (j == targets[r] ? 1.0f - eps : 0.0f) + uniform;
-                dx[r * V + j] += g * (std::exp(x[r * V + j] - (*lse)[r]) - q);
-            }
-        }
+        throw std::invalid_argument("cross_entropy: label_smoothing must be in [0, 1], got " + std::to_string(opt.label_smoothing));
+    const kernels::CrossEntropyDims d{targets.numel(), logits.size(-1), opt.ignore_index, opt.label_smoothing};
+    auto lse = std::make_shared<autograd::FloatBuffer>(d.R);   // per row: log-sum-exp, for the backward
+    Tensor loss = Tensor::scalar(kernels::cross_entropy_forward(lse->data(), logits.data(), targets.data.data(), d));
+    autograd::record(loss, {logits}, "cross_entropy", [d, lse, targets](Node& self) {
+        kernels::cross_entropy_backward(self.parent_grad(0), self.grad[0], self.parent_data(0), lse->data(),
+                                        targets.data.data(), d);
     });
     return loss;
 }
 
-Tensor nll_loss(const Tensor& log_probs, const Tokens& targets, int32_t ignore_index) {
-    check_targets("nll_loss", log_probs, targets, ignore_index);
+Tensor nll_loss(const Tensor& log_probs, const Tokens& targets, const NllLossOptions& opt) {
+    check_targets("nll_loss", log_probs, targets, opt.ignore_index);
     const int64_t V = log_probs.size(-1), R = targets.numel();
+    const int32_t ignore = opt.ignore_index;
     int64_t n = 0;
     double total = 0.0;
     for (int64_t r = 0; r < R; r++)
-        if (targets[r] != ignore_index) { total -= log_probs.data()[r * V + targets[r]]; n++; }
+        if (targets[r] != ignore) { total -= log_probs.data()[r * V + targets[r]]; n++; }
     Tensor loss = Tensor::scalar(n ? static_cast<float>(total / static_cast<double>(n)) : 0.0f);
     // backward: only the target entry of each counted row moved the loss, by -1/n
-    autograd::record(loss, {log_probs}, "nll_loss", [targets, V, R, n, ignore_index](Node& self) {
+    autograd::record(loss, {log_probs}, "nll_loss", [targets, V, R, n, ignore](Node& self) {
         float* dx = self.parent_grad(0);
         for (int64_t r = 0; r < R; r++)
-            if (targets[r] != ignore_index) dx[r * V + targets[r]] -= self.grad[0] / static_cast<float>(n);
+            if (targets[r] != ignore) dx[r * V + targets[r]] -= self.grad[0] / static_cast<float>(n);
     });
     return loss;
 }

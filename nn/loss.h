@@ -13,11 +13,16 @@ struct CrossEntropyOptions {
 // Mean over the non-ignored targets of -sum_j q_j log softmax(logits)_j, where q is the (smoothed)
 // target distribution — the definition of torch.nn.functional.cross_entropy. Label smoothing is
 // the regularizer of Vaswani et al. (2017), section 5.4, after Szegedy et al. (2016).
-// Fused log_softmax + loss: the backward is simply (softmax - q) / n per row.
-// If every target is ignored the loss is 0 (PyTorch gives NaN), with zero gradient.
+// Fused log_softmax + loss (autograd/kernels/cross_entropy.h): the backward is simply
+// (softmax - q) / n per row. If every target is ignored the loss is 0 (PyTorch gives NaN), with
+// zero gradient.
 Tensor cross_entropy(const Tensor& logits, const Tokens& targets, const CrossEntropyOptions& opt = {});
 
+struct NllLossOptions {
+    int32_t ignore_index = -100;   // targets equal to this (e.g. padding) contribute nothing
+};
+
 // Mean of -log_probs[target] over the non-ignored targets; log_probs (..., V) from log_softmax.
-Tensor nll_loss(const Tensor& log_probs, const Tokens& targets, int32_t ignore_index = -100);
+Tensor nll_loss(const Tensor& log_probs, const Tokens& targets, const NllLossOptions& opt = {});
 
 }  // namespace nn

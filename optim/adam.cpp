@@ -51,7 +51,7 @@ void Adam::step() {
         float* m = state(m_slot_, i);
         float* v = state(v_slot_, i);
         const int64_t n = params_[i].numel();
-        #pragma omp parallel for if (autograd::worth_threads(n, autograd::kOptimizerParallelMin))
+        #pragma omp parallel for if (autograd::kernels::worth_threads(n, autograd::kernels::kOptimizerParallelMin))
         for (int64_t j = 0; j < n; j++) {
             const float gj = g[j] + l2 * p[j];
             m[j] = b1 * m[j] + (1.0f - b1) * gj;

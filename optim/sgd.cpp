@@ -35,7 +35,7 @@ void SGD::step() {
         float* p = params_[i].data();
         float* b = momentum_slot_ >= 0 ? state(momentum_slot_, i) : nullptr;
         const int64_t n = params_[i].numel();
-        #pragma omp parallel for if (autograd::worth_threads(n, autograd::kOptimizerParallelMin))
+        #pragma omp parallel for if (autograd::kernels::worth_threads(n, autograd::kernels::kOptimizerParallelMin))
         for (int64_t j = 0; j < n; j++) {
             float d = g[j] + wd * p[j];
             if (b) {

@@ -1,6 +1,8 @@
-// The caching allocator: blocks are reused, within the size slack and no further, stay aligned,
-// survive concurrent use, and a steady-state training step asks the system for no memory at all.
+// Tensor memory: blocks are aligned, live bytes balance under concurrent use, and a steady-state
+// training step asks the kernel for no new memory (no page faults).
 #include <doctest/doctest.h>
+
+#include <sys/resource.h>
 
 #include <cstdint>
 #include <vector>
@@ -12,55 +14,21 @@
 #include "optim/optim.h"
 
 using namespace autograd;
+using namespace autograd::kernels;
 
-TEST_CASE("allocator: a freed block is reused for the same size and for a little less") {
-    empty_cache();
-    void* a = cached_alloc(100000);
-    CHECK(reinterpret_cast<std::uintptr_t>(a) % 64 == 0);
-    cached_free(a);
+TEST_CASE("allocator: 64-byte aligned blocks, live bytes counted, peak remembered") {
     const MemoryStats before = memory_stats();
-    CHECK(before.cached_bytes >= 100000);
-
-    void* b = cached_alloc(100000);          // same size: the same block
-    CHECK(b == a);
-    cached_free(b);
-    void* c = cached_alloc(95000);           // within 1/8 below: still that block
-    CHECK(c == a);
-    const MemoryStats after = memory_stats();
-    CHECK(after.hits == before.hits + 2);
-    CHECK(after.misses == before.misses);
-    cached_free(c);
-
-    void* d = cached_alloc(50000);           // half the size: too wasteful, a new block
-    CHECK(d != a);
-    CHECK(memory_stats().misses == before.misses + 1);
-    void* e = cached_alloc(200000);          // bigger than anything cached: a new block
-    CHECK(e != a);
-    cached_free(d);
-    cached_free(e);
-    cached_free(nullptr);                    // allowed, like free(nullptr)
-}
-
-TEST_CASE("allocator: empty_cache and the cache limit return memory to the system") {
-    cached_free(cached_alloc(1 << 20));
-    CHECK(memory_stats().cached_bytes > 0);
-    empty_cache();
-    CHECK(memory_stats().cached_bytes == 0);
-
-    set_cache_limit(0);                      // nothing may be kept
-    cached_free(cached_alloc(1 << 20));
-    CHECK(memory_stats().cached_bytes == 0);
-    set_cache_limit(std::size_t(1) << 30);
-}
-
-TEST_CASE("allocator: a block nobody asks for goes back to the system after a while") {
-    empty_cache();
-    cached_free(cached_alloc(1 << 20));
-    CHECK(memory_stats().cached_bytes >= (1 << 20));
-    for (int i = 0; i < 8000; i++) cached_free(cached_alloc(64));   // a little while: still cached
-    CHECK(memory_stats().cached_bytes >= (1 << 20));
-    for (int i = 0; i < 40000; i++) cached_free(cached_alloc(64));  // a long while: released
-    CHECK(memory_stats().cached_bytes < (1 << 20));
+    void* a = tensor_alloc(100000);
+    CHECK(reinterpret_cast<std::uintptr_t>(a) % 64 == 0);
+    CHECK(memory_stats().live_bytes >= before.live_bytes + 100000);
+    CHECK(memory_stats().peak_live_bytes >= memory_stats().live_bytes);
+    void* zero = tensor_alloc(0);            // a zero-byte request still gets a unique block
+    CHECK(zero != nullptr);
+    CHECK(zero != a);
+    tensor_free(a);
+    tensor_free(zero);
+    tensor_free(nullptr);                    // allowed, like free(nullptr)
+    CHECK(memory_stats().live_bytes == before.live_bytes);
 }
 
 TEST_CASE("allocator: live bytes balance after concurrent allocations from many threads") {
@@ -72,29 +40,39 @@ TEST_CASE("allocator: live bytes balance after concurrent allocations from many 
         buf.front() += buf.back();
     }
     CHECK(memory_stats().live_bytes == live0);
-    void* zero = cached_alloc(0);            // a zero-byte request still gets a unique block
-    CHECK(zero != nullptr);
-    cached_free(zero);
 }
 
-TEST_CASE("allocator: a steady-state training step takes all its tensor memory from the cache") {
+static long minor_page_faults() {
+    rusage ru{};
+    getrusage(RUSAGE_SELF, &ru);
+    return ru.ru_minflt;
+}
+
+TEST_CASE("allocator: a steady-state training step asks the kernel for no new memory") {
+#if !defined(__GLIBC__) || defined(__SANITIZE_ADDRESS__)
+    MESSAGE("skipped: keeping freed memory is a glibc setting (allocator.cpp), and AddressSanitizer replaces malloc");
+#else
+    // blocks of 320 KB and more (64 x 10 x 128 floats), which glibc, left to its defaults, maps
+    // fresh and unmaps at free: here ~150 page faults a step on average (hundreds at some steps,
+    // none at others), ~3000 in the 20 steps measured below
     manual_seed(3);
-    models::Transformer model({.src_vocab = 11, .tgt_vocab = 11, .layers = 2, .d_model = 32, .d_ff = 64,
+    models::Transformer model({.src_vocab = 11, .tgt_vocab = 11, .layers = 2, .d_model = 128, .d_ff = 256,
                                .heads = 4, .dropout = 0.1f});
     optim::Adam opt(model.parameters(), {.lr = 1e-3f});
     Rng data(4);
     auto step = [&] {
-        const models::Batch b = data::make_copy_batch(data, 11, 16, 10);
+        const models::Batch b = data::make_copy_batch(data, 11, 64, 10);
         const Tensor loss = nn::cross_entropy(model.logits(b.src, b.tgt_in, b.src_mask, b.tgt_mask), b.tgt_out);
         opt.zero_grad();
         loss.backward();
         opt.step();
     };
-    for (int i = 0; i < 4; i++) step();      // the first steps fill the cache (and Adam's state)
-    const MemoryStats before = memory_stats();
-    step();
-    step();
-    const MemoryStats after = memory_stats();
-    CHECK(after.misses == before.misses);    // not one tensor buffer from the system
-    CHECK(after.hits > before.hits + 100);   // ... though a step makes hundreds of them
+    // the first steps take their memory (and Adam's state); the heap settles within a few more
+    for (int i = 0; i < 10; i++) step();
+    const long before = minor_page_faults();
+    for (int i = 0; i < 20; i++) step();
+    const long faults = minor_page_faults() - before;
+    INFO("page faults in 20 steady steps: " << faults);
+    CHECK(faults < 500);   // 0 at most steps; the heap's free chunks, rearranged, may still grow it by a few pages
+#endif
 }

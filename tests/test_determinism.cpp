@@ -1,13 +1,13 @@
 // Determinism: the same seed gives bit-identical training, whatever the thread count, and a run
 // resumed from a checkpoint continues exactly as the uninterrupted run.
 #include <doctest/doctest.h>
-#include <omp.h>
 
 #include <cstring>
 #include <filesystem>
 
 #include <unistd.h>   // getpid: temp file names unique to this run
 
+#include "autograd/kernels/parallel.h"
 #include "examples/data/copy_task_data.h"
 #include "models/checkpoint.h"
 #include "models/transformer.h"
@@ -73,14 +73,18 @@ TEST_CASE("same seed: bit-identical losses and parameters") {
 }
 
 TEST_CASE("bit-identical results with 1 and 2 OpenMP threads") {
-    const int before = omp_get_max_threads();
-    omp_set_num_threads(1);
+    if (!autograd::kernels::kOpenMP) {
+        MESSAGE("skipped: built without OpenMP (make OPENMP=0), so there is only one thread");
+        return;
+    }
+    const int before = autograd::kernels::max_threads();
+    autograd::kernels::set_max_threads(1);
     Run one(7);
     const float l1 = one.steps(4);
-    omp_set_num_threads(2);
+    autograd::kernels::set_max_threads(2);
     Run two(7);
     const float l2 = two.steps(4);
-    omp_set_num_threads(before);
+    autograd::kernels::set_max_threads(before);
     CHECK(l1 == l2);
     CHECK(same_bits(one.model.parameters(), two.model.parameters()));
 }

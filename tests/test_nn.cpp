@@ -11,7 +11,6 @@
 #include <unistd.h>   // getpid: temp file names unique to this run
 
 #include "nn/nn.h"
-#include "tests/composed_reference.h"
 #include "tests/gradcheck_helpers.h"
 
 using namespace autograd;
@@ -75,21 +74,10 @@ TEST_CASE("linear: gradcheck, with and without bias and ReLU, batched input") {
                param({3, 4}), param({6, 4}), param({6}));
     CHECK_GRAD([](V x) { manual_seed(2); return nn::linear(x[0], x[1], x[2], nn::Activation::none, 0.3f, true); },
                param({3, 4}), param({6, 4}), param({6}));
-    // equal to the composition of primitives, values and the gradients of x, W and b
-    Tensor x = param({2, 3, 4}), w = param({5, 4}), b = param({5});
-    for (nn::Activation act : {nn::Activation::none, nn::Activation::relu})
-        for (float p : {0.0f, 0.5f}) {
-            CAPTURE(act == nn::Activation::relu);
-            CAPTURE(p);
-            Tensor keep;   // dropout's factors (0 or 1/(1-p)), drawn as the fused op draws them
-            if (p > 0.0f) {
-                manual_seed(4);
-                keep = nn::dropout(Tensor::ones({2, 3, 5}), p, true);
-            }
-            expect_fused_equals_composed([&](V v) { manual_seed(4); return nn::linear(v[0], v[1], v[2], act, p, p > 0.0f); },
-                                         [&](V v) { return composed::linear(v[0], v[1], v[2], act, keep); }, {x, w, b}, 1e-5, 1e-6);
-        }
-    CHECK_THROWS_WITH_AS(nn::linear(param({2, 5}), w, b), doctest::Contains("(2, 5)"), std::invalid_argument);
+    // (equal to linear_reference, values and gradients: test_kernels.cpp)
+    CHECK_THROWS_WITH_AS(nn::linear(param({2, 5}), param({5, 4}), param({5})), doctest::Contains("(2, 5)"), std::invalid_argument);
+    CHECK_THROWS_WITH_AS(nn::linear(param({2, 4}), param({5, 4}), param({5}), nn::Activation::none, 1.0f, true),
+                         doctest::Contains("linear: dropout probability must be in [0, 1), got 1.0"), std::invalid_argument);
 }
 
 TEST_CASE("linear and layer_norm store into an empty gradient and add into a used one") {
@@ -110,16 +98,11 @@ TEST_CASE("linear and layer_norm store into an empty gradient and add into a use
     check_close(x.grad(), once * 2.0f);
 }
 
-TEST_CASE("layer_norm: gradcheck, and equal to the composition of primitives (biased variance), values and gradients") {
+TEST_CASE("layer_norm: gradcheck; the module normalizes each row to mean 0, variance 1") {
     manual_seed(2);
     CHECK_GRAD([](V x) { return nn::layer_norm(x[0], x[1], x[2]); }, param({2, 3, 5}), param({5}), param({5}));
-    const Tensor x = param({4, 6}, -3.0f, 3.0f), g = param({6}), b = param({6});
-    expect_fused_equals_composed([](V v) { return nn::layer_norm(v[0], v[1], v[2]); },
-                                 [](V v) { return composed::layer_norm(v[0], v[1], v[2]); }, {x, g, b}, 1e-5, 1e-6);
-    // rows with a variance (~1e-6) below eps = 1e-5, where eps, not the variance, sets the scale
-    const Tensor flat = (param({4, 6}) * 2e-3f).detach().requires_grad_();
-    expect_fused_equals_composed([](V v) { return nn::layer_norm(v[0], v[1], v[2]); },
-                                 [](V v) { return composed::layer_norm(v[0], v[1], v[2]); }, {flat, g, b}, 1e-5, 1e-6);
+    // (equal to layer_norm_reference, values and gradients: test_kernels.cpp)
+    const Tensor x = param({4, 6}, -3.0f, 3.0f);
     nn::LayerNorm ln(6);
     const Tensor y = ln.forward(x);
     CHECK(mean(y, -1).to_vector()[0] == doctest::Approx(0.0).scale(1.0));
@@ -147,7 +130,7 @@ TEST_CASE("dropout: inverted scaling, identity in eval, seeded") {
     Tensor d = nn::dropout(p, 0.5f, true);
     sum(d).backward();
     for (int i = 0; i < 50; i++) CHECK(p.grad().data()[i] == (d.data()[i] == 0.0f ? 0.0f : 2.0f));
-    CHECK_THROWS_WITH_AS(nn::Dropout(1.0f), doctest::Contains("Dropout: p must be in [0, 1), got 1.0"), std::invalid_argument);
+    CHECK_THROWS_WITH_AS(nn::Dropout(1.0f), doctest::Contains("Dropout: dropout probability must be in [0, 1), got 1.0"), std::invalid_argument);
 }
 
 TEST_CASE("embedding: lookup, repeated ids accumulate, out-of-range ids throw") {
@@ -182,50 +165,17 @@ TEST_CASE("positional encoding matches the paper's formula") {
     CHECK(short_rows.at({4, 3}) == all_rows.at({4, 3}));
 }
 
-// q (B, T, D), k and v (B, S, D) with D = H * Dk
-TEST_CASE("fused attention equals the composition of primitives, values and gradients") {
+// q (B, T, D), k and v (B, S, D) with D = H * Dk. (Equal to attention_reference, values and
+// gradients, with and without masks and dropout: test_kernels.cpp.)
+TEST_CASE("fused attention: gradcheck, with and without a padding mask") {
     manual_seed(7);
     const int64_t B = 2, H = 3, T = 4, S = 5, D = 6;
     const Mask pad({1, 1, 1, 0, 0, 1, 1, 1, 1, 1}, {B, 1, S});   // batch 0 has 2 padded keys
     for (bool masked : {false, true}) {
         CAPTURE(masked);
         const Mask m = masked ? pad : Mask();
-        Tensor q = param({B, T, D}), k = param({B, S, D}), v = param({B, S, D});
-        const Tensor fused = nn::scaled_dot_product_attention(q, k, v, H, m);
-        const Tensor ref = nn::attention_reference(q, k, v, H, m);
-        check_close(fused, ref, 1e-4f);
-        const Tensor w = Tensor::randn(fused.shape());
-        sum(fused * w).backward();
-        const Tensor gq = q.grad(), gk = k.grad(), gv = v.grad();
-        q.zero_grad(); k.zero_grad(); v.zero_grad();
-        sum(ref * w).backward();
-        check_close(gq, q.grad(), 1e-3f);
-        check_close(gk, k.grad(), 1e-3f);
-        check_close(gv, v.grad(), 1e-3f);
         CHECK_GRAD([&](V x) { return nn::scaled_dot_product_attention(x[0], x[1], x[2], H, m); }, param({B, T, D}),
                    param({B, S, D}), param({B, S, D}));
-    }
-}
-
-TEST_CASE("fused attention on longer sequences: several gemm tiles per head, T != S, padding") {
-    manual_seed(8);
-    const int64_t B = 2, H = 2, T = 40, S = 36, D = 16;   // T > 12 rows and S > 32 columns: edge tiles
-    Mask pad = Mask::full({B, 1, S}, 1);
-    for (int64_t s = 30; s < S; s++) pad[s] = 0;          // batch 0 has 6 padded keys
-    for (bool masked : {false, true}) {
-        CAPTURE(masked);
-        const Mask m = masked ? pad : Mask();
-        Tensor q = param({B, T, D}), k = param({B, S, D}), v = param({B, S, D});
-        const Tensor fused = nn::scaled_dot_product_attention(q, k, v, H, m);
-        check_close(fused, nn::attention_reference(q, k, v, H, m), 1e-4f);
-        const Tensor w = Tensor::randn(fused.shape());
-        sum(fused * w).backward();
-        const Tensor gq = q.grad(), gk = k.grad(), gv = v.grad();
-        q.zero_grad(); k.zero_grad(); v.zero_grad();
-        sum(nn::attention_reference(q, k, v, H, m) * w).backward();
-        check_close(gq, q.grad(), 1e-3f);
-        check_close(gk, k.grad(), 1e-3f);
-        check_close(gv, v.grad(), 1e-3f);
     }
 }
 
@@ -236,11 +186,10 @@ TEST_CASE("dropout inside attention and in nn::dropout: gradcheck with a fixed s
                param({2, 3, 4}), param({2, 4, 4}), param({2, 4, 4}));
     CHECK_GRAD([](V x) { manual_seed(4); return nn::dropout(x[0], 0.4f, true); }, param({3, 5}));
     // with dropout the weights still come out before dropout: rows sum to 1
-    Tensor w;
     manual_seed(5);
     const Tensor q = Tensor::randn({2, 3, 4}), k = Tensor::randn({2, 4, 4}), v = Tensor::randn({2, 4, 4});
     manual_seed(6);
-    const Tensor out = nn::scaled_dot_product_attention(q, k, v, 2, pad, 0.5f, true, &w);
+    const auto [out, w] = nn::scaled_dot_product_attention_with_weights(q, k, v, 2, pad, 0.5f, true);
     CHECK(w.at({1, 1, 2, 0}) + w.at({1, 1, 2, 1}) + w.at({1, 1, 2, 2}) + w.at({1, 1, 2, 3}) == doctest::Approx(1.0));
     // and the output is (weights * keep) V, keep = 0 or 1/(1-p) drawn per weight as nn::dropout draws
     const uint64_t seed = Rng(6).next_u64();
@@ -266,8 +215,8 @@ TEST_CASE("attention masks: padded keys get zero weight, the subsequent mask hid
     const int64_t B = 2, H = 2, T = 4, Dk = 4;
     // padding: batch 1 has its last key padded
     const Mask pad({1, 1, 1, 1, 1, 1, 1, 0}, {B, 1, T});
-    Tensor w;
-    nn::scaled_dot_product_attention(param({B, T, H * Dk}), param({B, T, H * Dk}), param({B, T, H * Dk}), H, pad, 0.0f, false, &w);
+    const Tensor w = nn::scaled_dot_product_attention_with_weights(param({B, T, H * Dk}), param({B, T, H * Dk}),
+                                                                   param({B, T, H * Dk}), H, pad).weights;
     for (int h = 0; h < H; h++)
         for (int t = 0; t < T; t++) {
             CHECK(w.at({1, h, t, 3}) == 0.0f);
@@ -374,17 +323,9 @@ TEST_CASE("cross_entropy: matches log_softmax + nll and the composition of primi
     }
     CHECK(nn::cross_entropy(logits, t, {.ignore_index = 0, .label_smoothing = 0.1f}).item() == doctest::Approx(smooth / 4));
     CHECK_GRAD([&](V x) { return nn::cross_entropy(x[0], t, {.ignore_index = 0, .label_smoothing = 0.1f}); }, param({2, 3, 5}));
-    // equal to the composition of primitives, loss and gradient, with ignored targets and smoothing
-    for (const nn::CrossEntropyOptions opt : {nn::CrossEntropyOptions{}, nn::CrossEntropyOptions{.ignore_index = 0},
-                                              nn::CrossEntropyOptions{.label_smoothing = 0.2f},
-                                              nn::CrossEntropyOptions{.ignore_index = 0, .label_smoothing = 0.1f}}) {
-        CAPTURE(opt.ignore_index);
-        CAPTURE(opt.label_smoothing);
-        expect_fused_equals_composed([&](V x) { return nn::cross_entropy(x[0], t, opt); },
-                                     [&](V x) { return composed::cross_entropy(x[0], t, opt); }, {logits}, 1e-6, 1e-7);
-    }
+    // (equal to cross_entropy_reference, loss and gradient: test_kernels.cpp)
     CHECK_GRAD([&](V x) { return nn::cross_entropy(x[0], t); }, param({2, 3, 5}));
-    CHECK_GRAD([&](V x) { return nn::nll_loss(log_softmax(x[0]), t, 0); }, param({2, 3, 5}));
+    CHECK_GRAD([&](V x) { return nn::nll_loss(log_softmax(x[0]), t, {.ignore_index = 0}); }, param({2, 3, 5}));
     // padded positions get exactly zero gradient
     Tensor l2 = param({2, 3, 5});
     nn::cross_entropy(l2, t, {.ignore_index = 0, .label_smoothing = 0.1f}).backward();
@@ -446,7 +387,7 @@ TEST_CASE("every nn op's backward adds into an existing gradient instead of over
                         {param({3, 4}), param({5, 4}), param({5})});
     check_backward_adds([](V x) { manual_seed(1); return nn::dropout(x[0], 0.3f, true); }, {param({4, 5})});
     check_backward_adds([&](V x) { return nn::cross_entropy(x[0], t, {.ignore_index = 0, .label_smoothing = 0.1f}); }, {param({2, 3, 5})});
-    check_backward_adds([&](V x) { return nn::nll_loss(x[0], t, 0); }, {param({2, 3, 5})});
+    check_backward_adds([&](V x) { return nn::nll_loss(x[0], t, {.ignore_index = 0}); }, {param({2, 3, 5})});
     check_backward_adds([&](V x) { return nn::scaled_dot_product_attention(x[0], x[1], x[2], 2, pad); },
                         {param({2, 3, 4}), param({2, 4, 4}), param({2, 4, 4})});
     check_backward_adds([&](V x) { manual_seed(1); return nn::scaled_dot_product_attention(x[0], x[1], x[2], 2, pad, 0.3f, true); },

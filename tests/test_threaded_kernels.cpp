@@ -3,10 +3,11 @@
 //   - on 1 and on 2 threads, which must give the same bytes (each thread writes its own
 //     elements, and every sum has one fixed order);
 //   - with 2 threads, the kernel must have opened exactly its number of threaded regions;
-//   - its values and gradients must equal a plain reference: a serial loop, or the same
-//     computation composed from primitive ops (tests/composed_reference.h).
+//   - its values and gradients must equal a plain reference: a serial loop, or the kernel's
+//     x_reference, the same computation composed from primitive ops (autograd/kernels/).
+// Built without OpenMP (make OPENMP=0) every run is serial: the comparisons with the references
+// still run, the region counts and the test that needs a real team of 2 are skipped.
 #include <doctest/doctest.h>
-#include <omp.h>
 
 #include <cmath>
 #include <cstring>
@@ -15,21 +16,27 @@
 #include <memory>
 
 #include "autograd/autograd.h"
+#include "autograd/kernels/attention.h"
+#include "autograd/kernels/cross_entropy.h"
 #include "autograd/kernels/gemm.h"
+#include "autograd/kernels/layer_norm.h"
+#include "autograd/kernels/linear.h"
 #include "autograd/kernels/parallel.h"
+#include "autograd/kernels/softmax_rows.h"
 #include "nn/nn.h"
 #include "optim/optim.h"
-#include "tests/composed_reference.h"
+#include "tests/compare.h"
 
 using namespace autograd;
+using namespace autograd::kernels;
 
 namespace {
 
 // The OpenMP thread count for one scope.
 struct ThreadCount {
-    int saved = omp_get_max_threads();
-    explicit ThreadCount(int n) { omp_set_num_threads(n); }
-    ~ThreadCount() { omp_set_num_threads(saved); }
+    int saved = max_threads();
+    explicit ThreadCount(int n) { set_max_threads(n); }
+    ~ThreadCount() { set_max_threads(saved); }
 };
 
 // What one forward + backward produced (`step` returns outputs and gradients), and how many
@@ -41,16 +48,16 @@ struct Run {
 
 Run run_on(int threads, const std::function<std::vector<Tensor>()>& step) {
     ThreadCount tc(threads);
-    const int64_t before = detail::threaded_regions.load();
+    const int64_t before = kernels::detail::threaded_regions.load();
     std::vector<Tensor> out = step();
-    return {out, detail::threaded_regions.load() - before};
+    return {out, kernels::detail::threaded_regions.load() - before};
 }
 
 // Runs `step` on 1 thread and on 2: the same bytes both times, and `regions` threaded regions
 // opened on 2 threads. Returns the 2-thread results, for the comparison with a reference.
 std::vector<Tensor> same_on_1_and_2_threads(const std::function<std::vector<Tensor>()>& step, int64_t regions) {
     const Run one = run_on(1, step), two = run_on(2, step);
-    CHECK(two.regions == regions);
+    if (kOpenMP) CHECK(two.regions == regions);   // without OpenMP no region opens (parallel.h)
     REQUIRE(one.tensors.size() == two.tensors.size());
     for (size_t i = 0; i < one.tensors.size(); i++) {
         CAPTURE(i);
@@ -75,12 +82,16 @@ std::vector<Tensor> forward_backward(std::vector<Tensor> leaves, const std::func
 
 TEST_CASE("threaded kernels: a parallel region gated by worth_threads runs on 2 threads when asked") {
     // The counter says a kernel asked for a team; this says the team really has 2 threads here.
+    if (!kOpenMP) {
+        MESSAGE("skipped: built without OpenMP (make OPENMP=0), so every loop runs on one thread");
+        return;
+    }
     ThreadCount two(2);
     int team = 0;
     #pragma omp parallel if (worth_threads(kElementwiseParallelMin + 1, kElementwiseParallelMin))
     {
         #pragma omp single
-        team = omp_get_num_threads();
+        team = team_size();
     }
     CHECK(team == 2);
     CHECK_FALSE(worth_threads(kElementwiseParallelMin, kElementwiseParallelMin));   // at the threshold: one thread
@@ -199,7 +210,7 @@ TEST_CASE("threaded softmax and log_softmax: equal to the composition of primiti
         CAPTURE(log);
         auto fused = [&] { return log ? log_softmax(x) : softmax(x); };
         const auto got = same_on_1_and_2_threads([&] { return forward_backward({x}, fused, w); }, 2);
-        const auto want = forward_backward({x}, [&] { return log ? composed::log_softmax(x) : composed::softmax(x); }, w);
+        const auto want = forward_backward({x}, [&] { return log ? log_softmax_reference(x) : softmax_reference(x); }, w);
         expect_close(got[0], want[0], 1e-5, 1e-7, "value");
         expect_close(got[1], want[1], 1e-4, 1e-6, "gradient");
     }
@@ -218,7 +229,8 @@ TEST_CASE("threaded cross_entropy: equal to the composition of primitives, with 
         CAPTURE(opt.ignore_index);
         const auto got = same_on_1_and_2_threads(
             [&] { return forward_backward({logits}, [&] { return nn::cross_entropy(logits, targets, opt); }, one); }, 2);
-        const auto want = forward_backward({logits}, [&] { return composed::cross_entropy(logits, targets, opt); }, one);
+        const auto want = forward_backward(
+            {logits}, [&] { return cross_entropy_reference(logits, targets, opt.ignore_index, opt.label_smoothing); }, one);
         expect_close(got[0], want[0], 1e-5, 0.0, "loss");
         expect_close(got[1], want[1], 1e-4, 1e-9, "gradient");
     }
@@ -233,7 +245,7 @@ TEST_CASE("threaded layer_norm: equal to the composition of primitives, x, gain 
     const auto got = same_on_1_and_2_threads(
         [&] { return forward_backward({x, gain, bias}, [&] { return nn::layer_norm(x, gain, bias); }, w); },
         3);   // forward rows, dx rows, gain/bias column sums
-    const auto want = forward_backward({x, gain, bias}, [&] { return composed::layer_norm(x, gain, bias); }, w);
+    const auto want = forward_backward({x, gain, bias}, [&] { return layer_norm_reference(x, gain, bias); }, w);
     expect_close(got[0], want[0], 1e-5, 1e-5, "value");
     expect_close(got[1], want[1], 1e-4, 1e-5, "dx");
     expect_close(got[2], want[2], 1e-4, 1e-4, "dgain");
@@ -255,12 +267,10 @@ TEST_CASE("threaded linear epilogue (bias, ReLU, dropout) and bias gradient: equ
         CAPTURE(c.p);
         auto fused = [&] { manual_seed(9); return nn::linear(x, weight, bias, c.act, c.p, c.p > 0.0f); };
         const auto got = same_on_1_and_2_threads([&] { return forward_backward({x, weight, bias}, fused, w); }, c.regions);
-        Tensor keep;   // the same draws as the fused op: 0 or 1/(1-p) per element
-        if (c.p > 0.0f) {
-            manual_seed(9);
-            keep = nn::dropout(Tensor::ones(w.shape()), c.p, true);
-        }
-        const auto want = forward_backward({x, weight, bias}, [&] { return composed::linear(x, weight, bias, c.act, keep); }, w);
+        // the same draws as the fused op: the seed it takes from the reseeded generator
+        const DropoutDraws drop = c.p > 0.0f ? DropoutDraws{c.p, Rng(9).next_u64()} : DropoutDraws{};
+        const bool relu = c.act == nn::Activation::relu;
+        const auto want = forward_backward({x, weight, bias}, [&] { return linear_reference(x, weight, bias, relu, drop); }, w);
         expect_close(got[0], want[0], 1e-5, 1e-6, "value");
         expect_close(got[1], want[1], 1e-5, 1e-5, "dx");
         expect_close(got[2], want[2], 1e-5, 1e-4, "dweight");
@@ -290,7 +300,7 @@ TEST_CASE("threaded dropout: the plain loop's keep decisions, scaled by 1/(1-p),
     CHECK(static_cast<double>(dropped) / n == doctest::Approx(p).epsilon(0.03));   // +-0.009: ~5 standard deviations
 }
 
-TEST_CASE("threaded attention: equal to the composition of primitives; with dropout, the same bytes on 1 and 2 threads") {
+TEST_CASE("threaded attention: equal to the composition of primitives, without and with dropout") {
     const int64_t B = 2, H = 2, S = 16, Dk = 16, D = H * Dk, T = kAttentionParallelMin / (B * H * S * Dk) + 1;
     manual_seed(12);
     Tensor q = Tensor::randn({B, T, D}).requires_grad_(), k = Tensor::randn({B, S, D}).requires_grad_(),
@@ -300,12 +310,15 @@ TEST_CASE("threaded attention: equal to the composition of primitives; with drop
     const Tensor w = Tensor::randn({B, T, D});
     const auto got = same_on_1_and_2_threads(
         [&] { return forward_backward({q, k, v}, [&] { return nn::scaled_dot_product_attention(q, k, v, H, pad); }, w); }, 2);
-    const auto want = forward_backward({q, k, v}, [&] { return nn::attention_reference(q, k, v, H, pad); }, w);
+    const auto want = forward_backward({q, k, v}, [&] { return attention_reference(q, k, v, H, pad); }, w);
     const char* names[] = {"value", "dq", "dk", "dv"};
     for (int i = 0; i < 4; i++) expect_close(got[i], want[i], 1e-4, 1e-5, names[i]);
-    same_on_1_and_2_threads([&] {
+    const auto got_dropout = same_on_1_and_2_threads([&] {
         return forward_backward({q, k, v}, [&] { manual_seed(13); return nn::scaled_dot_product_attention(q, k, v, H, pad, 0.2f, true); }, w);
     }, 2);
+    const DropoutDraws drop{0.2f, Rng(13).next_u64()};   // the seed the op takes from the reseeded generator
+    const auto want_dropout = forward_backward({q, k, v}, [&] { return attention_reference(q, k, v, H, pad, drop); }, w);
+    for (int i = 0; i < 4; i++) expect_close(got_dropout[i], want_dropout[i], 1e-4, 1e-5, names[i]);
 }
 
 TEST_CASE("threaded Adam and SGD updates: equal to the update rule evaluated in double, element by element") {

@@ -1,66 +1,58 @@
-// allocator: a caching allocator for tensor memory, so a training step allocates nothing new.
+// allocator: where tensor memory comes from, and why a training step pays no page faults.
 //
 // A training step makes the same tensors, of the same sizes, every step: activations in the
-// forward pass, their gradients in the backward pass, and frees them all again. Asking the
-// system for that memory each time is slow in a way a profile shows plainly: big blocks come
-// from mmap, so every step pays a page fault (and the kernel zeroing a page) for each 4 KB it
-// touches, then munmap at free. So freed blocks are not returned; they wait in a cache, sorted
-// by size, and the next request of about the same size takes one (as PyTorch's CUDA caching
-// allocator does). After the first few steps, every tensor of a step comes from the cache.
+// forward pass, their gradients in the backward pass, and frees them all again. With the C
+// library's default settings that is slow in a way a profile shows plainly: glibc's malloc maps
+// every big block fresh from the kernel (mmap) and unmaps it at free, and gives the top of its
+// heap back when it empties, so every step pays a page fault (and the kernel zeroing a 4 KB page)
+// for each page it touches. So the first allocation asks glibc to keep what is freed instead
+// (keep_freed_memory in allocator.cpp): every block up to 32 MB comes from its heap, and the heap
+// is not trimmed. Freed memory then serves the next request, whatever its size (glibc splits and
+// merges free chunks), so
+//   - a loop of fixed shapes (the copy task's training) asks the kernel for no new page after
+//     its first step (tests/test_allocator.cpp checks this), and
+//   - a workload whose shapes keep changing (translation batches of different lengths, decoding
+//     after training) holds about its peak live memory, not a block of every shape it has seen.
+// The process keeps its peak memory until it exits. On a C library other than glibc the
+// setting is skipped: everything still works, with the page faults.
 //
-//   request n bytes -> smallest cached block of size in [n, n + n/8]   (hit: no system call)
-//                      otherwise a new 64-byte aligned block of n bytes (miss)
-//   free            -> back into the cache (or to the system, past the cache limit)
-//   idle            -> a cached block nobody took for 16,384 requests goes back to the system
-//
-// Blocks are 64-byte aligned (one cache line, one AVX-512 vector). The 1/8 slack lets a batch
-// that is a little shorter reuse the blocks of a longer one without wasting much memory.
+// Blocks are 64-byte aligned (one cache line, one AVX-512 vector).
 //
 // FloatBuffer is std::vector<float> over this allocator, with one difference on purpose:
 // resize(n) and FloatBuffer(n) leave new elements uninitialized (default-, not
 // value-initialized), because nearly every op overwrites its whole output; zeroing it first
-// was a second pass over memory. Code that needs zeros asks for them: assign(n, 0.0f).
+// would be a second pass over memory. Code that needs zeros asks for them: assign(n, 0.0f).
 // Builds with -DAUTOGRAD_POISON_MEMORY (make sanitize) fill every new block with NaNs, so a
 // test that reads memory nobody wrote fails instead of passing by luck.
 #pragma once
 #include <cstddef>
-#include <cstdint>
 #include <new>
 #include <vector>
 
-namespace autograd {
+namespace autograd::kernels {
 
-void* cached_alloc(std::size_t bytes);    // 64-byte aligned; throws std::bad_alloc
-void cached_free(void* p) noexcept;       // p from cached_alloc (or nullptr)
+void* tensor_alloc(std::size_t bytes);    // 64-byte aligned; throws std::bad_alloc
+void tensor_free(void* p) noexcept;       // p from tensor_alloc (or nullptr)
 
 struct MemoryStats {
     std::size_t live_bytes = 0;       // in blocks handed out and not yet freed
     std::size_t peak_live_bytes = 0;  // the most live_bytes has ever been
-    std::size_t cached_bytes = 0;     // in free blocks kept for reuse
-    std::uint64_t hits = 0;           // requests served from the cache
-    std::uint64_t misses = 0;         // requests that went to the system
 };
 MemoryStats memory_stats();
-// Return every cached free block to the system (live tensors are untouched).
-void empty_cache();
-// Free blocks beyond this many cached bytes go back to the system (default 1 GiB). 0 turns the
-// cache off: for workloads whose tensor shapes keep changing, where it holds memory for little
-// gain (examples/translation.cpp does this).
-void set_cache_limit(std::size_t bytes);
 
-// std::allocator interface over cached_alloc, for std::vector.
+// std::allocator interface over tensor_alloc, for std::vector.
 template <typename T>
-struct CachingAllocator {
+struct TensorAllocator {
     using value_type = T;
-    CachingAllocator() = default;
+    TensorAllocator() = default;
     template <typename U>
-    CachingAllocator(const CachingAllocator<U>&) noexcept {}
+    TensorAllocator(const TensorAllocator<U>&) noexcept {}
 
     T* allocate(std::size_t n) {
         if (n > std::size_t(-1) / sizeof(T)) throw std::bad_array_new_length();
-        return static_cast<T*>(cached_alloc(n * sizeof(T)));
+        return static_cast<T*>(tensor_alloc(n * sizeof(T)));
     }
-    void deallocate(T* p, std::size_t) noexcept { cached_free(p); }
+    void deallocate(T* p, std::size_t) noexcept { tensor_free(p); }
 
     // default-initialize: `new (p) U` leaves a float uninitialized, where std::allocator's
     // `new (p) U()` would zero it
@@ -70,9 +62,9 @@ struct CachingAllocator {
     void construct(U* p, Args&&... args) { ::new (static_cast<void*>(p)) U(static_cast<Args&&>(args)...); }
 
     template <typename U>
-    bool operator==(const CachingAllocator<U>&) const noexcept { return true; }
+    bool operator==(const TensorAllocator<U>&) const noexcept { return true; }
 };
 
-using FloatBuffer = std::vector<float, CachingAllocator<float>>;
+using FloatBuffer = std::vector<float, TensorAllocator<float>>;
 
-}  // namespace autograd
+}  // namespace autograd::kernels

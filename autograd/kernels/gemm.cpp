@@ -29,11 +29,11 @@
 //                       |MRxNR    |    |           a thread owns a rectangle of cells and is the
 //                       +----+----+----+---        only one that writes them (no atomics)
 //
-//    Two measured exceptions skip a copy that buys nothing: op(A) that is not transposed is read
-//    in place (its rows are already contiguous, and the kernel only broadcasts single floats of
-//    A), and, for the dW = dy^T x products (transposed A, untransposed B), so are B and, where
-//    it measured faster, A. Only the last, partial sliver of a matrix is then packed, to get
-//    its zero padding.
+//    Two exceptions skip a copy that buys nothing: op(A) that is not transposed is read in place
+//    (its rows are already contiguous, and the kernel only broadcasts single floats of A), and,
+//    for the dW = dy^T x products (transposed A, untransposed B), so are B and, for small
+//    problems, A (see gemm_thread). Only the last, partial sliver of a matrix is then packed, to
+//    get its zero padding.
 //
 // 3) Register tiling. The micro-kernel keeps an MR x NR tile of C in vector registers for the
 //    whole KC-long sum: for each k it loads NR floats of B (NR/16 vectors), broadcasts each of
@@ -46,7 +46,7 @@
 // order, and within a slice k = 0, 1, ... in one accumulator), whatever thread computes the tile
 // and whatever the number of threads. Only the split of *tiles* among threads changes, so the
 // result is bit-identical for any OMP_NUM_THREADS.
-#include "gemm.h"
+#include "autograd/kernels/gemm.h"
 
 #include <algorithm>
 #include <cstddef>
@@ -57,7 +57,7 @@
 #include <omp.h>
 #endif
 
-namespace autograd {
+namespace autograd::kernels {
 
 // ----------------------------------------------------------------------------------------------
 // reference
@@ -99,18 +99,22 @@ constexpr int MR = 6, NR = 16;    // 6 x 2 vectors = 12 accumulators (of 16 regi
 constexpr int kVec = 4;           // 128-bit (SSE, NEON)
 constexpr int MR = 6, NR = 8;     // 6 x 2 vectors = 12 accumulators (of 16 registers)
 #endif
-constexpr int NV = NR / kVec;     // vectors per micro-tile row
+constexpr int kRowVectors = NR / kVec;   // vectors per micro-tile row
 static_assert(NR % kVec == 0, "a micro-tile row is a whole number of vectors");
 
-// Cache blocks (see the loop nest at the top). Chosen by measurement on Zen 5 (48 KB L1d, 2 MB
-// L2 per core, 32 MB L3), with KC from 256 to 768 and MC from 96 to 384 all within ~5%:
+// Cache blocks (see the loop nest at the top), sized for a core with 48 KB of L1d, 2 MB of L2 and
+// a share of a 32 MB L3 (Zen 5). A bigger KC means fewer passes over C but a B sliver that no
+// longer fits L1; MC and NC are as big as their packed blocks can be and still stay in L2 and L3.
+// On that machine KC from 256 to 768 and MC from 96 to 384 all run within ~5%. To re-tune for
+// another cache, run bench_gemm (make bench) for a few values around these.
 constexpr int KC = 512;    // slice of the sum. One Bp sliver (KC x NR floats) = 64 KB: it streams
-                           // from L2; KC = 256 fits L1 but was ~3% slower (twice the C traffic)
+                           // from L2 (KC = 256 would fit L1, but doubles the passes over C)
 constexpr int MC = 192;    // rows of op(A) per packed block: Ap (MC x KC) = 384 KB, stays in L2
 constexpr int NC = 4096;   // columns of op(B) per packed panel: Bp (KC x NC) <= 8 MB, in L3
 static_assert(MC % MR == 0 && NC % NR == 0, "blocks are whole numbers of slivers");
 
 // Below this many flops (~10 us of work for one core) a thread team costs more than it saves.
+// To re-measure: bench_gemm's small shapes with OMP_NUM_THREADS=1 and 2.
 constexpr double kMinParallelFlops = 2.0e6;
 
 // GCC/Clang vector extension: a whole SIMD register as one value; + and * work lane by lane,
@@ -169,8 +173,8 @@ void pack_sliver(const float* src, idx step_k, idx step_x, int n, int kc, float*
     } else {
         // edge sliver (the last one of the matrix): zero it all (a vectorized fill), then copy
         // the n strands in, with the inner loop along whichever index is contiguous in src.
-        // Tiny products (an attention head) are nearly all edge slivers, and interleaving the
-        // zeros with the copy, one float at a time, was a third of their time.
+        // Tiny products (an attention head) are nearly all edge slivers, so this copy matters:
+        // one fill then a copy beats writing zeros and values interleaved, one float at a time.
         std::fill(dst, dst + idx(kc) * W, 0.0f);
         if (step_x == 1) {
             for (int k = 0; k < kc; k++)
@@ -220,29 +224,31 @@ void pack_b_sliver(bool trans_b, const float* B, int ldb, int p0, int kc, int j0
 // `acc += a * b` compiles to one fused multiply-add (vfmadd231ps) where the ISA has FMA: GCC
 // contracts it by default in C++ (-ffp-contract=fast); with -ffp-contract=off it would stay a
 // multiply and an add, still correct, just slower.
-// kNV < NV computes only the first kNV vectors of each tile row: for an edge tile no wider than
-// that (n <= kNV * kVec), the rest would be thrown away, so it is not computed. The packed B
-// layout is the same; the kernel just reads the first kNV vectors of each row of the sliver.
+// B's row k starts b_row_step floats after row k - 1: NR in a packed sliver, ldb when B is read
+// in place.
+// kComputedVectors < kRowVectors computes only the first vectors of each tile row: for an edge
+// tile no wider than that (n <= kComputedVectors * kVec), the rest would be thrown away, so it is
+// not computed. The B layout is the same; the kernel just reads fewer vectors of each row.
 enum ALayout { kPackedA, kRowsA, kColsA };   // packed; op(A) = A in place; op(A) = A^T in place
 
-template <ALayout kA, int kNV = NV>
-void micro_kernel(int kc, const float* __restrict Ap, idx lda, const float* __restrict Bp, idx ldbk,
+template <ALayout kA, int kComputedVectors = kRowVectors>
+void micro_kernel(int kc, const float* __restrict Ap, idx lda, const float* __restrict Bp, idx b_row_step,
                   float* C, int ldc, int m, int n, bool add_to_c) {
-    vfloat acc[MR][NV] = {};  // the C tile, in registers
+    vfloat acc[MR][kRowVectors] = {};  // the C tile, in registers
     for (int k = 0; k < kc; k++) {
-        vfloat b[kNV];  // row k of the B sliver (NR floats), 64-byte aligned
-        for (int v = 0; v < kNV; v++) std::memcpy(&b[v], Bp + v * kVec, sizeof(vfloat));
+        vfloat b[kComputedVectors];  // row k of the B sliver (NR floats), 64-byte aligned
+        for (int v = 0; v < kComputedVectors; v++) std::memcpy(&b[v], Bp + v * kVec, sizeof(vfloat));
         for (int r = 0; r < MR; r++) {
             const float a = kA == kRowsA ? Ap[r * lda] : Ap[r];  // A(r, k)
-            for (int v = 0; v < kNV; v++) acc[r][v] += a * b[v];  // broadcast a; one FMA per vector
+            for (int v = 0; v < kComputedVectors; v++) acc[r][v] += a * b[v];  // broadcast a; one FMA per vector
         }
         Ap += kA == kPackedA ? MR : kA == kRowsA ? 1 : lda;
-        Bp += ldbk;
+        Bp += b_row_step;
     }
 
     if (m == MR && n == NR) {  // full tile: straight vector stores into C
         for (int r = 0; r < MR; r++) {
-            for (int v = 0; v < NV; v++) {
+            for (int v = 0; v < kRowVectors; v++) {
                 float* c = C + idx(r) * ldc + v * kVec;
                 vfloat out = acc[r][v];
                 if (add_to_c) {
@@ -333,14 +339,14 @@ void gemm_thread(const Args& g, float* Bp, int nt, int tid) {
             // When A is transposed (the dW = dy^T x products) and B is not, the kernel reads
             // full NR-wide slivers of B in place (a row of the sliver is NR consecutive floats
             // of a row of B); only a last, partial sliver is packed, by each thread that needs
-            // it, privately. This made the dW products at D = 128 up to 1.2x faster (no B copy,
-            // no barriers). For NN products, with A read in place, B in place too was slower
-            // at large N (two unpacked streams), so there, and for transposed B, all threads
-            // pack the B panel together, then wait until it is complete.
-            const bool direct_b = g.trans_a && !g.trans_b;
+            // it, privately: no B copy and no barriers. NN products already read A in place,
+            // and two unpacked streams are slower at large N, so there, and for transposed B,
+            // all threads pack the B panel together, then wait until it is complete. To
+            // re-measure: bench_gemm's TN rows (the dW products) against NN and NT.
+            const bool b_in_place = g.trans_a && !g.trans_b;
             const int last = ns - 1;
             const float* edge = nullptr;
-            if (!direct_b) {
+            if (!b_in_place) {
                 const Range my_slivers = part(ns, nt, tid);
                 for (int t = my_slivers.begin; t < my_slivers.end; t++)
                     pack_b_sliver(g.trans_b, g.B, g.ldb, pc, kc, jc, nc, t, Bp);
@@ -356,25 +362,29 @@ void gemm_thread(const Args& g, float* Bp, int nt, int tid) {
                 const int mc = std::min(std::min(s0 + block_ms, my_rows.end) * MR, g.M) - i0;
                 // Not transposed, op(A)'s rows lie contiguous in memory and the micro-kernel
                 // reads full MR-row slivers in place; only a last, partial sliver is packed
-                // (zero-padded), so the kernel never reads past row M. Packing A was up to a third
-                // of the time at D = 128, where each packed float is used by only N = 128
-                // multiply-adds. Transposed, the MR floats the kernel needs at each k are
-                // contiguous too, a row of A apart; that pays when few B slivers reuse the A
-                // sliver and rows are close (measured: up to 1.25x for the D = 128 dW products,
-                // 3% slower at N = 2048 or a row stride of 2048), so only then.
-                const bool a_in_place = !g.trans_a || (g.N <= 512 && g.lda <= 1024);
+                // (zero-padded), so the kernel never reads past row M. Packing would cost a copy
+                // of every float of A, which at small N (D = 128) is used by few multiply-adds.
+                // Transposed, the MR floats the kernel needs at each k are contiguous too, a row
+                // of A apart. Reading them in place saves the copy but reads A once per B sliver
+                // (N / NR times) with a stride of lda: it wins while N is small (few re-reads)
+                // and rows are close (the strided reads stay in cache), and packing wins beyond.
+                // The bounds below are where the two met on the machine these were tuned on
+                // (D = 128 dW products: in place faster; N or lda of 2048: packing faster). To
+                // re-measure, run bench_gemm's TN rows with each choice forced.
+                constexpr int kInPlaceMaxN = 512, kInPlaceMaxLda = 1024;
+                const bool a_in_place = !g.trans_a || (g.N <= kInPlaceMaxN && g.lda <= kInPlaceMaxLda);
                 const int full = a_in_place ? mc / MR * MR : 0;  // rows read in place
                 if (full < mc) pack_a(g.trans_a, g.A, g.lda, i0 + full, mc - full, pc, kc, Ap + idx(full) * kc);
 
                 for (int t = my_cols.begin; t < my_cols.end; t++) {  // 2nd loop
                     const int j = jc + t * NR;
                     const float* bp = Bp + idx(t) * NR * kc;  // this sliver, packed
-                    idx ldbk = NR;                            // floats from one k to the next
-                    if (direct_b && t == last && edge) {
+                    idx b_row_step = NR;                      // floats from one k to the next
+                    if (b_in_place && t == last && edge) {
                         bp = edge;
-                    } else if (direct_b) {
+                    } else if (b_in_place) {
                         bp = g.B + idx(pc) * g.ldb + j;
-                        ldbk = g.ldb;
+                        b_row_step = g.ldb;
                     }
                     for (int ir = 0; ir < mc; ir += MR) {  // 1st loop
                         float* c = g.C + idx(i0 + ir) * g.ldc + j;
@@ -382,20 +392,20 @@ void gemm_thread(const Args& g, float* Bp, int nt, int tid) {
                         const float* ap = Ap + idx(ir) * kc;  // the A sliver, packed
                         if (ir < full && !g.trans_a) {        // ... or read in place
                             ap = g.A + idx(i0 + ir) * g.lda + pc;
-                            micro_kernel<kRowsA>(kc, ap, g.lda, bp, ldbk, c, g.ldc, m, n, add_to_c);
+                            micro_kernel<kRowsA>(kc, ap, g.lda, bp, b_row_step, c, g.ldc, m, n, add_to_c);
                         } else if (ir < full) {
                             ap = g.A + idx(pc) * g.lda + i0 + ir;
-                            micro_kernel<kColsA>(kc, ap, g.lda, bp, ldbk, c, g.ldc, m, n, add_to_c);
+                            micro_kernel<kColsA>(kc, ap, g.lda, bp, b_row_step, c, g.ldc, m, n, add_to_c);
                         } else if (n <= kVec) {  // a narrow edge (an attention head's 10 or 16 columns)
-                            micro_kernel<kPackedA, 1>(kc, ap, 0, bp, ldbk, c, g.ldc, m, n, add_to_c);
+                            micro_kernel<kPackedA, 1>(kc, ap, 0, bp, b_row_step, c, g.ldc, m, n, add_to_c);
                         } else {
-                            micro_kernel<kPackedA>(kc, ap, 0, bp, ldbk, c, g.ldc, m, n, add_to_c);
+                            micro_kernel<kPackedA>(kc, ap, 0, bp, b_row_step, c, g.ldc, m, n, add_to_c);
                         }
                     }
                 }
             }
             // nobody may repack Bp for the next slice while others still read this one
-            if (!direct_b) team_barrier(nt);
+            if (!b_in_place) team_barrier(nt);
         }
     }
 }
@@ -440,4 +450,4 @@ void gemm(bool trans_a, bool trans_b, int M, int N, int K,
 #endif
 }
 
-}  // namespace autograd
+}  // namespace autograd::kernels

@@ -22,7 +22,7 @@
 // from inside an outer `#pragma omp parallel` region.
 #pragma once
 
-namespace autograd {
+namespace autograd::kernels {
 
 void gemm(bool trans_a, bool trans_b, int M, int N, int K,
           const float* A, int lda, const float* B, int ldb,
@@ -32,4 +32,4 @@ void gemm_naive(bool trans_a, bool trans_b, int M, int N, int K,
                 const float* A, int lda, const float* B, int ldb,
                 float* C, int ldc, bool accumulate);
 
-}  // namespace autograd
+}  // namespace autograd::kernels

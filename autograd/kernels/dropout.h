@@ -1,0 +1,37 @@
+// Inverted dropout with counter-based draws: the keep decisions that nn::dropout, the linear
+// kernel's epilogue and the attention kernel share.
+//
+// One call draws one 64-bit seed; element i is then kept iff counter_uniform(seed, i) >= p (a hash
+// of seed and i, autograd/random.h), and a kept element is scaled by 1/(1-p), so evaluation needs
+// no rescaling. The decision for element i does not depend on which thread computes it, and the
+// backward recomputes it instead of storing a mask.
+#pragma once
+#include <cstdint>
+
+#include "autograd/kernels/grad_out.h"
+#include "autograd/random.h"
+#include "autograd/tensor.h"
+
+namespace autograd::kernels {
+
+struct DropoutDraws {
+    float p = 0.0f;       // probability of dropping; 0 = no dropout
+    uint64_t seed = 0;
+
+    bool active() const { return p > 0.0f; }
+    float scale() const { return 1.0f / (1.0f - p); }
+    // the factor element i is multiplied by: 0 if dropped, 1/(1-p) if kept, 1 without dropout
+    float keep(uint64_t i) const { return !active() ? 1.0f : counter_uniform(seed, i) < p ? 0.0f : scale(); }
+};
+
+// y[i] = x[i] * keep(i), for i < n
+void dropout_forward(float* y, const float* x, int64_t n, const DropoutDraws& drop);
+// dx[i] (+)= dy[i] * keep(i): the same decisions, recomputed
+void dropout_backward(GradOut dx, const float* dy, int64_t n, const DropoutDraws& drop);
+
+// The reference: the keep factors as a tensor of the given shape (a plain loop over keep(i)),
+// so a reference computation applies dropout as one elementwise multiply, y = x * factors.
+Tensor dropout_keep_factors(const Shape& shape, const DropoutDraws& drop);
+Tensor dropout_reference(const Tensor& x, const DropoutDraws& drop);
+
+}  // namespace autograd::kernels

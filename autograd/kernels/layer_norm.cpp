@@ -1,0 +1,67 @@
+#include "autograd/kernels/layer_norm.h"
+
+#include <cmath>
+
+#include "autograd/kernels/parallel.h"
+#include "autograd/ops.h"
+
+namespace autograd::kernels {
+
+void layer_norm_forward(float* y, float* mean, float* rstd, const float* x, const float* gain, const float* bias,
+                        int64_t R, int64_t C, float eps) {
+    #pragma omp parallel for if (worth_threads(R * C, kLayerNormParallelMin))
+    for (int64_t r = 0; r < R; r++) {
+        const float* xr = x + r * C;
+        float m = 0.0f, var = 0.0f;
+        // `omp simd reduction` lets the compiler keep one partial sum per vector lane (a fixed
+        // order, so still deterministic); a plain float sum must be added strictly in sequence
+        #pragma omp simd reduction(+ : m)
+        for (int64_t i = 0; i < C; i++) m += xr[i];
+        m /= static_cast<float>(C);
+        #pragma omp simd reduction(+ : var)
+        for (int64_t i = 0; i < C; i++) var += (xr[i] - m) * (xr[i] - m);
+        const float rs = 1.0f / std::sqrt(var / static_cast<float>(C) + eps);
+        for (int64_t i = 0; i < C; i++) y[r * C + i] = (xr[i] - m) * rs * gain[i] + bias[i];
+        mean[r] = m;
+        rstd[r] = rs;
+    }
+}
+
+void layer_norm_backward(GradOut dx, GradOut dgain, GradOut dbias, const float* dy, const float* x, const float* mean,
+                         const float* rstd, const float* gain, int64_t R, int64_t C) {
+    if (float* out = dx.data) {
+        const bool add = dx.add;
+        #pragma omp parallel for if (worth_threads(R * C, kLayerNormParallelMin))
+        for (int64_t r = 0; r < R; r++) {
+            const float m = mean[r], rs = rstd[r];
+            const float *xr = x + r * C, *gr = dy + r * C;
+            float mg = 0.0f, mgx = 0.0f;   // mean(g), mean(g * xhat)
+            #pragma omp simd reduction(+ : mg, mgx)
+            for (int64_t i = 0; i < C; i++) {
+                const float g = gr[i] * gain[i];
+                mg += g;
+                mgx += g * (xr[i] - m) * rs;
+            }
+            mg /= static_cast<float>(C);
+            mgx /= static_cast<float>(C);
+            float* dxr = out + r * C;
+            for (int64_t i = 0; i < C; i++)
+                dxr[i] = (add ? dxr[i] : 0.0f) + rs * (gr[i] * gain[i] - mg - (xr[i] - m) * rs * mgx);
+        }
+    }
+    if (dgain.data || dbias.data)
+        column_sums<2>(R, C, kLayerNormParallelMin, {dgain, dbias}, [&](int64_t r, int64_t i0, int64_t i1, float* const* sum) {
+            const float m = mean[r], rs = rstd[r];
+            for (int64_t i = i0; i < i1; i++) {
+                sum[0][i - i0] += dy[r * C + i] * (x[r * C + i] - m) * rs;   // dgain: dy * xhat
+                sum[1][i - i0] += dy[r * C + i];                             // dbias: dy
+            }
+        });
+}
+
+// (x - mean) / sqrt(biased variance + eps) * gain + bias, over the last dim
+Tensor layer_norm_reference(const Tensor& x, const Tensor& gain, const Tensor& bias, float eps) {
+    return (x - mean(x, -1, true)) / sqrt(var(x, -1, false, true) + eps) * gain + bias;
+}
+
+}  // namespace autograd::kernels
