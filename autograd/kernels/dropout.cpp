@@ -6,7 +6,7 @@
 namespace autograd::kernels {
 
 void dropout_forward(float* y, const float* x, int64_t n, const DropoutDraws& drop) {
-    const float p = drop.p, scale = drop.scale();   // locals: lets the loop vectorize
+    const float p = drop.p, scale = drop.scale;   // locals: lets the loop vectorize
     const uint64_t seed = drop.seed;
     #pragma omp parallel for simd if (parallel: worth_threads(n, kDropoutParallelMin))   // branch-free: the mask is random
     for (int64_t i = 0; i < n; i++) y[i] = counter_uniform(seed, i) < p ? 0.0f : x[i] * scale;
@@ -15,7 +15,7 @@ void dropout_forward(float* y, const float* x, int64_t n, const DropoutDraws& dr
 // y = x * keep, so dx = dy * keep, with the same keep decisions
 void dropout_backward(GradOut dx, const float* dy, int64_t n, const DropoutDraws& drop) {
     if (!dx.data) return;
-    const float p = drop.p, scale = drop.scale();
+    const float p = drop.p, scale = drop.scale;
     const uint64_t seed = drop.seed;
     float* g = dx.data;
     const bool add = dx.add;

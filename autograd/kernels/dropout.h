@@ -17,11 +17,14 @@ namespace autograd::kernels {
 struct DropoutDraws {
     float p = 0.0f;       // probability of dropping; 0 = no dropout
     uint64_t seed = 0;
+    float scale = 1.0f;   // a kept element's factor, 1/(1-p)
+
+    DropoutDraws() = default;                  // no dropout
+    DropoutDraws(float p_, uint64_t seed_) : p(p_), seed(seed_), scale(1.0f / (1.0f - p_)) {}
 
     bool active() const { return p > 0.0f; }
-    float scale() const { return 1.0f / (1.0f - p); }
     // the factor element i is multiplied by: 0 if dropped, 1/(1-p) if kept, 1 without dropout
-    float keep(uint64_t i) const { return !active() ? 1.0f : counter_uniform(seed, i) < p ? 0.0f : scale(); }
+    float keep(uint64_t i) const { return !active() ? 1.0f : counter_uniform(seed, i) < p ? 0.0f : scale; }
 };
 
 // y[i] = x[i] * keep(i), for i < n

@@ -13,7 +13,7 @@ void linear_forward(float* y, const float* x, const float* w, const float* b, co
     gemm(false, true, rows, out, d.in, x, d.in, w, d.in, y, out, false);   // y = x W^T
     // the epilogue: bias, ReLU, dropout, in one pass over y
     const bool dropping = drop.active();
-    const float p = drop.p, scale = drop.scale();   // locals: lets the loop vectorize
+    const float p = drop.p, scale = drop.scale;   // locals: lets the loop vectorize
     const uint64_t seed = drop.seed;
     #pragma omp parallel for if (worth_threads(rows * out, kLinearParallelMin))
     for (int64_t r = 0; r < rows; r++) {
@@ -39,7 +39,7 @@ void linear_backward(GradOut dx, GradOut dw, GradOut db, const float* dy, const 
     if (relu || drop.active()) {
         masked.resize(n);
         float* m = masked.data();
-        const float p = drop.p, s = drop.scale();   // locals: lets the loops below vectorize
+        const float p = drop.p, s = drop.scale;   // locals: lets the loops below vectorize
         const uint64_t seed = drop.seed;
         // Two branch-free loops rather than one with a test inside: a ReLU mask is ~50% random,
         // and a mispredicted branch per element costs more than the rest of the loop.
