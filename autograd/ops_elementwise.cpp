@@ -2,9 +2,8 @@
 #include <cmath>
 #include <stdexcept>
 
-#include "autograd/detail.h"
-#include "autograd/kernels/parallel.h"
 #include "autograd/ops.h"
+#include "autograd/kernels/parallel.h"
 
 namespace autograd {
 
@@ -55,20 +54,6 @@ std::vector<float> sum_to(const float* grad, const Shape& from, const Shape& to)
     return out;
 }
 
-// The backward loop of an elementwise op: parent i's gradient += term(k) for every element k,
-// split over threads when long. (Machinery, explained in autograd/detail.h: a parent whose
-// gradient does not exist yet gets term(k) stored into a new buffer, which saves zeroing it
-// first; the result is the same as adding to zeros.)
-template <class Term>
-static void add_into_grad(Node& self, size_t i, int64_t n, Term term) {
-    const kernels::GradOut g = detail::parent_grad_to_write(self, i);
-    if (!g.data) return;               // that input needs no gradient
-    float* dx = g.data;
-    const bool add = g.add;
-    #pragma omp parallel for simd if (parallel: worth_threads(n, kElementwiseParallelMin))
-    for (int64_t k = 0; k < n; k++) dx[k] = (add ? dx[k] : 0.0f) + term(k);
-}
-
 // Shared skeleton of the four binary ops. f(a, b) is the value; dfa/dfb are the partial
 // derivatives, given (a, b, y). The backward adds dy * dfa into a's grad (summed over the dims a
 // was broadcast along) and the same for b.
@@ -90,14 +75,20 @@ static Tensor binary_op(const Tensor& a, const Tensor& b, const char* op, F f, D
         const Node &na = *self.parents[0], &nb = *self.parents[1];
         const float *pa = na.data->data(), *pb = nb.data->data(), *py = self.data->data();
         const float* dy = self.grad.data();
-        if (na.shape == nb.shape) {        // fast path: every element is its own
-            const int64_t n = self.numel();
-            add_into_grad(self, 0, n, [&](int64_t i) { return dy[i] * dfa(pa[i], pb[i], py[i]); });
-            add_into_grad(self, 1, n, [&](int64_t i) { return dy[i] * dfb(pa[i], pb[i], py[i]); });
-            return;
-        }
         float* ga = self.parent_grad(0);   // nullptr when that input needs no gradient
         float* gb = self.parent_grad(1);
+        if (na.shape == nb.shape) {        // fast path: every element is its own
+            const int64_t n = self.numel();
+            if (ga) {
+                #pragma omp parallel for simd if (parallel: worth_threads(n, kElementwiseParallelMin))
+                for (int64_t i = 0; i < n; i++) ga[i] += dy[i] * dfa(pa[i], pb[i], py[i]);
+            }
+            if (gb) {
+                #pragma omp parallel for simd if (parallel: worth_threads(n, kElementwiseParallelMin))
+                for (int64_t i = 0; i < n; i++) gb[i] += dy[i] * dfb(pa[i], pb[i], py[i]);
+            }
+            return;
+        }
         // serial walk: broadcast inputs receive several contributions, always in the same order
         for_each_broadcast(self.shape, na.shape, nb.shape, [&](int64_t i, int64_t ia, int64_t ib) {
             if (ga) ga[ia] += dy[i] * dfa(pa[ia], pb[ib], py[i]);
@@ -145,7 +136,9 @@ static Tensor unary_op(const Tensor& a, const char* op, F f, D dfdx) {
     for (int64_t i = 0; i < n; i++) py[i] = f(px[i]);
     record(y, {a}, op, [dfdx, n](Node& self) {
         const float *px = self.parent_data(0), *py = self.data->data(), *dy = self.grad.data();
-        add_into_grad(self, 0, n, [&](int64_t i) { return dy[i] * dfdx(px[i], py[i]); });
+        float* dx = self.parent_grad(0);
+        #pragma omp parallel for simd if (parallel: worth_threads(n, kElementwiseParallelMin))
+        for (int64_t i = 0; i < n; i++) dx[i] += dy[i] * dfdx(px[i], py[i]);
     });
     return y;
 }
