@@ -4,6 +4,7 @@
 # make sanitize   run the test suite under AddressSanitizer + UndefinedBehaviorSanitizer
 # make OPENMP=0 test   the same suite built without OpenMP (serial; in build-noomp/)
 # make fuzz / make fuzz-run   libFuzzer targets (needs clang), see tests/fuzz/README.md
+# make docs-check     every link in README.md and docs/ resolves, every code name they cite exists
 # make clean
 CXX      ?= g++
 ARCH     ?= -march=native
@@ -101,10 +102,14 @@ $(BUILD)/bin/%: $(BUILD)/examples/%.o $(EXLIB) $(LIB)
 	@mkdir -p $(dir $@)
 	$(CXX) $< $(EXLIB) $(LIB) $(LDFLAGS) -o $@
 
+# The docs point at things that exist (tests/check_docs.sh says the rules).
+docs-check:
+	bash tests/check_docs.sh
+
 clean:
 	rm -rf $(BUILD) build-sanitize build-noomp build-fuzz $(EXAMPLES)
 
-.PHONY: all test bench sanitize clean check-doctest
+.PHONY: all test bench sanitize clean check-doctest docs-check
 .SECONDARY:
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
