@@ -21,32 +21,14 @@
 #include "autograd/graph_dot.h"
 #include "autograd/kernels/attention.h"
 #include "examples/common/args.h"
+#include "examples/data/attention_by_hand_numbers.h"
 #include "models/transformer.h"
 #include "nn/nn.h"
 
 // ---------------------------------------------------------------- the numbers to play with
 
-constexpr int T = 3;    // tokens in the sentence (queries = keys = values: self-attention)
-constexpr int DK = 4;   // width of each query, key and value vector; 1/sqrt(4) = 0.5 keeps the arithmetic easy
-const char* const TOKENS[T] = {"the", "cat", "sleeps"};
-
-// One row per token. Q: what each token is looking for; K: what each token offers to be found
-// by; V: what each token hands over when it is attended to.
-const float Q[T][DK] = {
-    {1, 0, 1, 0},    // "the"    matches keys with features 0 and 2
-    {0, 2, 0, 2},    // "cat"    strongly wants features 1 and 3
-    {1, 1, 1, 1},    // "sleeps" wants everything equally
-};
-const float K[T][DK] = {
-    {1, 0, 1, 0},    // "the"
-    {0, 1, 0, 1},    // "cat"
-    {1, 1, 0, 0},    // "sleeps"
-};
-const float V[T][DK] = {  // columns 0..2 say "from which token"; column 3 is shared by all tokens
-    {1, 0, 0, 1},    // "the"
-    {0, 1, 0, 1},    // "cat"
-    {0, 0, 1, 1},    // "sleeps"
-};
+// Q, K and V, one row per token, are in examples/data/attention_by_hand_numbers.h.
+using namespace data::attention_by_hand;
 
 // ---------------------------------------------------------------- printing
 

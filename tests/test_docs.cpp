@@ -1,0 +1,110 @@
+// The numbers the chapters of docs/ quote, computed by today's code: a change that moves one
+// fails here until the chapter is updated. One TEST_CASE per chapter; each chapter names its test.
+#include <cmath>
+
+#include "autograd/autograd.h"
+#include <doctest/doctest.h>
+#include "examples/data/attention_by_hand_numbers.h"
+#include "models/transformer.h"
+#include "nn/nn.h"
+#include "optim/optim.h"
+
+using namespace autograd;
+
+namespace {
+
+// value quoted with 4 decimals
+bool quoted(float value, double text) { return std::fabs(value - text) <= 0.5e-4 + 1e-6; }
+
+Tensor by_hand(const float (&a)[data::attention_by_hand::T][data::attention_by_hand::DK]) {
+    using namespace data::attention_by_hand;
+    std::vector<float> v;
+    for (const auto& row : a) v.insert(v.end(), row, row + DK);
+    return Tensor::from_vector(v, {1, T, DK});   // (1, T, Dk)
+}
+
+void check_rows(const Tensor& t, const std::vector<std::vector<double>>& text) {
+    const int64_t C = t.size(-1);
+    for (size_t r = 0; r < text.size(); r++)
+        for (size_t c = 0; c < text[r].size(); c++) {
+            CAPTURE(r);
+            CAPTURE(c);
+            CHECK(quoted(t.data()[r * C + c], text[r][c]));
+        }
+}
+
+}  // namespace
+
+TEST_CASE("docs/04: softmax of [1, 2, 3], shifted, and its backward for dy = [1, 0, 0]") {
+    Tensor x = Tensor::from_vector({1, 2, 3}, {1, 3}).requires_grad_();
+    const Tensor y = softmax(x);
+    check_rows(y, {{0.0900, 0.2447, 0.6652}});
+    check_rows(softmax(Tensor::from_vector({101, 102, 103}, {1, 3})), {{0.0900, 0.2447, 0.6652}});
+    // dot = sum dy y = y_0 = 0.0900; dx = y (dy - dot)
+    y.backward(Tensor::from_vector({1, 0, 0}, {1, 3}));
+    check_rows(x.grad(), {{0.0819, -0.0220, -0.0599}});
+    // log_softmax of [0, -200] keeps -200 where log(softmax) would give -inf
+    const Tensor ls = log_softmax(Tensor::from_vector({0, -200}, {1, 2}));
+    CHECK(ls.data()[0] == 0.0f);
+    CHECK(ls.data()[1] == -200.0f);
+}
+
+TEST_CASE("docs/06: the attention_by_hand walk-through") {
+    using namespace data::attention_by_hand;
+    const Tensor q = by_hand(Q), k = by_hand(K), v = by_hand(V);
+    // without a mask: the weights are the output's first three columns (V is one-hot there)
+    const nn::AttentionOutput plain = nn::scaled_dot_product_attention_with_weights(q, k, v, 1);
+    const std::vector<std::vector<double>> weights = {
+        {0.5065, 0.1863, 0.3072}, {0.0900, 0.6652, 0.2447}, {0.3333, 0.3333, 0.3333}};
+    check_rows(plain.weights, weights);
+    check_rows(plain.out, {{0.5065, 0.1863, 0.3072, 1.0}, {0.0900, 0.6652, 0.2447, 1.0}, {0.3333, 0.3333, 0.3333, 1.0}});
+    // the decoder's subsequent mask
+    const nn::AttentionOutput masked = nn::scaled_dot_product_attention_with_weights(q, k, v, 1, models::subsequent_mask(T));
+    check_rows(masked.weights, {{1.0, 0.0, 0.0}, {0.1192, 0.8808, 0.0}, {0.3333, 0.3333, 0.3333}});
+    // two heads of Dk = 2
+    const nn::AttentionOutput two = nn::scaled_dot_product_attention_with_weights(q, k, v, 2);
+    const Tensor head0 = narrow(two.weights, 1, 0, 1), head1 = narrow(two.weights, 1, 1, 1);
+    check_rows(head0, {{0.4011, 0.1978, 0.4011}, {0.1084, 0.4458, 0.4458}, {0.2483, 0.2483, 0.5035}});
+    check_rows(head1, {{0.5035, 0.2483, 0.2483}, {0.1636, 0.6728, 0.1636}, {0.4011, 0.4011, 0.1978}});
+    check_rows(two.out, {{0.4011, 0.1978, 0.2483, 1.0}, {0.1084, 0.4458, 0.1636, 1.0}, {0.2483, 0.2483, 0.1978, 1.0}});
+}
+
+TEST_CASE("docs/09: the copy task's model has 667,275 parameters") {
+    models::TransformerConfig cfg;
+    cfg.src_vocab = cfg.tgt_vocab = 11;
+    cfg.layers = 2;
+    cfg.d_model = 128;
+    cfg.d_ff = 256;
+    cfg.heads = 4;
+    const models::Transformer model(cfg);
+    CHECK(model.num_parameters() == 667275);
+    const int64_t D = 128, F = 256, attention = 4 * (D * D + D), ffn = 2 * D * F + F + D, norm = 2 * D;
+    CHECK(attention + ffn + 2 * norm == 132480);       // encoder layer
+    CHECK(2 * attention + ffn + 3 * norm == 198784);   // decoder layer
+    CHECK(2 * (132480 + 198784) + 2 * norm + 2 * 11 * D + D * 11 + 11 == 667275);
+}
+
+TEST_CASE("docs/11: the Noam table and Adam without bias correction") {
+    Tensor p = Tensor::zeros({1}).requires_grad_();
+    optim::Adam opt({p}, {.lr = 0});
+    struct Row { int64_t d_model, warmup; float factor; double lr1, peak; };
+    const Row table[] = {{512, 4000, 1.0f, 1.7e-7, 7.0e-4},
+                         {512, 400, 0.5f, 2.8e-6, 1.1e-3},
+                         {128, 200, 1.0f, 3.1e-5, 6.25e-3},
+                         {128, 400, 1.0f, 1.1e-5, 4.4e-3}};
+    for (const Row& r : table) {
+        const optim::NoamSchedule s(opt, r.d_model, r.warmup, r.factor);
+        CAPTURE(r.d_model);
+        CAPTURE(r.warmup);
+        CHECK(s.lr_at(1) == doctest::Approx(r.lr1).epsilon(0.03));       // quoted with 2 digits
+        CHECK(s.lr_at(r.warmup) == doctest::Approx(r.peak).epsilon(0.01));
+        CHECK(s.lr_at(r.warmup) >= s.lr_at(r.warmup - 1));
+        CHECK(s.lr_at(r.warmup) >= s.lr_at(r.warmup + 1));
+    }
+    // the uncorrected step over the corrected one: (1 - b1^t) / sqrt(1 - b2^t)
+    const auto ratio = [](int t) { return (1 - std::pow(0.9, t)) / std::sqrt(1 - std::pow(0.98, t)); };
+    CHECK(ratio(1) == doctest::Approx(0.71).epsilon(0.01));
+    CHECK(ratio(10) == doctest::Approx(1.52).epsilon(0.005));
+    CHECK(ratio(194) > 1.01);
+    CHECK(ratio(195) <= 1.01);
+}
