@@ -84,6 +84,26 @@ TEST_CASE("docs/09: the copy task's model has 667,275 parameters") {
     CHECK(2 * (132480 + 198784) + 2 * norm + 2 * 11 * D + D * 11 + 11 == 667275);
 }
 
+TEST_CASE("docs/10: cross-entropy with label smoothing, V = 4, and the H(q) floors") {
+    Tensor z = Tensor::from_vector({2, 1, 0, -1}, {1, 4}).requires_grad_();
+    const Tokens y({0}, {1});
+    const Tensor loss = nn::cross_entropy(z, y, {.label_smoothing = 0.1f});
+    CHECK(quoted(loss.item(), 0.5902));
+    check_rows(softmax(z), {{0.6439, 0.2369, 0.0871, 0.0321}});
+    loss.backward();
+    check_rows(z.grad(), {{-0.2811, 0.2119, 0.0621, 0.0071}});   // p - q
+    // the floor H(q): the loss when p = q, i.e. logits log q
+    const auto floor_at = [](int64_t V) {
+        std::vector<float> logq(V, std::log(0.1f / V));
+        logq[0] = std::log(0.9f + 0.1f / V);
+        return nn::cross_entropy(Tensor::from_vector(logq, {1, V}), Tokens({0}, {1}), {.label_smoothing = 0.1f}).item();
+    };
+    CHECK(floor_at(4) == doctest::Approx(0.3488).epsilon(1e-3));
+    CHECK(floor_at(11) == doctest::Approx(0.514).epsilon(1e-3));
+    CHECK(floor_at(100) == doctest::Approx(0.778).epsilon(1e-3));
+    CHECK(floor_at(1000) == doctest::Approx(1.015).epsilon(1e-3));
+}
+
 TEST_CASE("docs/11: the Noam table and Adam without bias correction") {
     Tensor p = Tensor::zeros({1}).requires_grad_();
     optim::Adam opt({p}, {.lr = 0});
