@@ -35,6 +35,16 @@ void check_rows(const Tensor& t, const std::vector<std::vector<double>>& text) {
 
 }  // namespace
 
+TEST_CASE("docs/02: a 2x2 matmul backward") {
+    Tensor a = Tensor::from_vector({1, 2, 3, 4}, {2, 2}).requires_grad_();
+    Tensor b = Tensor::from_vector({5, 6, 7, 8}, {2, 2}).requires_grad_();
+    const Tensor c = matmul(a, b);
+    CHECK(c.to_vector() == std::vector<float>{19, 22, 43, 50});
+    c.backward(Tensor::from_vector({1, 0, 0, 2}, {2, 2}));   // L = C00 + 2 C11
+    CHECK(a.grad().to_vector() == std::vector<float>{5, 7, 12, 16});
+    CHECK(b.grad().to_vector() == std::vector<float>{1, 6, 2, 8});
+}
+
 TEST_CASE("docs/04: softmax of [1, 2, 3], shifted, and its backward for dy = [1, 0, 0]") {
     Tensor x = Tensor::from_vector({1, 2, 3}, {1, 3}).requires_grad_();
     const Tensor y = softmax(x);
