@@ -62,14 +62,14 @@ void heads_figure(const std::string& path) {
     c.arrow(240, 113, 300, 113);
     c.text(270, 60, "view as", 11);
     c.text(270, 74, "(T, H, Dk)", 11);
-    grid(320, 50, Dk, 0, "head 1: Q[:, 0:4] (T, Dk)");
-    grid(320, 150, Dk, Dk, "head 2: Q[:, 4:8] (T, Dk)");
-    c.arrow(420, 83, 500, 83);
-    c.arrow(420, 183, 500, 183);
-    c.text(460, 60, "attention", 11);
-    c.text(460, 160, "attention", 11);
-    grid(520, 50, Dk, 0, "head 1 output (T, Dk)");
-    grid(520, 150, Dk, Dk, "head 2 output (T, Dk)");
+    for (int h = 0; h < H; h++) {   // each head: its columns, attended on their own
+        const double y = 50 + 100 * h;
+        const std::string name = "head " + std::to_string(h + 1);
+        grid(320, y, Dk, h * Dk, name + ": Q[:, " + std::to_string(h * Dk) + ":" + std::to_string((h + 1) * Dk) + "] (T, Dk)");
+        c.arrow(420, y + 33, 500, y + 33);
+        c.text(460, y + 10, "attention", 11);
+        grid(520, y, Dk, h * Dk, name + " output (T, Dk)");
+    }
     c.arrow(620, 113, 650, 113);
     grid(660, 100, D, 0, "");
     c.text(660 + D * cell / 2, 100 + T * cell + 16, "concat (T, D)", 12);
