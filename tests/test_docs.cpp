@@ -68,6 +68,14 @@ TEST_CASE("docs/06: the attention_by_hand walk-through") {
         {0.5065, 0.1863, 0.3072}, {0.0900, 0.6652, 0.2447}, {0.3333, 0.3333, 0.3333}};
     check_rows(plain.weights, weights);
     check_rows(plain.out, {{0.5065, 0.1863, 0.3072, 1.0}, {0.0900, 0.6652, 0.2447, 1.0}, {0.3333, 0.3333, 0.3333, 1.0}});
+    // backward of L = O[cat][dim 1]: dO one-hot
+    {
+        Tensor gq = by_hand(Q).requires_grad_(), gk = by_hand(K).requires_grad_(), gv = by_hand(V).requires_grad_();
+        nn::scaled_dot_product_attention(gq, gk, gv, 1).backward(Tensor::from_vector({0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0}, {1, T, DK}));
+        check_rows(gq.grad(), {{0, 0, 0, 0}, {-0.1113, 0.0299, -0.0299, 0.1113}, {0, 0, 0, 0}});
+        check_rows(gk.grad(), {{0, -0.0599, 0, -0.0599}, {0, 0.2227, 0, 0.2227}, {0, -0.1628, 0, -0.1628}});
+        check_rows(gv.grad(), {{0, 0.0900, 0, 0}, {0, 0.6652, 0, 0}, {0, 0.2447, 0, 0}});
+    }
     // the decoder's subsequent mask
     const nn::AttentionOutput masked = nn::scaled_dot_product_attention_with_weights(q, k, v, 1, models::subsequent_mask(T));
     check_rows(masked.weights, {{1.0, 0.0, 0.0}, {0.1192, 0.8808, 0.0}, {0.3333, 0.3333, 0.3333}});
