@@ -59,6 +59,14 @@ TEST_CASE("docs/04: softmax of [1, 2, 3], shifted, and its backward for dy = [1,
     CHECK(ls.data()[1] == -200.0f);
 }
 
+TEST_CASE("docs/05: layer_norm backward on [1, 2, 3, 4]") {
+    Tensor x = Tensor::from_vector({1, 2, 3, 4}, {1, 4}).requires_grad_();
+    const Tensor y = nn::layer_norm(x, Tensor::ones({4}), Tensor::zeros({4}));
+    check_rows(y, {{-1.3416, -0.4472, 0.4472, 1.3416}});
+    y.backward(Tensor::from_vector({1, 0, 0, 0}, {1, 4}));
+    check_rows(x.grad(), {{0.2683, -0.3578, -0.0894, 0.1789}});
+}
+
 TEST_CASE("docs/06: the attention_by_hand walk-through") {
     using namespace data::attention_by_hand;
     const Tensor q = by_hand(Q), k = by_hand(K), v = by_hand(V);
