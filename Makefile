@@ -4,6 +4,9 @@
 # make sanitize   run the test suite under AddressSanitizer + UndefinedBehaviorSanitizer
 # make OPENMP=0 test   the same suite built without OpenMP (serial; in build-noomp/)
 # make fuzz / make fuzz-run   libFuzzer targets (needs clang), see tests/fuzz/README.md
+# make figures   redraw every figure of docs/ from the current code (a few minutes; docs/figures/)
+# make figures-check   render every SVG of docs/ (needs rsvg-convert, Debian's librsvg2-bin)
+# make docs-check     every link in README.md and docs/ resolves, every code name they cite exists
 # make clean
 CXX      ?= g++
 ARCH     ?= -march=native
@@ -101,10 +104,39 @@ $(BUILD)/bin/%: $(BUILD)/examples/%.o $(EXLIB) $(LIB)
 	@mkdir -p $(dir $@)
 	$(CXX) $< $(EXLIB) $(LIB) $(LDFLAGS) -o $@
 
+# Every figure of docs/, from today's code: the two examples trained with their default (fixed)
+# seeds, which give the same numbers for any thread count, draw their loss curves and the
+# translation's attention; make_figures draws the rest. attention_layer_graph.svg needs Graphviz.
+FIGURES := docs/figures
+FIGURE_RUNS := build/figures
+figures: examples/make_figures examples/copy_task examples/translation examples/attention_by_hand
+	@mkdir -p $(FIGURES) $(FIGURE_RUNS)
+	./examples/copy_task --plot $(FIGURES)/copy_task_loss.svg --save $(FIGURE_RUNS)/copy.safetensors > $(FIGURE_RUNS)/copy_task.log
+	./examples/translation --plot $(FIGURES)/translation_loss.svg --save $(FIGURE_RUNS)/translation.safetensors > $(FIGURE_RUNS)/translation.log
+	./examples/translation --load $(FIGURE_RUNS)/translation.safetensors --attention $(FIGURES)/attention_heatmap.svg \
+	    --translate "the brave dog does not see the old cat ." > /dev/null 2> $(FIGURE_RUNS)/attention.log
+	./examples/make_figures --out $(FIGURES) --copy-model $(FIGURE_RUNS)/copy.safetensors \
+	    --translation-model $(FIGURE_RUNS)/translation.safetensors
+	./examples/attention_by_hand --graph $(FIGURE_RUNS)/attention_layer_graph.dot > /dev/null
+	@if command -v dot > /dev/null; then dot -Tsvg $(FIGURE_RUNS)/attention_layer_graph.dot -o $(FIGURES)/attention_layer_graph.svg; \
+	 else echo "figures: no Graphviz 'dot': attention_layer_graph.svg left as it is"; fi
+
+# Each SVG of docs/ renders (rsvg-convert, a developer tool: the project itself never needs it).
+figures-check:
+	@command -v rsvg-convert > /dev/null || { echo "figures-check needs rsvg-convert (apt-get install librsvg2-bin)"; exit 1; }
+	@mkdir -p build/figures-png
+	@for f in $(wildcard docs/*.svg docs/figures/*.svg); do \
+	    rsvg-convert "$$f" -o build/figures-png/$$(basename "$$f" .svg).png || { echo "figures-check: $$f does not render"; exit 1; }; \
+	done; echo "figures-check: every SVG of docs/ renders (PNGs in build/figures-png/)"
+
+# The docs point at things that exist (tests/check_docs.sh says the rules).
+docs-check:
+	bash tests/check_docs.sh
+
 clean:
 	rm -rf $(BUILD) build-sanitize build-noomp build-fuzz $(EXAMPLES)
 
-.PHONY: all test bench sanitize clean check-doctest
+.PHONY: all test bench sanitize clean check-doctest docs-check figures figures-check
 .SECONDARY:
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

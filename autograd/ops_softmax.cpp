@@ -68,10 +68,17 @@ Tensor softmax(const Tensor& x) {
 Tensor log_softmax(const Tensor& x) {
     Tensor y = for_each_row(x, kernels::log_softmax_row);
     // backward: dy_i/dx_j = delta_ij - softmax_j, so dx_j = dy_j - e^(y_j) * sum_i dy_i.
+    // A fully -inf row is defined as the constant -inf, so it passes no gradient (as softmax's
+    // zero row does); the formula would give dx = dy there, since e^(-inf) = 0.
     record(y, {x}, "log_softmax", [rows = rows_of(x)](Node& self) {
         for_each_row_backward(self, rows, [](const float* y, const float* dy, float* dx, int64_t C) {
             float s = 0.0f;
-            for (int64_t i = 0; i < C; i++) s += dy[i];
+            bool fully_masked = true;
+            for (int64_t i = 0; i < C; i++) {
+                s += dy[i];
+                fully_masked = fully_masked && y[i] == -INFINITY;
+            }
+            if (fully_masked) return;
             for (int64_t i = 0; i < C; i++) dx[i] += dy[i] - std::exp(y[i]) * s;
         });
     });

@@ -13,6 +13,7 @@
 // Change the numbers below and rerun: everything printed is computed from them.
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <limits>
 #include <string>
 #include <vector>
@@ -21,32 +22,14 @@
 #include "autograd/graph_dot.h"
 #include "autograd/kernels/attention.h"
 #include "examples/common/args.h"
+#include "examples/data/attention_by_hand_numbers.h"
 #include "models/transformer.h"
 #include "nn/nn.h"
 
 // ---------------------------------------------------------------- the numbers to play with
 
-constexpr int T = 3;    // tokens in the sentence (queries = keys = values: self-attention)
-constexpr int DK = 4;   // width of each query, key and value vector; 1/sqrt(4) = 0.5 keeps the arithmetic easy
-const char* const TOKENS[T] = {"the", "cat", "sleeps"};
-
-// One row per token. Q: what each token is looking for; K: what each token offers to be found
-// by; V: what each token hands over when it is attended to.
-const float Q[T][DK] = {
-    {1, 0, 1, 0},    // "the"    matches keys with features 0 and 2
-    {0, 2, 0, 2},    // "cat"    strongly wants features 1 and 3
-    {1, 1, 1, 1},    // "sleeps" wants everything equally
-};
-const float K[T][DK] = {
-    {1, 0, 1, 0},    // "the"
-    {0, 1, 0, 1},    // "cat"
-    {1, 1, 0, 0},    // "sleeps"
-};
-const float V[T][DK] = {  // columns 0..2 say "from which token"; column 3 is shared by all tokens
-    {1, 0, 0, 1},    // "the"
-    {0, 1, 0, 1},    // "cat"
-    {0, 0, 1, 1},    // "sleeps"
-};
+// Q, K and V, one row per token, are in examples/data/attention_by_hand_numbers.h.
+using namespace data::attention_by_hand;
 
 // ---------------------------------------------------------------- printing
 
@@ -102,8 +85,11 @@ static float max_abs_diff(const Matrix& a, const Matrix& b) {
 // ---------------------------------------------------------------- attention, by hand
 
 // The three steps of eq. 1 with plain loops. allowed[t][s] = false removes key s for query t.
-// Prints every intermediate matrix and returns the output (T, DK).
-static Matrix attention_by_hand(const Matrix& q, const Matrix& k, const Matrix& v, const std::vector<std::vector<bool>>& allowed) {
+// Prints every intermediate matrix and returns the weights (T, T) and the output (T, DK).
+struct ByHand {
+    Matrix weights, out;
+};
+static ByHand attention_by_hand(const Matrix& q, const Matrix& k, const Matrix& v, const std::vector<std::vector<bool>>& allowed) {
     // 1) raw scores: how well query t matches key s, the dot product q_t . k_s
     Matrix scores(T, std::vector<float>(T, 0.0f));
     for (int t = 0; t < T; t++)
@@ -141,7 +127,43 @@ static Matrix attention_by_hand(const Matrix& q, const Matrix& k, const Matrix& 
         for (int s = 0; s < T; s++)
             for (int d = 0; d < DK; d++) out[t][d] += w[t][s] * v[s][d];
     print_matrix("4) output O = A V   (row t = sum over s of A[t][s] * V[s])", out, false);
-    return out;
+    return {w, out};
+}
+
+// The backward of the same three steps, with plain loops, for an upstream gradient dO (T, DK):
+// each line inverts one line of the forward (chapter 6 derives them). Returns dQ, dK, dV.
+static std::vector<Matrix> attention_backward_by_hand(const Matrix& q, const Matrix& k, const Matrix& v, const Matrix& w,
+                                                      const Matrix& d_out) {
+    const float scale = 1.0f / std::sqrt(static_cast<float>(DK));
+    // in the forward pass this was: O = A V, so dV = A^T dO and dA = dO V^T
+    Matrix dv(T, std::vector<float>(DK, 0.0f)), dw(T, std::vector<float>(T, 0.0f));
+    for (int t = 0; t < T; t++)
+        for (int s = 0; s < T; s++)
+            for (int d = 0; d < DK; d++) {
+                dv[s][d] += w[t][s] * d_out[t][d];
+                dw[t][s] += d_out[t][d] * v[s][d];
+            }
+    print_matrix("dA = dO V^T", dw, true);
+    // A = softmax(scaled scores), row by row: dS_ts = A_ts (dA_ts - sum_s' A_ts' dA_ts') (chapter 4)
+    Matrix ds(T, std::vector<float>(T, 0.0f));
+    for (int t = 0; t < T; t++) {
+        float dot = 0.0f;
+        for (int s = 0; s < T; s++) dot += w[t][s] * dw[t][s];
+        for (int s = 0; s < T; s++) ds[t][s] = w[t][s] * (dw[t][s] - dot);
+    }
+    print_matrix("dS = A * (dA - rowsum(A * dA))   (the gradient of the scaled scores)", ds, true);
+    // scaled scores = scale * Q K^T, so dQ = scale dS K and dK = scale dS^T Q
+    Matrix dq(T, std::vector<float>(DK, 0.0f)), dk(T, std::vector<float>(DK, 0.0f));
+    for (int t = 0; t < T; t++)
+        for (int s = 0; s < T; s++)
+            for (int d = 0; d < DK; d++) {
+                dq[t][d] += scale * ds[t][s] * k[s][d];
+                dk[s][d] += scale * ds[t][s] * q[t][d];
+            }
+    print_matrix("dQ = dS K / sqrt(Dk)", dq, false);
+    print_matrix("dK = dS^T Q / sqrt(Dk)", dk, false);
+    print_matrix("dV = A^T dO", dv, false);
+    return {dq, dk, dv};
 }
 
 // The same through the library: the fused op the model uses, and the reference composed from
@@ -158,6 +180,27 @@ static void compare_with_library(const Matrix& by_hand, const Mask& mask) {
                  to_matrix(fused), false);
     std::printf("max |by hand - scaled_dot_product_attention| = %.2g\n", max_abs_diff(by_hand, to_matrix(fused)));
     std::printf("max |by hand - attention_reference|          = %.2g\n\n", max_abs_diff(by_hand, to_matrix(ref)));
+}
+
+// The gradients of the same through the library's backward: the fused kernel's and the reference's.
+static void compare_gradients_with_library(const std::vector<Matrix>& by_hand, const Matrix& d_out) {
+    std::vector<float> q, k, v, g;
+    for (int i = 0; i < T; i++)
+        for (int j = 0; j < DK; j++) q.push_back(Q[i][j]), k.push_back(K[i][j]), v.push_back(V[i][j]), g.push_back(d_out[i][j]);
+    const Tensor dO = Tensor::from_vector(g, {1, T, DK});   // (B, T, D)
+    const char* names[2] = {"scaled_dot_product_attention", "attention_reference"};
+    for (int which = 0; which < 2; which++) {
+        Tensor tq = Tensor::from_vector(q, {1, T, DK}).requires_grad_(), tk = Tensor::from_vector(k, {1, T, DK}).requires_grad_(),
+               tv = Tensor::from_vector(v, {1, T, DK}).requires_grad_();
+        const Tensor out = which == 0 ? nn::scaled_dot_product_attention(tq, tk, tv, 1)
+                                      : autograd::kernels::attention_reference(tq, tk, tv, 1, Mask());
+        out.backward(dO);
+        const float diff = std::max({max_abs_diff(by_hand[0], to_matrix(tq.grad())), max_abs_diff(by_hand[1], to_matrix(tk.grad())),
+                                     max_abs_diff(by_hand[2], to_matrix(tv.grad()))});
+        std::printf("max |by hand - %s backward|%*s = %.2g   (dQ, dK, dV)\n", names[which],
+                    static_cast<int>(std::strlen(names[0]) - std::strlen(names[which])), "", diff);
+    }
+    std::printf("\n");
 }
 
 // One nn::MultiHeadAttention forward (D = DK, 2 heads), its graph written as Graphviz DOT.
@@ -195,7 +238,14 @@ int main(int argc, char** argv) {
 
         std::printf("=== without a mask: every token attends to every token ===\n\n");
         const std::vector<std::vector<bool>> all(T, std::vector<bool>(T, true));
-        compare_with_library(attention_by_hand(q, k, v, all), Mask());
+        const ByHand plain = attention_by_hand(q, k, v, all);
+        compare_with_library(plain.out, Mask());
+
+        std::printf("=== backward: L = O[cat][dim 1], so dO is 1 there and 0 elsewhere ===\n\n");
+        Matrix d_out(T, std::vector<float>(DK, 0.0f));
+        d_out[1][1] = 1.0f;
+        const std::vector<Matrix> grads = attention_backward_by_hand(q, k, v, plain.weights, d_out);
+        compare_gradients_with_library(grads, d_out);
 
         std::printf("=== with the decoder's subsequent mask: token t sees tokens 0..t only ===\n\n");
         const Mask sub = models::subsequent_mask(T);   // (1, T, T), 1 = may attend
@@ -210,7 +260,7 @@ int main(int argc, char** argv) {
             std::printf("\n");
         }
         std::printf("\n");
-        compare_with_library(attention_by_hand(q, k, v, allowed), sub);
+        compare_with_library(attention_by_hand(q, k, v, allowed).out, sub);
 
         std::printf("=== the same Q, K, V as H = 2 heads of Dk = %d: head h uses columns [%d*h, %d*h + %d) ===\n\n", DK / 2,
                     DK / 2, DK / 2, DK / 2);

@@ -299,6 +299,17 @@ TEST_CASE("softmax and log_softmax: gradcheck, stability, masked rows, equal to 
     for (float g : masked.grad().to_vector()) CHECK_FALSE(std::isnan(g));
     for (int j = 0; j < 3; j++) CHECK(masked.grad().at({0, j}) == 0.0f);   // nothing flows into a fully masked row
     CHECK(masked.grad().at({1, 2}) == 0.0f);                                 // nor into a masked entry
+    // log_softmax: the fully masked row stays -inf and, being a constant, passes no gradient
+    // (docs/04); a masked entry of a partly masked row gets dy (dy_i/dx_i = 1 - e^(y_i) = 1)
+    masked.zero_grad();
+    const Tensor lsm = log_softmax(masked);
+    for (int j = 0; j < 3; j++) CHECK(lsm.at({0, j}) == -inf);
+    CHECK(lsm.at({1, 2}) == -inf);
+    CHECK(std::exp(lsm.at({1, 0})) + std::exp(lsm.at({1, 1})) == doctest::Approx(1.0));
+    lsm.backward(Tensor::from_vector({0.5f, -1.0f, 2.0f, 1.0f, 1.0f, 3.0f}, {2, 3}));
+    for (float g : masked.grad().to_vector()) CHECK_FALSE(std::isnan(g));
+    for (int j = 0; j < 3; j++) CHECK(masked.grad().at({0, j}) == 0.0f);
+    CHECK(masked.grad().at({1, 2}) == 3.0f);
     // (equal to softmax_reference and log_softmax_reference, values and gradients: test_kernels.cpp)
     // gradient through masked_fill + softmax: masked positions get exactly zero
     Mask m({0, 0, 1, 0, 1, 1}, {2, 3});

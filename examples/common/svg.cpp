@@ -464,4 +464,40 @@ void write_heatmaps(const std::string& path, const std::string& title,
     write_text_file(path, heatmaps_svg(title, maps, columns));
 }
 
+// =============================================================================================
+// A canvas for diagrams
+
+SvgCanvas::SvgCanvas(double width, double height, const std::string& title)
+    : width_(width), height_(height), title_(title) {}
+
+void SvgCanvas::box(double x, double y, double w, double h, const std::string& fill, const std::string& label, double font,
+                    const std::string& stroke) {
+    body_ += rect_element(x, y, w, h, "rx=\"5\" fill=\"" + fill + "\" stroke=\"" + stroke + "\"") + "\n";
+    if (!label.empty()) text(x + w / 2, y + h / 2, label, font);
+}
+
+void SvgCanvas::line(double x1, double y1, double x2, double y2, const std::string& stroke, double width, bool dashed) {
+    body_ += line_element(x1, y1, x2, y2, "stroke=\"" + stroke + "\" stroke-width=\"" + num(width) + "\"" +
+                                              (dashed ? " stroke-dasharray=\"5 4\"" : "")) + "\n";
+}
+
+void SvgCanvas::arrow(double x1, double y1, double x2, double y2, const std::string& stroke, double width) {
+    // the shaft stops at the head's base; the head is a triangle drawn at (x2, y2)
+    const double len = std::hypot(x2 - x1, y2 - y1), head = 8;
+    if (len <= 0) return;
+    const double ux = (x2 - x1) / len, uy = (y2 - y1) / len;
+    const double bx = x2 - ux * head, by = y2 - uy * head;
+    line(x1, y1, bx, by, stroke, width);
+    body_ += "<polygon points=\"" + num(x2) + "," + num(y2) + " " + num(bx - uy * head / 2) + "," + num(by + ux * head / 2) + " " +
+             num(bx + uy * head / 2) + "," + num(by - ux * head / 2) + "\" fill=\"" + stroke + "\"/>\n";
+}
+
+void SvgCanvas::text(double x, double y, const std::string& str, double font, const std::string& anchor,
+                     const std::string& fill, bool bold) {
+    body_ += text_element(x, y, "font-size=\"" + num(font) + "\" text-anchor=\"" + anchor + "\" dy=\"0.35em\" fill=\"" + fill +
+                                    "\"" + (bold ? " font-weight=\"bold\"" : ""), str);
+}
+
+std::string SvgCanvas::svg() const { return svg_open(width_, height_, title_) + body_ + "</svg>\n"; }
+
 }  // namespace common

@@ -50,6 +50,32 @@ void write_line_plot(const std::string& path, const std::string& title, const st
 void write_heatmaps(const std::string& path, const std::string& title,
                     const std::vector<Heatmap>& maps, int columns);
 
+// A blank drawing for diagrams (docs' figures: the architecture, a beam-search tree): boxes,
+// lines, arrows and text at pixel coordinates, y downwards.
+//
+//   common::SvgCanvas c(400, 200, "two boxes");
+//   c.box(20, 20, 120, 40, "#dbe9f6", "Encoder");
+//   c.arrow(140, 40, 260, 40);
+//   common::write_text_file("boxes.svg", c.svg());
+class SvgCanvas {
+public:
+    SvgCanvas(double width, double height, const std::string& title);
+    // A rectangle (rounded corners), and an optional label centred in it.
+    void box(double x, double y, double w, double h, const std::string& fill, const std::string& label = "",
+             double font = 13, const std::string& stroke = "#333");
+    void line(double x1, double y1, double x2, double y2, const std::string& stroke = "#333", double width = 1.5,
+              bool dashed = false);
+    void arrow(double x1, double y1, double x2, double y2, const std::string& stroke = "#333", double width = 1.5);
+    // anchor: "start", "middle" or "end"
+    void text(double x, double y, const std::string& text, double font = 13, const std::string& anchor = "middle",
+              const std::string& fill = "#222", bool bold = false);
+    std::string svg() const;   // the finished document
+
+private:
+    double width_, height_;
+    std::string title_, body_;
+};
+
 // Write `text` to `path` in one go. Throws std::runtime_error naming the path on failure.
 void write_text_file(const std::string& path, const std::string& text);
 

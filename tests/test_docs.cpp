@@ -1,0 +1,156 @@
+// The numbers the chapters of docs/ quote, computed by today's code: a change that moves one
+// fails here until the chapter is updated. One TEST_CASE per chapter; each chapter names its test.
+#include <cmath>
+
+#include "autograd/autograd.h"
+#include <doctest/doctest.h>
+#include "examples/data/attention_by_hand_numbers.h"
+#include "models/transformer.h"
+#include "nn/nn.h"
+#include "optim/optim.h"
+
+using namespace autograd;
+
+namespace {
+
+// value quoted with 4 decimals
+bool quoted(float value, double text) { return std::fabs(value - text) <= 0.5e-4 + 1e-6; }
+
+Tensor by_hand(const float (&a)[data::attention_by_hand::T][data::attention_by_hand::DK]) {
+    using namespace data::attention_by_hand;
+    std::vector<float> v;
+    for (const auto& row : a) v.insert(v.end(), row, row + DK);
+    return Tensor::from_vector(v, {1, T, DK});   // (1, T, Dk)
+}
+
+void check_rows(const Tensor& t, const std::vector<std::vector<double>>& text) {
+    const int64_t C = t.size(-1);
+    for (size_t r = 0; r < text.size(); r++)
+        for (size_t c = 0; c < text[r].size(); c++) {
+            CAPTURE(r);
+            CAPTURE(c);
+            CHECK(quoted(t.data()[r * C + c], text[r][c]));
+        }
+}
+
+}  // namespace
+
+TEST_CASE("docs/02: a 2x2 matmul backward") {
+    Tensor a = Tensor::from_vector({1, 2, 3, 4}, {2, 2}).requires_grad_();
+    Tensor b = Tensor::from_vector({5, 6, 7, 8}, {2, 2}).requires_grad_();
+    const Tensor c = matmul(a, b);
+    CHECK(c.to_vector() == std::vector<float>{19, 22, 43, 50});
+    c.backward(Tensor::from_vector({1, 0, 0, 2}, {2, 2}));   // L = C00 + 2 C11
+    CHECK(a.grad().to_vector() == std::vector<float>{5, 7, 12, 16});
+    CHECK(b.grad().to_vector() == std::vector<float>{1, 6, 2, 8});
+}
+
+TEST_CASE("docs/04: softmax of [1, 2, 3], shifted, and its backward for dy = [1, 0, 0]") {
+    Tensor x = Tensor::from_vector({1, 2, 3}, {1, 3}).requires_grad_();
+    const Tensor y = softmax(x);
+    check_rows(y, {{0.0900, 0.2447, 0.6652}});
+    check_rows(softmax(Tensor::from_vector({101, 102, 103}, {1, 3})), {{0.0900, 0.2447, 0.6652}});
+    // dot = sum dy y = y_0 = 0.0900; dx = y (dy - dot)
+    y.backward(Tensor::from_vector({1, 0, 0}, {1, 3}));
+    check_rows(x.grad(), {{0.0819, -0.0220, -0.0599}});
+    // log_softmax of [0, -200] keeps -200 where log(softmax) would give -inf
+    const Tensor ls = log_softmax(Tensor::from_vector({0, -200}, {1, 2}));
+    CHECK(ls.data()[0] == 0.0f);
+    CHECK(ls.data()[1] == -200.0f);
+}
+
+TEST_CASE("docs/05: layer_norm backward on [1, 2, 3, 4]") {
+    Tensor x = Tensor::from_vector({1, 2, 3, 4}, {1, 4}).requires_grad_();
+    const Tensor y = nn::layer_norm(x, Tensor::ones({4}), Tensor::zeros({4}));
+    check_rows(y, {{-1.3416, -0.4472, 0.4472, 1.3416}});
+    y.backward(Tensor::from_vector({1, 0, 0, 0}, {1, 4}));
+    check_rows(x.grad(), {{0.2683, -0.3578, -0.0894, 0.1789}});
+}
+
+TEST_CASE("docs/06: the attention_by_hand walk-through") {
+    using namespace data::attention_by_hand;
+    const Tensor q = by_hand(Q), k = by_hand(K), v = by_hand(V);
+    // without a mask: the weights are the output's first three columns (V is one-hot there)
+    const nn::AttentionOutput plain = nn::scaled_dot_product_attention_with_weights(q, k, v, 1);
+    const std::vector<std::vector<double>> weights = {
+        {0.5065, 0.1863, 0.3072}, {0.0900, 0.6652, 0.2447}, {0.3333, 0.3333, 0.3333}};
+    check_rows(plain.weights, weights);
+    check_rows(plain.out, {{0.5065, 0.1863, 0.3072, 1.0}, {0.0900, 0.6652, 0.2447, 1.0}, {0.3333, 0.3333, 0.3333, 1.0}});
+    // backward of L = O[cat][dim 1]: dO one-hot
+    {
+        Tensor gq = by_hand(Q).requires_grad_(), gk = by_hand(K).requires_grad_(), gv = by_hand(V).requires_grad_();
+        nn::scaled_dot_product_attention(gq, gk, gv, 1).backward(Tensor::from_vector({0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0}, {1, T, DK}));
+        check_rows(gq.grad(), {{0, 0, 0, 0}, {-0.1113, 0.0299, -0.0299, 0.1113}, {0, 0, 0, 0}});
+        check_rows(gk.grad(), {{0, -0.0599, 0, -0.0599}, {0, 0.2227, 0, 0.2227}, {0, -0.1628, 0, -0.1628}});
+        check_rows(gv.grad(), {{0, 0.0900, 0, 0}, {0, 0.6652, 0, 0}, {0, 0.2447, 0, 0}});
+    }
+    // the decoder's subsequent mask
+    const nn::AttentionOutput masked = nn::scaled_dot_product_attention_with_weights(q, k, v, 1, models::subsequent_mask(T));
+    check_rows(masked.weights, {{1.0, 0.0, 0.0}, {0.1192, 0.8808, 0.0}, {0.3333, 0.3333, 0.3333}});
+    // two heads of Dk = 2
+    const nn::AttentionOutput two = nn::scaled_dot_product_attention_with_weights(q, k, v, 2);
+    const Tensor head0 = narrow(two.weights, 1, 0, 1), head1 = narrow(two.weights, 1, 1, 1);
+    check_rows(head0, {{0.4011, 0.1978, 0.4011}, {0.1084, 0.4458, 0.4458}, {0.2483, 0.2483, 0.5035}});
+    check_rows(head1, {{0.5035, 0.2483, 0.2483}, {0.1636, 0.6728, 0.1636}, {0.4011, 0.4011, 0.1978}});
+    check_rows(two.out, {{0.4011, 0.1978, 0.2483, 1.0}, {0.1084, 0.4458, 0.1636, 1.0}, {0.2483, 0.2483, 0.1978, 1.0}});
+}
+
+TEST_CASE("docs/09: the copy task's model has 667,275 parameters") {
+    models::TransformerConfig cfg;
+    cfg.src_vocab = cfg.tgt_vocab = 11;
+    cfg.layers = 2;
+    cfg.d_model = 128;
+    cfg.d_ff = 256;
+    cfg.heads = 4;
+    const models::Transformer model(cfg);
+    CHECK(model.num_parameters() == 667275);
+    const int64_t D = 128, F = 256, attention = 4 * (D * D + D), ffn = 2 * D * F + F + D, norm = 2 * D;
+    CHECK(attention + ffn + 2 * norm == 132480);       // encoder layer
+    CHECK(2 * attention + ffn + 3 * norm == 198784);   // decoder layer
+    CHECK(2 * (132480 + 198784) + 2 * norm + 2 * 11 * D + D * 11 + 11 == 667275);
+}
+
+TEST_CASE("docs/10: cross-entropy with label smoothing, V = 4, and the H(q) floors") {
+    Tensor z = Tensor::from_vector({2, 1, 0, -1}, {1, 4}).requires_grad_();
+    const Tokens y({0}, {1});
+    const Tensor loss = nn::cross_entropy(z, y, {.label_smoothing = 0.1f});
+    CHECK(quoted(loss.item(), 0.5902));
+    check_rows(softmax(z), {{0.6439, 0.2369, 0.0871, 0.0321}});
+    loss.backward();
+    check_rows(z.grad(), {{-0.2811, 0.2119, 0.0621, 0.0071}});   // p - q
+    // the floor H(q): the loss when p = q, i.e. logits log q
+    const auto floor_at = [](int64_t V) {
+        std::vector<float> logq(V, std::log(0.1f / V));
+        logq[0] = std::log(0.9f + 0.1f / V);
+        return nn::cross_entropy(Tensor::from_vector(logq, {1, V}), Tokens({0}, {1}), {.label_smoothing = 0.1f}).item();
+    };
+    CHECK(floor_at(4) == doctest::Approx(0.3488).epsilon(1e-3));
+    CHECK(floor_at(11) == doctest::Approx(0.514).epsilon(1e-3));
+    CHECK(floor_at(100) == doctest::Approx(0.778).epsilon(1e-3));
+    CHECK(floor_at(1000) == doctest::Approx(1.015).epsilon(1e-3));
+}
+
+TEST_CASE("docs/11: the Noam table and Adam without bias correction") {
+    Tensor p = Tensor::zeros({1}).requires_grad_();
+    optim::Adam opt({p}, {.lr = 0});
+    struct Row { int64_t d_model, warmup; float factor; double lr1, peak; };
+    const Row table[] = {{512, 4000, 1.0f, 1.7e-7, 7.0e-4},
+                         {512, 400, 0.5f, 2.8e-6, 1.1e-3},
+                         {128, 200, 1.0f, 3.1e-5, 6.25e-3},
+                         {128, 400, 1.0f, 1.1e-5, 4.4e-3}};
+    for (const Row& r : table) {
+        const optim::NoamSchedule s(opt, r.d_model, r.warmup, r.factor);
+        CAPTURE(r.d_model);
+        CAPTURE(r.warmup);
+        CHECK(s.lr_at(1) == doctest::Approx(r.lr1).epsilon(0.03));       // quoted with 2 digits
+        CHECK(s.lr_at(r.warmup) == doctest::Approx(r.peak).epsilon(0.01));
+        CHECK(s.lr_at(r.warmup) >= s.lr_at(r.warmup - 1));
+        CHECK(s.lr_at(r.warmup) >= s.lr_at(r.warmup + 1));
+    }
+    // the uncorrected step over the corrected one: (1 - b1^t) / sqrt(1 - b2^t)
+    const auto ratio = [](int t) { return (1 - std::pow(0.9, t)) / std::sqrt(1 - std::pow(0.98, t)); };
+    CHECK(ratio(1) == doctest::Approx(0.71).epsilon(0.01));
+    CHECK(ratio(10) == doctest::Approx(1.52).epsilon(0.005));
+    CHECK(ratio(194) > 1.01);
+    CHECK(ratio(195) <= 1.01);
+}
