@@ -10,6 +10,10 @@
 //   ./build/bench/bench_decoding --toy-test-sources PATH
 // writes the source sentences of the translation example's toy test set (seed 1), one per line,
 // for timing `translation --stdin` (README, "Decoding speed").
+//
+//   ./build/bench/bench_decoding --cache-picture docs/kv_cache.svg
+// draws the picture of docs/12-decoding.md: what each way of decoding computes, and what the
+// cache stores (with the project's SVG heatmaps, examples/common/svg.h).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -20,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "examples/common/svg.h"
 #include "examples/data/copy_task_data.h"
 #include "examples/data/translation_data.h"
 #include "models/decoding.h"
@@ -49,10 +54,41 @@ int write_toy_test_sources(const std::string& path) {
     return 0;
 }
 
+// Four panels for T = 8 output positions, S = 6 source positions and N = 2 layers. Dark: computed
+// at that step; light: read from the cache; white: nothing.
+int draw_cache_picture(const std::string& path) {
+    const int T = 8, S = 6, N = 2, now = 5;   // the cache panels show the state during step `now`
+    std::vector<std::string> steps, positions, sources, kv_rows;
+    const auto label = [](const char* prefix, int i, const char* suffix = "") {
+        std::string s = prefix;
+        return s.append(std::to_string(i)).append(suffix);
+    };
+    for (int t = 0; t < T; t++) steps.push_back(label("step ", t + 1)), positions.push_back(label("", t));
+    for (int s = 0; s < S; s++) sources.push_back(label("s", s));
+    for (int l = 1; l <= N; l++) kv_rows.push_back(label("layer ", l, " K")), kv_rows.push_back(label("layer ", l, " V"));
+    common::Heatmap recompute{"recomputing: positions run through the decoder", steps, positions, std::vector<float>(T * T, 0.0f)};
+    common::Heatmap cached{"cached: run (dark) and read from the cache (light)", steps, positions, std::vector<float>(T * T, 0.0f)};
+    for (int t = 0; t < T; t++)
+        for (int p = 0; p <= t; p++) {
+            recompute.values[t * T + p] = 1.0f;
+            cached.values[t * T + p] = p == t ? 1.0f : 0.25f;
+        }
+    common::Heatmap self_kv{label("self-attention cache at step ", now + 1, ": 2 x N x t x D"), kv_rows, positions,
+                            std::vector<float>(2 * N * T, 0.0f)};
+    for (int r = 0; r < 2 * N; r++)
+        for (int p = 0; p <= now; p++) self_kv.values[r * T + p] = p == now ? 1.0f : 0.25f;   // the newest column appended now
+    common::Heatmap memory_kv{"memory's K and V: 2 x N x S x D, computed once", kv_rows, sources, std::vector<float>(2 * N * S, 0.25f)};
+    common::write_heatmaps(path, "Decoding with a key/value cache (rows of each panel: what is computed or stored)",
+                           {recompute, cached, self_kv, memory_kv}, 2);
+    std::printf("wrote %s\n", path.c_str());
+    return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
     if (argc > 2 && std::strcmp(argv[1], "--toy-test-sources") == 0) return write_toy_test_sources(argv[2]);
+    if (argc > 2 && std::strcmp(argv[1], "--cache-picture") == 0) return draw_cache_picture(argv[2]);
     const int reps = argc > 1 ? std::max(1, std::atoi(argv[1])) : 3;
     const int64_t V = 11, B = 8;
     const int beam = 4;
