@@ -80,10 +80,11 @@ $(BUILD)/bench/%: $(BUILD)/bench/%.o $(EXLIB) $(LIB)
 	$(CXX) $< $(EXLIB) $(LIB) $(LDFLAGS) -o $@
 
 # GEMM throughput, then the training step of three copy-task configurations (one process each,
-# so each peak RSS is its own). Run on an otherwise idle machine.
+# so each peak RSS is its own), then decoding speed with and without the key/value cache. Run on an otherwise idle machine.
 bench: $(BENCHES)
 	OMP_NUM_THREADS=2 ./$(BUILD)/bench/bench_gemm
 	@for c in default d128 paper; do OMP_NUM_THREADS=2 ./$(BUILD)/bench/bench_training $$c || exit 1; done
+	OMP_NUM_THREADS=2 ./$(BUILD)/bench/bench_decoding
 
 # The whole suite, then a short training run of each example (with a save, a load and a
 # translation), built with ASan + UBSan (+ LeakSanitizer, part of ASan on Linux) in build-sanitize/.

@@ -37,7 +37,7 @@ struct Options {
     common::TrainingFlags train{.d_ff = 256, .dropout = 0.0f, .warmup = 200};
     int64_t vocab = 11, seq_len = 10;
     int steps = 1200, batch = 128, eval_count = 1000, beam = 0, print_every = 100;
-    bool paper = false;
+    bool paper = false, no_kv_cache = false;
     std::string save, load, plot, decode;
 };
 
@@ -75,6 +75,8 @@ Options parse_options(int argc, char** argv) {
     p.add("--decode", &o.decode, "with --load: greedy-decode the sequences in PATH (one per line, ids separated by "
                                  "spaces) and print only the outputs", "PATH");
     p.add("--beam", &o.beam, "evaluate with beam search of this width (0: greedy)").range(0, 64);
+    p.flag("--no-kv-cache", &o.no_kv_cache, "decode by re-running the decoder over the whole prefix at every step "
+                                            "(the simple O(T^2) reference) instead of with the key/value cache");
     p.add("--plot", &o.plot, "write the training-loss curve to PATH as SVG", "PATH");
     p.parse(argc, argv);
     if (o.paper) apply_paper_preset(o, p);
@@ -160,7 +162,7 @@ int use_checkpoint(Options o) {
     print_model(model, o);
     std::printf("loaded %s\n", o.load.c_str());
     autograd::Rng eval_rng(o.train.seed + 1000003);   // the same fresh sequences as after training
-    eval::print_exact_match(eval::exact_match(model, eval_rng, o.vocab, o.seq_len, o.eval_count, o.beam), o.beam);
+    eval::print_exact_match(eval::exact_match(model, eval_rng, o.vocab, o.seq_len, o.eval_count, o.beam, !o.no_kv_cache), o.beam);
     return 0;
 }
 
@@ -193,7 +195,7 @@ int main(int argc, char** argv) {
         if (!o.save.empty()) save_checkpoint(model, o);
 
         autograd::Rng eval_rng(o.train.seed + 1000003);   // fresh sequences the model has not seen
-        eval::print_exact_match(eval::exact_match(model, eval_rng, o.vocab, o.seq_len, o.eval_count, o.beam), o.beam);
+        eval::print_exact_match(eval::exact_match(model, eval_rng, o.vocab, o.seq_len, o.eval_count, o.beam, !o.no_kv_cache), o.beam);
     } catch (const std::exception& e) {
         std::fprintf(stderr, "copy_task: %s\n", e.what());
         return 1;

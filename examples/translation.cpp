@@ -41,7 +41,7 @@ struct Options {
     data::CorpusOptions corpus;
     int epochs = 10, batch = 64, beam = 4;
     float label_smoothing = 0.1f;
-    bool bleu_lowercase = false, use_stdin = false;
+    bool bleu_lowercase = false, use_stdin = false, no_kv_cache = false;
     std::string save = "translation.safetensors", load, translate, attention, plot;
 };
 
@@ -65,7 +65,10 @@ Options parse_options(int argc, char** argv) {
     p.add("--save", &o.save, "where to keep the best checkpoint (lowest validation loss)", "PATH");
     p.add("--load", &o.load, "use the model saved at PATH instead of training", "PATH");
     p.add("--translate", &o.translate, "translate this sentence (with --load)", "TEXT");
-    p.flag("--stdin", &o.use_stdin, "translate standard input, one sentence per line (with --load)");
+    p.flag("--stdin", &o.use_stdin, "translate standard input, one sentence per line (with --load); reads to the end, "
+                                    "then translates in batches and prints one line per input line");
+    p.flag("--no-kv-cache", &o.no_kv_cache, "decode by re-running the decoder over the whole prefix at every step "
+                                            "(the simple O(T^2) reference) instead of with the key/value cache");
     p.add("--attention", &o.attention, "write the encoder-decoder attention of the translated sentence to PATH (SVG)", "PATH");
     p.add("--plot", &o.plot, "write training and validation loss curves to PATH (SVG)", "PATH");
     p.parse(argc, argv);
@@ -176,12 +179,12 @@ private:
 
 // BLEU and exact match on the test split, greedy and (with --beam) beam search.
 void report_test(models::Transformer& model, const data::TranslationData& d, const Options& o, const TrainingLog& log) {
-    const eval::Score greedy = eval::score(model, d.codec, d.text.test, 0, o.bleu_lowercase);
+    const eval::Score greedy = eval::score(model, d.codec, d.text.test, 0, o.bleu_lowercase, !o.no_kv_cache);
     std::printf("test greedy: BLEU %.1f, exact match %.1f%%  [%s]\n", greedy.bleu.score, greedy.exact, data::to_string(greedy.bleu).c_str());
     for (size_t i = 0; i < std::min<size_t>(3, d.text.test.size()); i++)
         std::printf("  src: %s\n  ref: %s\n  out: %s\n", d.text.test[i].src.c_str(), d.text.test[i].tgt.c_str(),
                     greedy.hypotheses[i].c_str());
-    const eval::Score final_score = o.beam > 0 ? eval::score(model, d.codec, d.text.test, o.beam, o.bleu_lowercase) : greedy;
+    const eval::Score final_score = o.beam > 0 ? eval::score(model, d.codec, d.text.test, o.beam, o.bleu_lowercase, !o.no_kv_cache) : greedy;
     if (o.beam > 0)
         std::printf("test beam %d: BLEU %.1f, exact match %.1f%%  [%s]\n", o.beam, final_score.bleu.score, final_score.exact,
                     data::to_string(final_score.bleu).c_str());
@@ -193,20 +196,27 @@ void report_test(models::Transformer& model, const data::TranslationData& d, con
                 data::bleu_signature({.lowercase = o.bleu_lowercase}).c_str());
 }
 
-// --load with --translate and/or --stdin: translate with a saved model; no training.
-// The attention (--attention) is drawn for the first sentence.
+// --load with --translate and/or --stdin: translate with a saved model; no training. Every
+// sentence is read first, then they are translated in batches of similar length (one decoder
+// call per step for a whole batch), and printed in the input order, an empty line for an empty
+// line. The attention (--attention) is drawn for the first sentence.
 int translate_with_checkpoint(const Options& o) {
     const autograd::io::SafetensorsFile f = autograd::io::load_safetensors(o.load);
     models::Transformer model(models::read_metadata(f.metadata, "config", o.load, models::config_from_json));
     nn::load_parameters(model, f, o.load);
     const data::TextCodec codec = data::read_codec(f.metadata, o.load);
-    if (!o.translate.empty()) std::printf("%s\n", eval::translate(model, codec, o.translate, o.beam, o.attention).c_str());
-    bool first = o.translate.empty();
-    for (std::string line; o.use_stdin && std::getline(std::cin, line); first = false) {
+    std::vector<std::string> lines;   // --translate first, then every line of standard input
+    if (!o.translate.empty()) lines.push_back(o.translate);
+    for (std::string line; o.use_stdin && std::getline(std::cin, line);) {
         if (!line.empty() && line.back() == '\r') line.pop_back();
-        std::printf("%s\n", line.empty() ? "" : eval::translate(model, codec, line, o.beam, first ? o.attention : "").c_str());
-        std::fflush(stdout);
+        lines.push_back(line);
     }
+    std::vector<std::string> texts;   // the non-empty lines, translated together in batches
+    for (const std::string& line : lines)
+        if (!line.empty()) texts.push_back(line);
+    const std::vector<std::string> out = eval::translate(model, codec, texts, o.beam, !o.no_kv_cache, o.attention);
+    size_t next = 0;
+    for (const std::string& line : lines) std::printf("%s\n", line.empty() ? "" : out[next++].c_str());
     return 0;
 }
 

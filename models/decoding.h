@@ -1,6 +1,13 @@
-// Turning a trained model into output sequences: greedy decoding and beam search.
-// Both run the decoder once per output position over the whole prefix (no key/value cache:
-// simpler to read, and fast enough for the sequence lengths of the examples).
+// Turning a trained model into output sequences: greedy decoding and beam search, each for a
+// batch of sentences at once.
+//
+// Both produce one token per step, in one of two ways (the options' kv_cache):
+//   recomputing (kv_cache = false): run the whole decoder over the whole prefix and keep its last
+//     position. The simplest thing that is correct; a step costs O(t) decoder passes of a
+//     position, a whole output of T tokens O(T^2).
+//   cached (kv_cache = true, the default): run the decoder on the newest position only, with the
+//     earlier positions' keys and values kept in a models::DecoderCache (models/decoder_cache.h).
+//     A step costs one position-pass: a whole output O(T). The same tokens (tests/test_decoding.cpp).
 #pragma once
 #include <vector>
 
@@ -13,6 +20,7 @@ struct GreedyOptions {
     int32_t bos = 1;        // the decoder's first input
     int32_t eos = -1;       // -1: no end symbol, every row runs to max_len
     int32_t pad = 0;        // fills a row after its eos
+    bool kv_cache = true;   // false: recompute the whole prefix every step (the reference)
 };
 
 // Greedy: at every step append the single most likely next token.
@@ -27,6 +35,7 @@ struct BeamSearchOptions {
     int32_t eos = -1;             // -1: no end symbol, every hypothesis runs to max_len
     float length_penalty = 0.0f;  // alpha of GNMT (Wu et al. 2016): score = log_prob / ((5 + len) / 6)^alpha;
                                   // 0 compares raw log-probabilities, which favours short outputs
+    bool kv_cache = true;         // false: recompute the whole prefix every step (the reference)
 };
 
 struct Hypothesis {
@@ -35,10 +44,17 @@ struct Hypothesis {
     double score = 0.0;           // log_prob after the length penalty
 };
 
-// Beam search for one source sentence: src (1, S), src_mask (1, 1, S). At every step the K best
-// continuations (by log-probability) are kept; those ending in eos are finished, the others stay
-// live. Stops when K hypotheses have finished, or at max_len (then the live ones count as
-// finished too), and returns the finished hypothesis with the best score.
+// Beam search for B source sentences at once: src (B, S) padded, src_mask (B, 1, S) -> B results.
+// For each sentence, at every step the K best continuations (by log-probability) of its live
+// hypotheses are kept; those ending in eos are finished, the others stay live. A sentence stops
+// when K of its hypotheses have finished, or at max_len (then the live ones count as finished
+// too), and yields its finished hypothesis with the best score. Every live hypothesis of every
+// sentence still going is a row of one decoder call per step (at most B x K rows); a sentence's
+// result is the one it gets decoded alone (tests/test_decoding.cpp).
+std::vector<Hypothesis> beam_search_batch(Transformer& model, const Tokens& src, const Mask& src_mask,
+                                          const BeamSearchOptions& opt);
+
+// The same for one sentence: src (1, S), src_mask (1, 1, S).
 Hypothesis beam_search(Transformer& model, const Tokens& src, const Mask& src_mask, const BeamSearchOptions& opt);
 
 // The model's log-probability of a whole sequence (bos first), computed in one teacher-forced

@@ -18,6 +18,7 @@
 #include "models/decoding.h"
 #include "models/transformer.h"
 #include "optim/optim.h"
+#include "tests/copy_model.h"
 
 using namespace autograd;
 using models::Transformer;
@@ -162,22 +163,6 @@ TEST_CASE("decoder: output t does not depend on target inputs after t; all sourc
 }
 
 // Train a tiny model on a tiny copy task: the whole pipeline must learn, not just run.
-static void train_copy(Transformer& model, int steps, int64_t V, int64_t L, uint64_t seed) {
-    Rng rng(seed);
-    optim::Adam opt(model.parameters(), {.lr = 0.0f, .beta1 = 0.9f, .beta2 = 0.98f, .eps = 1e-9f});
-    optim::NoamSchedule sched(opt, model.cfg.d_model, 100, 1.0f);
-    model.train();
-    for (int step = 0; step < steps; step++) {
-        const models::Batch b = data::make_copy_batch(rng, V, /*B=*/32, L);
-        const Tensor loss = nn::cross_entropy(model.logits(b.src, b.tgt_in, b.src_mask, b.tgt_mask), b.tgt_out);
-        opt.zero_grad();
-        loss.backward();
-        sched.step();
-        opt.step();
-    }
-    model.eval();
-}
-
 TEST_CASE("a tiny Transformer learns a tiny copy task; greedy and beam search agree") {
     manual_seed(3);
     const int64_t V = 6, L = 6;

@@ -1,6 +1,7 @@
 #include "examples/eval/copy_task_eval.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -28,31 +29,32 @@ std::string join(const Tokens& t, int64_t row) {
     return s;
 }
 
-// src (n, L) -> outputs (n, L): greedy in one batch, or beam search one sequence at a time.
-Tokens decode(models::Transformer& model, const Tokens& src, int beam) {
+// src (n, L) -> outputs (n, L): greedy or beam search, the n sequences in one batch.
+Tokens decode(models::Transformer& model, const Tokens& src, int beam, bool kv_cache) {
     const int64_t n = src.size(0), L = src.size(1);
-    if (beam == 0) return models::greedy_decode(model, src, models::padding_mask(src, COPY_PAD), {.max_len = L, .bos = COPY_START});
+    const autograd::Mask mask = models::padding_mask(src, COPY_PAD);
+    if (beam == 0) return models::greedy_decode(model, src, mask, {.max_len = L, .bos = COPY_START, .kv_cache = kv_cache});
     Tokens out = Tokens::full({n, L}, COPY_PAD);
-    for (int64_t i = 0; i < n; i++) {
-        const Tokens one(std::vector<int32_t>(src.data.begin() + i * L, src.data.begin() + (i + 1) * L), {1, L});   // (1, L)
-        const models::Hypothesis h =
-            models::beam_search(model, one, models::padding_mask(one, COPY_PAD), {.beam_size = beam, .max_len = L, .bos = COPY_START});
-        std::copy(h.tokens.begin(), h.tokens.end(), out.data.begin() + i * L);
-    }
+    const std::vector<models::Hypothesis> best =
+        models::beam_search_batch(model, src, mask, {.beam_size = beam, .max_len = L, .bos = COPY_START, .kv_cache = kv_cache});
+    for (int64_t i = 0; i < n; i++) std::copy(best[i].tokens.begin(), best[i].tokens.end(), out.data.begin() + i * L);
     return out;
 }
 
 }  // namespace
 
-ExactMatch exact_match(models::Transformer& model, autograd::Rng& rng, int64_t V, int64_t L, int count, int beam) {
+ExactMatch exact_match(models::Transformer& model, autograd::Rng& rng, int64_t V, int64_t L, int count, int beam, bool kv_cache) {
     model.eval();
     ExactMatch r;
+    r.kv_cache = kv_cache;
     r.total = count;
     const int chunk = 250;   // sequences decoded together
     for (int done = 0; done < count; done += chunk) {
         const int64_t n = std::min(chunk, count - done);
         const Tokens src = data::random_sequences(rng, V, n, L);   // (n, L)
-        const Tokens out = decode(model, src, beam);              // (n, L)
+        const auto t0 = std::chrono::steady_clock::now();
+        const Tokens out = decode(model, src, beam, kv_cache);    // (n, L)
+        r.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         for (int64_t i = 0; i < n; i++) {
             const bool ok = std::equal(src.data.begin() + i * L, src.data.begin() + (i + 1) * L, out.data.begin() + i * L);
             r.correct += ok;
@@ -70,6 +72,9 @@ void print_exact_match(const ExactMatch& r, int beam) {
     if (!r.misses.empty()) std::printf("mistakes (first %zu):\n", r.misses.size());
     for (const std::string& m : r.misses) std::printf("%s\n", m.c_str());
     std::printf("exact match: %d/%d (%.1f%%)\n", r.correct, r.total, 100.0 * r.correct / r.total);
+    const double tokens = static_cast<double>(r.total) * (r.shown_src.size(1) - 1);   // generated: all but the start symbol
+    std::printf("decoding: %.3f s, %.0f tokens/s (%s)\n", r.seconds, tokens / r.seconds,
+                r.kv_cache ? "key/value cache" : "recomputing the prefix: --no-kv-cache");
 }
 
 void decode_file(models::Transformer& model, const std::string& path) {
@@ -84,7 +89,7 @@ void decode_file(models::Transformer& model, const std::string& path) {
         if (!is.eof()) throw std::runtime_error(path + ":" + std::to_string(lineno) + ": expected token ids separated by spaces");
         if (ids.empty()) continue;
         const Tokens src(ids, {1, static_cast<int64_t>(ids.size())});   // (1, S)
-        std::printf("%s\n", join(decode(model, src, 0), 0).c_str());
+        std::printf("%s\n", join(decode(model, src, 0, true), 0).c_str());
     }
 }
 

@@ -14,13 +14,18 @@ struct ExactMatch {
     int correct = 0, total = 0;
     autograd::Tokens shown_src, shown_out;   // the first sequences and their outputs, to print
     std::vector<std::string> misses;         // the first few wrong outputs, as printable lines
+    double seconds = 0.0;                    // spent decoding
+    bool kv_cache = true;                    // how: with the key/value cache, or recomputing
 };
 
 // Greedy (beam == 0) or beam-search decoding of `count` fresh (count, L) sequences of symbols
-// 1..V-1 drawn from rng; a sequence counts when the output equals its input exactly.
-ExactMatch exact_match(models::Transformer& model, autograd::Rng& rng, int64_t V, int64_t L, int count, int beam);
+// 1..V-1 drawn from rng, in batches; a sequence counts when the output equals its input exactly.
+// kv_cache = false decodes by recomputing the whole prefix every step (models/decoding.h).
+ExactMatch exact_match(models::Transformer& model, autograd::Rng& rng, int64_t V, int64_t L, int count, int beam,
+                       bool kv_cache = true);
 
-// "examples (greedy decoding): src/out pairs, mistakes, exact match: 998/1000 (99.8%)" on stdout.
+// "examples (greedy decoding): src/out pairs, mistakes, exact match: 998/1000 (99.8%)", and the
+// decoding time and tokens per second, on stdout.
 void print_exact_match(const ExactMatch& r, int beam);
 
 // Greedy-decode each line of `path` (source ids separated by spaces) and print only the outputs,

@@ -32,29 +32,31 @@ double mean_loss(models::Transformer& model, const std::vector<data::Example>& e
 }
 
 std::vector<std::vector<int32_t>> translate_ids(models::Transformer& model, const std::vector<std::vector<int32_t>>& srcs,
-                                                int beam, int64_t max_len) {
+                                                int beam, int64_t max_len, bool kv_cache) {
     model.eval();
     std::vector<std::vector<int32_t>> out(srcs.size());
-    if (beam > 0) {
-        for (size_t i = 0; i < srcs.size(); i++) {
-            const Tokens src(srcs[i], {1, static_cast<int64_t>(srcs[i].size())});   // (1, S)
-            out[i] = models::beam_search(model, src, models::padding_mask(src, Vocab::PAD),
-                                         {.beam_size = beam, .max_len = max_len, .bos = Vocab::BOS, .eos = Vocab::EOS,
-                                          .length_penalty = 0.6f})
-                         .tokens;
-        }
-        return out;
-    }
     std::vector<data::Example> by_length(srcs.size());
     for (size_t i = 0; i < srcs.size(); i++) by_length[i].src = srcs[i];
-    for (const auto& idx : data::length_batches(by_length, 100)) {
+    // Sentences of similar length decode together (little padding); out[] keeps the input order.
+    for (const auto& idx : data::length_batches(by_length, beam > 0 ? 50 : 100)) {
         std::vector<std::vector<int32_t>> rows;
         for (size_t i : idx) rows.push_back(srcs[i]);
         const Tokens src = models::pad_rows(rows, Vocab::PAD);   // (B, S)
-        const Tokens ys = models::greedy_decode(model, src, models::padding_mask(src, Vocab::PAD),
-                                                {.max_len = max_len, .bos = Vocab::BOS, .eos = Vocab::EOS, .pad = Vocab::PAD});
+        const Mask src_mask = models::padding_mask(src, Vocab::PAD);
+        if (beam > 0) {
+            const std::vector<models::Hypothesis> best = models::beam_search_batch(
+                model, src, src_mask,
+                {.beam_size = beam, .max_len = max_len, .bos = Vocab::BOS, .eos = Vocab::EOS, .length_penalty = 0.6f, .kv_cache = kv_cache});
+            for (size_t r = 0; r < idx.size(); r++) out[idx[r]] = best[r].tokens;
+            continue;
+        }
+        const Tokens ys = models::greedy_decode(model, src, src_mask,
+                                                {.max_len = max_len, .bos = Vocab::BOS, .eos = Vocab::EOS, .pad = Vocab::PAD, .kv_cache = kv_cache});
         const int64_t L = ys.size(1);
-        for (size_t r = 0; r < idx.size(); r++) out[idx[r]].assign(ys.data.begin() + r * L, ys.data.begin() + (r + 1) * L);
+        for (size_t r = 0; r < idx.size(); r++) {
+            out[idx[r]].assign(ys.data.begin() + r * L, ys.data.begin() + (r + 1) * L);
+            while (out[idx[r]].size() > 1 && out[idx[r]].back() == Vocab::PAD) out[idx[r]].pop_back();   // a shorter row's padding
+        }
     }
     return out;
 }
@@ -97,16 +99,19 @@ void draw_attention(models::Transformer& model, const data::TextCodec& codec, co
 
 }  // namespace
 
-std::string translate(models::Transformer& model, const data::TextCodec& codec, const std::string& text, int beam,
-                      const std::string& attention_svg) {
-    const std::vector<int32_t> src = codec.encode_source(codec.tokenize(text));
-    const std::vector<int32_t> out = translate_ids(model, {src}, beam, codec.max_len + 2)[0];
-    if (!attention_svg.empty()) draw_attention(model, codec, text, src, out, attention_svg);
-    return codec.decode_target(out);
+std::vector<std::string> translate(models::Transformer& model, const data::TextCodec& codec, const std::vector<std::string>& texts,
+                                   int beam, bool kv_cache, const std::string& attention_svg) {
+    std::vector<std::vector<int32_t>> srcs;
+    for (const std::string& text : texts) srcs.push_back(codec.encode_source(codec.tokenize(text)));
+    const std::vector<std::vector<int32_t>> outs = translate_ids(model, srcs, beam, codec.max_len + 2, kv_cache);
+    if (!attention_svg.empty() && !texts.empty()) draw_attention(model, codec, texts[0], srcs[0], outs[0], attention_svg);
+    std::vector<std::string> translations;
+    for (const auto& ids : outs) translations.push_back(codec.decode_target(ids));
+    return translations;
 }
 
 Score score(models::Transformer& model, const data::TextCodec& codec, const std::vector<data::Pair>& pairs, int beam,
-            bool bleu_lowercase) {
+            bool bleu_lowercase, bool kv_cache) {
     std::vector<std::vector<int32_t>> srcs;
     std::vector<std::string> refs;
     for (const data::Pair& p : pairs) {
@@ -117,7 +122,7 @@ Score score(models::Transformer& model, const data::TextCodec& codec, const std:
         return data::tokenize_13a(bleu_lowercase ? data::to_lower_utf8(line) : line);
     };
     Score s;
-    for (const auto& ids : translate_ids(model, srcs, beam, codec.max_len + 2)) {
+    for (const auto& ids : translate_ids(model, srcs, beam, codec.max_len + 2, kv_cache)) {
         s.hypotheses.push_back(codec.decode_target(ids));
         s.exact += normalized(s.hypotheses.back()) == normalized(refs[s.hypotheses.size() - 1]);
     }

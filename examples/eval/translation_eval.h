@@ -1,5 +1,5 @@
 // What the translation example does with a trained model: its loss on a set of pairs,
-// translations (greedy in length-sorted batches, or beam search), BLEU and exact match against
+// translations (greedy or beam search, in length-sorted batches), BLEU and exact match against
 // reference translations, and the encoder-decoder attention of one translation as heatmaps.
 #pragma once
 #include <string>
@@ -14,16 +14,18 @@ namespace eval {
 // Mean cross-entropy per target token (no label smoothing) over `examples`, in eval mode.
 double mean_loss(models::Transformer& model, const std::vector<data::Example>& examples, int batch);
 
-// Source id sequences -> output id sequences (<bos> ... [<eos>]), at most max_len ids each:
-// greedy (beam == 0) in batches of similar length, or beam search one sentence at a time.
+// Source id sequences -> output id sequences (<bos> ... [<eos>]), at most max_len ids each, in
+// the input order: greedy (beam == 0) or beam search, in batches of sentences of similar length.
+// kv_cache = false decodes by recomputing the whole prefix every step (models/decoding.h).
 std::vector<std::vector<int32_t>> translate_ids(models::Transformer& model, const std::vector<std::vector<int32_t>>& srcs,
-                                                int beam, int64_t max_len);
+                                                int beam, int64_t max_len, bool kv_cache = true);
 
-// One sentence, text to text. With an attention_svg path, also draws the encoder-decoder
-// attention of every layer and head while the model writes this translation: all of them to
-// that SVG file, and the last layer's mean over heads on stderr (in colour on a terminal).
-std::string translate(models::Transformer& model, const data::TextCodec& codec, const std::string& text, int beam,
-                      const std::string& attention_svg = "");
+// Sentences, text to text, translated in batches as translate_ids does. With an attention_svg
+// path, also draws the encoder-decoder attention of every layer and head while the model writes
+// the first translation: all of them to that SVG file, and the last layer's mean over heads on
+// stderr (in colour on a terminal).
+std::vector<std::string> translate(models::Transformer& model, const data::TextCodec& codec, const std::vector<std::string>& texts,
+                                   int beam, bool kv_cache = true, const std::string& attention_svg = "");
 
 struct Score {
     data::BleuResult bleu;
@@ -35,6 +37,6 @@ struct Score {
 // written in the data, case-sensitive unless bleu_lowercase. Exact match compares the same 13a
 // token sequences, so it does not depend on spacing either.
 Score score(models::Transformer& model, const data::TextCodec& codec, const std::vector<data::Pair>& pairs, int beam,
-            bool bleu_lowercase);
+            bool bleu_lowercase, bool kv_cache = true);
 
 }  // namespace eval
