@@ -36,10 +36,14 @@ using data::Vocab;
 
 namespace {
 
+// BPE merges for --data unless --bpe says otherwise; see --help.
+constexpr int kDefaultMerges = 8000;
+
 struct Options {
     common::TrainingFlags train{.d_ff = 512, .dropout = 0.1f, .warmup = 400};
     data::CorpusOptions corpus;
     int epochs = 10, batch = 64, beam = 4;
+    int bpe = -1;   // -1: kDefaultMerges for --data, word level for the toy corpus
     float label_smoothing = 0.1f;
     bool bleu_lowercase = false, use_stdin = false;
     std::string save = "translation.safetensors", load, translate, attention, plot;
@@ -56,6 +60,8 @@ Options parse_options(int argc, char** argv) {
     p.flag("--bleu-lowercase", &o.bleu_lowercase,
            "score case-insensitive BLEU (sacreBLEU -lc); default: case-sensitive against the raw references");
     p.add("--min-freq", &o.corpus.min_freq, "drop words seen fewer times in training (they become <unk>)").min(1);
+    p.add("--bpe", &o.bpe, "byte-pair-encoding merges learned on both languages together (0: words); default " +
+                               std::to_string(kDefaultMerges) + " with --data, words for the toy corpus").min(0);
     p.add("--max-len", &o.corpus.max_len, "skip training pairs longer than this many tokens").range(1, 1000);
     p.add("--epochs", &o.epochs, "passes over the training set").min(0);
     p.add("--batch", &o.batch, "sentence pairs per batch (B)").min(1);
@@ -73,6 +79,7 @@ Options parse_options(int argc, char** argv) {
     if ((!o.translate.empty() || o.use_stdin) && o.load.empty()) p.fail("--translate and --stdin need --load PATH");
     if (!o.attention.empty() && o.translate.empty() && !o.use_stdin) p.fail("--attention needs a sentence: --translate TEXT or --stdin");
     o.corpus.seed = o.train.seed;
+    o.corpus.bpe = o.bpe >= 0 ? o.bpe : o.corpus.data.empty() ? 0 : kDefaultMerges;
     return o;
 }
 
@@ -80,6 +87,10 @@ void print_setup(const data::TranslationData& d, const models::Transformer& mode
     std::printf("data: %s | train %zu pairs (%zu over --max-len dropped), valid %zu, test %zu | vocab %zu source, %zu target\n",
                 d.name.c_str(), d.train.size(), d.dropped, d.text.valid.size(), d.text.test.size(), d.codec.src_vocab.size(),
                 d.codec.tgt_vocab.size());
+    if (d.codec.subwords)
+        std::printf("subwords: %zu BPE merges learned jointly from %lld words (%lld distinct) in %.2f s, one shared vocabulary\n",
+                    d.codec.bpe.merges().size(), (long long)d.bpe_stats.words, (long long)d.bpe_stats.distinct_words,
+                    d.bpe_stats.seconds);
     std::printf("model: %s, %lld parameters | %zu batches/epoch, %d epochs | %d threads\n", common::describe(model.cfg).c_str(),
                 (long long)model.num_parameters(), batches, o.epochs, omp_get_max_threads());
 }

@@ -1,7 +1,9 @@
 // The translation example's data, from sentence pairs to training batches:
 //
 //   text pairs (toy grammar, or a TSV file split into train/valid/test)
-//     -> tokens (tokenize, optionally lowercased; training pairs over max_len tokens dropped)
+//     -> words (tokenize, optionally lowercased)
+//     -> subwords (with bpe > 0: byte-pair encoding learned from the training words of both
+//        languages, one shared vocabulary; training pairs over max_len tokens dropped)
 //     -> vocabularies (built from the training pairs)
 //     -> id sequences: src = tokens <eos>, tgt = <bos> tokens <eos>
 //     -> batches of similar length (length_batches), padded into a models::Batch (make_batch)
@@ -10,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "examples/data/bpe.h"
 #include "examples/data/tsv.h"
 #include "examples/data/vocab.h"
 #include "models/batch.h"
@@ -20,10 +23,13 @@ namespace data {
 // How sentences become ids and back for one trained model. A translation checkpoint stores it
 // beside the weights, so the model can translate on its own after --load.
 struct TextCodec {
-    Vocab src_vocab, tgt_vocab;
-    bool lowercase = false;   // lowercase text before tokenizing
-    int max_len = 50;         // longest sentence in tokens (training drops longer pairs)
+    Vocab src_vocab, tgt_vocab;   // the same vocabulary when subwords is on (joint BPE)
+    bool lowercase = false;       // lowercase text before tokenizing
+    int max_len = 50;             // longest sentence in tokens (training drops longer pairs)
+    bool subwords = false;        // split words with bpe (else: a token is a word)
+    Bpe bpe{};
 
+    // Text -> the tokens the vocabulary holds: words, or subwords (with byte fallback).
     std::vector<std::string> tokenize(const std::string& text) const;
     std::vector<int32_t> encode_source(const std::vector<std::string>& tokens) const;   // tokens <eos>
     std::vector<int32_t> encode_target(const std::vector<std::string>& tokens) const;   // <bos> tokens <eos>
@@ -31,7 +37,8 @@ struct TextCodec {
 };
 
 // The codec as checkpoint metadata entries (models/checkpoint.h): "src_vocab" and "tgt_vocab"
-// (each a JSON array of its tokens in id order), "lowercase" and "max_len".
+// (each a JSON array of its tokens in id order), "lowercase", "max_len" and "bpe" (the merges,
+// or null for a word-level model).
 models::json::Object codec_to_json(const TextCodec& codec);
 TextCodec read_codec(const nn::Metadata& metadata, const std::string& file);
 
@@ -45,6 +52,7 @@ struct CorpusOptions {
     bool lowercase = false;
     int min_freq = 1;                // rarer training words become <unk>
     int max_len = 50;                // training pairs with more tokens are dropped
+    int bpe = 0;                     // BPE merges learned jointly on both sides; 0: word level
     uint64_t seed = 1;               // the toy corpus, and the split of --data
 };
 
@@ -54,6 +62,7 @@ struct TranslationData {
     TextCodec codec;               // vocabularies built from the training pairs
     std::vector<Example> train, valid;
     size_t dropped = 0;            // training pairs over max_len tokens, or with an empty side
+    Bpe::LearnStats bpe_stats;     // what learning the merges took (bpe > 0)
 };
 
 // Reads (or generates) the corpus and prepares it as above. TSV warnings go to stderr.
