@@ -46,6 +46,7 @@ struct Options {
     int bpe = -1;   // -1: kDefaultMerges for --data, word level for the toy corpus
     float label_smoothing = 0.1f;
     bool bleu_lowercase = false, use_stdin = false;
+    bool tie_weights = false, no_tie_weights = false;   // neither: tied exactly when the vocabulary is shared
     std::string save = "translation.safetensors", load, translate, attention, plot;
 };
 
@@ -62,6 +63,10 @@ Options parse_options(int argc, char** argv) {
     p.add("--min-freq", &o.corpus.min_freq, "drop words seen fewer times in training (they become <unk>)").min(1);
     p.add("--bpe", &o.bpe, "byte-pair-encoding merges learned on both languages together (0: words); default " +
                                std::to_string(kDefaultMerges) + " with --data, words for the toy corpus").min(0);
+    p.flag("--tie-weights", &o.tie_weights,
+           "one matrix for both embeddings and the pre-softmax projection (paper, section 3.4); the default with --bpe, "
+           "whose vocabulary is shared");
+    p.flag("--no-tie-weights", &o.no_tie_weights, "separate embedding and projection matrices even with --bpe");
     p.add("--max-len", &o.corpus.max_len, "skip training pairs longer than this many tokens").range(1, 1000);
     p.add("--epochs", &o.epochs, "passes over the training set").min(0);
     p.add("--batch", &o.batch, "sentence pairs per batch (B)").min(1);
@@ -80,6 +85,9 @@ Options parse_options(int argc, char** argv) {
     if (!o.attention.empty() && o.translate.empty() && !o.use_stdin) p.fail("--attention needs a sentence: --translate TEXT or --stdin");
     o.corpus.seed = o.train.seed;
     o.corpus.bpe = o.bpe >= 0 ? o.bpe : o.corpus.data.empty() ? 0 : kDefaultMerges;
+    if (o.tie_weights && o.no_tie_weights) p.fail("--tie-weights and --no-tie-weights contradict each other");
+    if (o.tie_weights && o.corpus.bpe == 0) p.fail("--tie-weights needs one vocabulary for both languages: add --bpe N");
+    o.tie_weights = o.corpus.bpe > 0 && !o.no_tie_weights;
     return o;
 }
 
@@ -236,6 +244,7 @@ int main(int argc, char** argv) {
         autograd::manual_seed(o.train.seed);   // model init and dropout
         models::TransformerConfig cfg = common::transformer_config(o.train, d.codec.src_vocab.size(), d.codec.tgt_vocab.size());
         cfg.max_len = std::max(512, o.corpus.max_len + 2);   // positions: bos + max_len tokens + eos
+        cfg.tie_weights = o.tie_weights;
         models::Transformer model(cfg);
         optim::Adam opt(model.parameters(), {.lr = 0.0f, .beta1 = 0.9f, .beta2 = 0.98f, .eps = 1e-9f});
         optim::NoamSchedule sched(opt, cfg.d_model, o.train.warmup, o.train.lr_factor);   // sets opt's lr every step
