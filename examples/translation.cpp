@@ -36,14 +36,12 @@ using data::Vocab;
 
 namespace {
 
-// BPE merges for --data unless --bpe says otherwise; see --help.
-constexpr int kDefaultMerges = 8000;
-
 struct Options {
     common::TrainingFlags train{.d_ff = 512, .dropout = 0.1f, .warmup = 400};
     data::CorpusOptions corpus;
     int epochs = 10, batch = 64, beam = 4;
-    int bpe = -1;   // -1: kDefaultMerges for --data, word level for the toy corpus
+    int bpe = -1;            // -1: automatic for --data (see --help), word level for the toy corpus
+    int batch_tokens = -1;   // -1: 2000 for --data, sentence batches (--batch) for the toy corpus
     float label_smoothing = 0.1f;
     bool bleu_lowercase = false, use_stdin = false;
     bool tie_weights = false, no_tie_weights = false;   // neither: tied exactly when the vocabulary is shared
@@ -61,15 +59,22 @@ Options parse_options(int argc, char** argv) {
     p.flag("--bleu-lowercase", &o.bleu_lowercase,
            "score case-insensitive BLEU (sacreBLEU -lc); default: case-sensitive against the raw references");
     p.add("--min-freq", &o.corpus.min_freq, "drop words seen fewer times in training (they become <unk>)").min(1);
-    p.add("--bpe", &o.bpe, "byte-pair-encoding merges learned on both languages together (0: words); default " +
-                               std::to_string(kDefaultMerges) + " with --data, words for the toy corpus").min(0);
+    p.add("--bpe", &o.bpe,
+          "byte-pair-encoding merges learned on both languages together (0: words). Default with --data: a quarter of "
+          "the distinct training words, between 500 and 32000 (about 1000 for 5k pairs, where 500-1000 measured best and "
+          "3000 no better than words; more for larger corpora, whose rarer words are worth whole units); the toy corpus "
+          "stays word level (its 600 words are all frequent)").min(-1);
     p.flag("--tie-weights", &o.tie_weights,
            "one matrix for both embeddings and the pre-softmax projection (paper, section 3.4); the default with --bpe, "
            "whose vocabulary is shared");
     p.flag("--no-tie-weights", &o.no_tie_weights, "separate embedding and projection matrices even with --bpe");
     p.add("--max-len", &o.corpus.max_len, "skip training pairs longer than this many tokens").range(1, 1000);
     p.add("--epochs", &o.epochs, "passes over the training set").min(0);
-    p.add("--batch", &o.batch, "sentence pairs per batch (B)").min(1);
+    p.add("--batch", &o.batch, "sentence pairs per batch (B), when not batching by --batch-tokens").min(1);
+    p.add("--batch-tokens", &o.batch_tokens,
+          "batches of similar-length pairs with about this many source and target tokens each, padding included "
+          "(paper: 25000 on 8 GPUs). Default with --data: 2000; the toy corpus: sentence batches (--batch). 0: --batch")
+        .min(-1);
     common::add_training_flags(p, o.train, "random seed (data split, init, dropout, batch order)");
     p.add("--label-smoothing", &o.label_smoothing, "label smoothing eps (paper: 0.1)").range(0, 1);
     p.add("--beam", &o.beam, "beam width for the test score and for translating (0: greedy)").range(0, 64);
@@ -84,7 +89,8 @@ Options parse_options(int argc, char** argv) {
     if ((!o.translate.empty() || o.use_stdin) && o.load.empty()) p.fail("--translate and --stdin need --load PATH");
     if (!o.attention.empty() && o.translate.empty() && !o.use_stdin) p.fail("--attention needs a sentence: --translate TEXT or --stdin");
     o.corpus.seed = o.train.seed;
-    o.corpus.bpe = o.bpe >= 0 ? o.bpe : o.corpus.data.empty() ? 0 : kDefaultMerges;
+    o.corpus.bpe = o.bpe >= 0 ? o.bpe : o.corpus.data.empty() ? 0 : data::kAutoMerges;
+    if (o.batch_tokens < 0) o.batch_tokens = o.corpus.data.empty() ? 0 : 2000;
     if (o.tie_weights && o.no_tie_weights) p.fail("--tie-weights and --no-tie-weights contradict each other");
     if (o.tie_weights && o.corpus.bpe == 0) p.fail("--tie-weights needs one vocabulary for both languages: add --bpe N");
     o.tie_weights = o.corpus.bpe > 0 && !o.no_tie_weights;
@@ -238,7 +244,11 @@ int main(int argc, char** argv) {
 
         // 1) data: sentence pairs -> vocabularies -> id sequences -> batches of similar length
         const data::TranslationData d = data::load_translation_data(o.corpus);
-        const std::vector<std::vector<size_t>> batches = data::length_batches(d.train, o.batch);
+        autograd::Rng shuffle_rng(o.train.seed ^ 0x5eedULL);   // batch composition and order, every epoch
+        auto make_batches = [&] {
+            return o.batch_tokens > 0 ? data::token_batches(d.train, o.batch_tokens, &shuffle_rng) : data::length_batches(d.train, o.batch);
+        };
+        std::vector<std::vector<size_t>> batches = make_batches();
 
         // 2) model, optimizer, learning-rate schedule
         autograd::manual_seed(o.train.seed);   // model init and dropout
@@ -251,11 +261,11 @@ int main(int argc, char** argv) {
         print_setup(d, model, batches.size(), o);
 
         // 3) train; keep the parameters of the epoch with the best validation loss
-        autograd::Rng shuffle_rng(o.train.seed ^ 0x5eedULL);
         TrainingLog log(o.epochs, batches.size());
         BestEpoch best(d.codec, o.save);
         for (int epoch = 1; epoch <= o.epochs; epoch++) {
             model.train();
+            if (epoch > 1 && o.batch_tokens > 0) batches = make_batches();
             for (size_t i : shuffled(batches.size(), shuffle_rng)) {
                 const models::Batch b = data::make_batch(d.train, batches[i]);
                 const Tensor logits = model.logits(b.src, b.tgt_in, b.src_mask, b.tgt_mask);   // (B, T, V)
@@ -266,7 +276,7 @@ int main(int argc, char** argv) {
                 opt.step();
                 log.step(epoch, loss.item(), b.ntokens, lr);
             }
-            const double valid_loss = eval::mean_loss(model, d.valid, o.batch);
+            const double valid_loss = eval::mean_loss(model, d.valid, o.batch, o.batch_tokens);
             log.end_epoch(epoch, valid_loss, best.update(model, epoch, valid_loss));
         }
         log.finish();

@@ -1,5 +1,5 @@
 // Tests for examples/data/bpe.h: byte-pair encoding (learning merges, encoding, decoding), and the
-// translation example's subword codec built on it.
+// translation example's subword codec and token batches.
 #include <doctest/doctest.h>
 
 #include <unistd.h>
@@ -222,4 +222,31 @@ TEST_CASE("TextCodec with subwords: one shared vocabulary, stored in the checkpo
     data::TextCodec words = d.codec;
     words.subwords = false;
     CHECK_FALSE(data::read_codec(models::to_metadata(data::codec_to_json(words)), "w.safetensors").subwords);
+}
+
+TEST_CASE("token_batches: every pair once, at most N tokens a side with padding, regrouped per epoch, same for the same seed") {
+    std::vector<data::Example> examples;
+    autograd::Rng lengths(11);
+    for (int i = 0; i < 300; i++)
+        examples.push_back({std::vector<int32_t>(1 + lengths.below(30), 5), std::vector<int32_t>(2 + lengths.below(30), 5)});
+    examples.push_back({std::vector<int32_t>(150, 5), std::vector<int32_t>(3, 5)});   // longer than N alone
+    const int N = 120;
+    autograd::Rng rng(1), same(1);
+    const auto a = data::token_batches(examples, N, &rng), b = data::token_batches(examples, N, &rng);
+    CHECK(a == data::token_batches(examples, N, &same));
+    CHECK(a != b);   // the next epoch groups equal lengths differently
+    for (const auto& batches : {a, b, data::token_batches(examples, N)}) {
+        std::vector<int> seen(examples.size(), 0);
+        for (const auto& batch : batches) {
+            size_t s = 0, t = 0;
+            for (size_t i : batch) {
+                seen[i]++;
+                s = std::max(s, examples[i].src.size());
+                t = std::max(t, examples[i].tgt.size());
+            }
+            if (batch.size() > 1) CHECK(batch.size() * std::max(s, t) <= static_cast<size_t>(N));
+        }
+        CHECK(std::all_of(seen.begin(), seen.end(), [](int n) { return n == 1; }));
+        CHECK(batches.size() < examples.size() / 3);   // batches do fill up
+    }
 }

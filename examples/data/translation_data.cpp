@@ -85,13 +85,14 @@ TranslationData load_translation_data(const CorpusOptions& o) {
 
     // 2) subwords: merges learned from the words of both sides together (one vocabulary, so
     //    the same name is spelled the same way in both languages and the embeddings can be shared)
-    if (o.bpe > 0) {
+    if (o.bpe > 0 || o.bpe == kAutoMerges) {
         std::unordered_map<std::string, int64_t> counts;
         for (const auto* side : {&src_tokens, &tgt_tokens})
             for (const auto& sentence : *side)
                 for (const std::string& w : sentence) counts[w]++;
         d.codec.subwords = true;
-        d.codec.bpe = Bpe::learn(counts, o.bpe, &d.bpe_stats);
+        const int merges = o.bpe != kAutoMerges ? o.bpe : std::clamp(static_cast<int>(counts.size() / 4), 500, 32000);
+        d.codec.bpe = Bpe::learn(counts, merges, &d.bpe_stats);
         for (auto* side : {&src_tokens, &tgt_tokens})
             for (auto& sentence : *side) sentence = d.codec.bpe.encode(sentence);
     }
@@ -149,6 +150,33 @@ std::vector<std::vector<size_t>> length_batches(const std::vector<Example>& exam
     std::vector<std::vector<size_t>> out;
     for (size_t i = 0; i < order.size(); i += batch)
         out.emplace_back(order.begin() + i, order.begin() + std::min(order.size(), i + batch));
+    return out;
+}
+
+std::vector<std::vector<size_t>> token_batches(const std::vector<Example>& examples, int max_tokens, autograd::Rng* rng) {
+    std::vector<size_t> order(examples.size());
+    std::iota(order.begin(), order.end(), 0);
+    if (rng)
+        for (size_t i = order.size(); i > 1; i--) std::swap(order[i - 1], order[rng->below(static_cast<uint32_t>(i))]);
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+        return std::make_pair(examples[a].src.size(), examples[a].tgt.size()) <
+               std::make_pair(examples[b].src.size(), examples[b].tgt.size());
+    });
+    std::vector<std::vector<size_t>> out;
+    size_t longest_src = 0, longest_tgt = 0;
+    for (size_t i : order) {
+        const size_t s = std::max(longest_src, examples[i].src.size()), t = std::max(longest_tgt, examples[i].tgt.size());
+        const size_t b = out.empty() ? 0 : out.back().size() + 1;   // the batch's size with pair i in it
+        if (out.empty() || b * std::max(s, t) > static_cast<size_t>(max_tokens)) {
+            out.push_back({i});
+            longest_src = examples[i].src.size();
+            longest_tgt = examples[i].tgt.size();
+        } else {
+            out.back().push_back(i);
+            longest_src = s;
+            longest_tgt = t;
+        }
+    }
     return out;
 }
 

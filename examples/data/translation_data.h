@@ -15,6 +15,7 @@
 #include "examples/data/bpe.h"
 #include "examples/data/tsv.h"
 #include "examples/data/vocab.h"
+#include "autograd/random.h"
 #include "models/batch.h"
 #include "models/checkpoint.h"
 
@@ -47,12 +48,15 @@ struct Example {
     std::vector<int32_t> src, tgt;   // tokens <eos>; <bos> tokens <eos>
 };
 
+constexpr int kAutoMerges = -1;
+
 struct CorpusOptions {
     std::string data, valid, test;   // TSV files; data empty: the built-in toy corpus
     bool lowercase = false;
     int min_freq = 1;                // rarer training words become <unk>
     int max_len = 50;                // training pairs with more tokens are dropped
-    int bpe = 0;                     // BPE merges learned jointly on both sides; 0: word level
+    int bpe = 0;                     // BPE merges learned jointly on both sides; 0: word level;
+                                     // kAutoMerges: distinct training words / 4, in [500, 32000]
     uint64_t seed = 1;               // the toy corpus, and the split of --data
 };
 
@@ -71,6 +75,14 @@ TranslationData load_translation_data(const CorpusOptions& o);
 // Batches of example indices, sorted by length so each batch holds sentences of about the same
 // length: little padding, so little compute spent on it.
 std::vector<std::vector<size_t>> length_batches(const std::vector<Example>& examples, int batch);
+
+// Batches by token count (the paper's section 5.1: "approximately 25000 source tokens and 25000
+// target tokens"): pairs of similar length, as many per batch as keep B x (longest source) and
+// B x (longest target) at most max_tokens each, padding included (a pair longer than that gets a
+// batch of its own). With an rng, pairs of equal length are shuffled first, so each call (each
+// epoch) groups them differently, the same way for the same seed.
+std::vector<std::vector<size_t>> token_batches(const std::vector<Example>& examples, int max_tokens,
+                                               autograd::Rng* rng = nullptr);
 
 // examples[idx...] padded with Vocab::PAD into one batch.
 models::Batch make_batch(const std::vector<Example>& examples, const std::vector<size_t>& idx);
