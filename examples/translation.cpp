@@ -40,6 +40,7 @@ struct Options {
     common::TrainingFlags train{.d_ff = 512, .dropout = 0.1f, .warmup = 400};
     data::CorpusOptions corpus;
     int epochs = 10, batch = 64, beam = 4;
+    int average_last = 0;    // also score the average of the last K epochs' parameters
     int bpe = -1;            // -1: automatic for --data (see --help), word level for the toy corpus
     int batch_tokens = -1;   // -1: 2000 for --data, sentence batches (--batch) for the toy corpus
     float label_smoothing = 0.1f;
@@ -76,6 +77,8 @@ Options parse_options(int argc, char** argv) {
           "(paper: 25000 on 8 GPUs). Default with --data: 2000; the toy corpus: sentence batches (--batch). 0: --batch")
         .min(-1);
     common::add_training_flags(p, o.train, "random seed (data split, init, dropout, batch order)");
+    p.add("--average-last", &o.average_last,
+          "also score the average of the last K epochs' parameters (paper, section 6.1: the last 5 checkpoints)").min(0);
     p.add("--label-smoothing", &o.label_smoothing, "label smoothing eps (paper: 0.1)").range(0, 1);
     p.add("--beam", &o.beam, "beam width for the test score and for translating (0: greedy)").range(0, 64);
     p.add("--save", &o.save, "where to keep the best checkpoint (lowest validation loss)", "PATH");
@@ -199,21 +202,58 @@ private:
     std::vector<std::vector<float>> params_;
 };
 
-// BLEU and exact match on the test split, greedy and (with --beam) beam search.
-void report_test(models::Transformer& model, const data::TranslationData& d, const Options& o, const TrainingLog& log) {
+// The parameters of the last K epochs, and their average (section 6.1: "for the base models, we
+// used a single model obtained by averaging the last 5 checkpoints, which were written at
+// 10-minute intervals"). Kept in memory: K copies of the parameters.
+class LastEpochs {
+public:
+    explicit LastEpochs(int k) : k_(k) {}
+
+    void add(const models::Transformer& model) {
+        if (k_ <= 0) return;
+        std::vector<std::vector<float>> params;
+        for (const Tensor& t : model.parameters()) params.push_back(t.to_vector());
+        kept_.push_back(std::move(params));
+        if (static_cast<int>(kept_.size()) > k_) kept_.erase(kept_.begin());
+    }
+
+    // Puts the element-wise mean of the kept epochs' parameters into the model.
+    void average_into(models::Transformer& model) const {
+        auto params = model.parameters();
+        for (size_t i = 0; i < params.size(); i++) {
+            float* p = params[i].data();
+            std::fill(p, p + params[i].numel(), 0.0f);
+            for (const auto& epoch : kept_)
+                for (int64_t j = 0; j < params[i].numel(); j++) p[j] += epoch[i][j] / static_cast<float>(kept_.size());
+        }
+        std::printf("averaged the parameters of the last %zu epochs\n", kept_.size());
+    }
+
+    bool empty() const { return kept_.empty(); }
+
+private:
+    int k_;
+    std::vector<std::vector<std::vector<float>>> kept_;   // [epoch][parameter][element]
+};
+
+// BLEU and exact match on the test split, greedy and (with --beam) beam search. `what` names the
+// model scored ("test": the best epoch's; "averaged test": --average-last).
+void report_test(models::Transformer& model, const data::TranslationData& d, const Options& o, const TrainingLog& log,
+                 const std::string& what = "test") {
+    const char* w = what.c_str();
     const eval::Score greedy = eval::score(model, d.codec, d.text.test, 0, o.bleu_lowercase);
-    std::printf("test greedy: BLEU %.1f, exact match %.1f%%  [%s]\n", greedy.bleu.score, greedy.exact, data::to_string(greedy.bleu).c_str());
+    std::printf("%s greedy: BLEU %.1f, exact match %.1f%%  [%s]\n", w, greedy.bleu.score, greedy.exact, data::to_string(greedy.bleu).c_str());
     for (size_t i = 0; i < std::min<size_t>(3, d.text.test.size()); i++)
         std::printf("  src: %s\n  ref: %s\n  out: %s\n", d.text.test[i].src.c_str(), d.text.test[i].tgt.c_str(),
                     greedy.hypotheses[i].c_str());
     const eval::Score final_score = o.beam > 0 ? eval::score(model, d.codec, d.text.test, o.beam, o.bleu_lowercase) : greedy;
     if (o.beam > 0)
-        std::printf("test beam %d: BLEU %.1f, exact match %.1f%%  [%s]\n", o.beam, final_score.bleu.score, final_score.exact,
+        std::printf("%s beam %d: BLEU %.1f, exact match %.1f%%  [%s]\n", w, o.beam, final_score.bleu.score, final_score.exact,
                     data::to_string(final_score.bleu).c_str());
     std::printf("total %.0f s\n", log.seconds());
     // The signature says which BLEU this is (sacreBLEU 2.x's notation): one reference, case,
     // tokenizer, smoothing. The score is against the references as written.
-    std::printf("test BLEU: %.1f (%s), exact match: %.1f%%  [signature: %s]\n", final_score.bleu.score,
+    std::printf("%s BLEU: %.1f (%s), exact match: %.1f%%  [signature: %s]\n", w, final_score.bleu.score,
                 o.beam > 0 ? ("beam " + std::to_string(o.beam)).c_str() : "greedy", final_score.exact,
                 data::bleu_signature({.lowercase = o.bleu_lowercase}).c_str());
 }
@@ -263,6 +303,7 @@ int main(int argc, char** argv) {
         // 3) train; keep the parameters of the epoch with the best validation loss
         TrainingLog log(o.epochs, batches.size());
         BestEpoch best(d.codec, o.save);
+        LastEpochs last(o.average_last);
         for (int epoch = 1; epoch <= o.epochs; epoch++) {
             model.train();
             if (epoch > 1 && o.batch_tokens > 0) batches = make_batches();
@@ -278,6 +319,7 @@ int main(int argc, char** argv) {
             }
             const double valid_loss = eval::mean_loss(model, d.valid, o.batch, o.batch_tokens);
             log.end_epoch(epoch, valid_loss, best.update(model, epoch, valid_loss));
+            last.add(model);
         }
         log.finish();
         best.restore(model);
@@ -285,6 +327,10 @@ int main(int argc, char** argv) {
 
         // 4) test: BLEU and exact match, greedy and beam
         report_test(model, d, o, log);
+        if (!last.empty()) {
+            last.average_into(model);
+            report_test(model, d, o, log, "averaged test");
+        }
     } catch (const std::exception& e) {
         std::fprintf(stderr, "translation: %s\n", e.what());
         return 1;
