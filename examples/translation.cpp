@@ -11,6 +11,7 @@
 // examples/eval/translation_eval.h scores and uses the trained model.
 #include <omp.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -39,10 +40,11 @@ namespace {
 struct Options {
     common::TrainingFlags train{.d_ff = 512, .dropout = 0.1f, .warmup = 400};
     data::CorpusOptions corpus;
-    int epochs = 10, batch = 64, beam = 4;
+    int epochs = -1;         // -1: 10 for the toy corpus, default_epochs() for --data
+    int batch = 64, beam = 4;
     int average_last = 0;    // also score the average of the last K epochs' parameters
     int bpe = -1;            // -1: automatic for --data (see --help), word level for the toy corpus
-    int batch_tokens = -1;   // -1: 2000 for --data, sentence batches (--batch) for the toy corpus
+    int batch_tokens = -1;   // -1: 1000 for --data, sentence batches (--batch) for the toy corpus
     float label_smoothing = 0.1f;
     bool bleu_lowercase = false, use_stdin = false;
     bool tie_weights = false, no_tie_weights = false;   // neither: tied exactly when the vocabulary is shared
@@ -70,11 +72,14 @@ Options parse_options(int argc, char** argv) {
            "whose vocabulary is shared");
     p.flag("--no-tie-weights", &o.no_tie_weights, "separate embedding and projection matrices even with --bpe");
     p.add("--max-len", &o.corpus.max_len, "skip training pairs longer than this many tokens").range(1, 1000);
-    p.add("--epochs", &o.epochs, "passes over the training set").min(0);
+    p.add("--epochs", &o.epochs,
+          "passes over the training set. Default: 10 for the toy corpus; with --data, 1300 / sqrt(training pairs) "
+          "between 1 and 30 (19 for 5k pairs, 6 for 50k, 2 for 500k): a small corpus needs many passes, a large one "
+          "learns more per pass, and the steps still grow with the data (as sqrt)").min(-1);
     p.add("--batch", &o.batch, "sentence pairs per batch (B), when not batching by --batch-tokens").min(1);
     p.add("--batch-tokens", &o.batch_tokens,
           "batches of similar-length pairs with about this many source and target tokens each, padding included "
-          "(paper: 25000 on 8 GPUs). Default with --data: 2000; the toy corpus: sentence batches (--batch). 0: --batch")
+          "(paper: 25000 on 8 GPUs). Default with --data: 1000 (on 5k pairs: BLEU 14.8 against 12.1 with 2000, which halves the steps); the toy corpus: sentence batches (--batch). 0: --batch")
         .min(-1);
     common::add_training_flags(p, o.train, "random seed (data split, init, dropout, batch order)");
     p.add("--average-last", &o.average_last,
@@ -93,11 +98,16 @@ Options parse_options(int argc, char** argv) {
     if (!o.attention.empty() && o.translate.empty() && !o.use_stdin) p.fail("--attention needs a sentence: --translate TEXT or --stdin");
     o.corpus.seed = o.train.seed;
     o.corpus.bpe = o.bpe >= 0 ? o.bpe : o.corpus.data.empty() ? 0 : data::kAutoMerges;
-    if (o.batch_tokens < 0) o.batch_tokens = o.corpus.data.empty() ? 0 : 2000;
+    if (o.batch_tokens < 0) o.batch_tokens = o.corpus.data.empty() ? 0 : 1000;
     if (o.tie_weights && o.no_tie_weights) p.fail("--tie-weights and --no-tie-weights contradict each other");
     if (o.tie_weights && o.corpus.bpe == 0) p.fail("--tie-weights needs one vocabulary for both languages: add --bpe N");
     o.tie_weights = o.corpus.bpe > 0 && !o.no_tie_weights;
     return o;
+}
+
+// The default number of epochs for --data (see --help).
+int default_epochs(size_t train_pairs) {
+    return std::clamp(static_cast<int>(std::lround(1300.0 / std::sqrt(static_cast<double>(train_pairs)))), 1, 30);
 }
 
 void print_setup(const data::TranslationData& d, const models::Transformer& model, size_t batches, const Options& o) {
@@ -110,6 +120,7 @@ void print_setup(const data::TranslationData& d, const models::Transformer& mode
                     d.bpe_stats.seconds);
     std::printf("model: %s, %lld parameters | %zu batches/epoch, %d epochs | %d threads\n", common::describe(model.cfg).c_str(),
                 (long long)model.num_parameters(), batches, o.epochs, omp_get_max_threads());
+    if (o.batch_tokens > 0) std::printf("batches of about %d source and %d target tokens (padding included)\n", o.batch_tokens, o.batch_tokens);
 }
 
 // 0..n-1 in a fresh random order (Fisher-Yates): the order of the batches in one epoch.
@@ -278,12 +289,13 @@ int translate_with_checkpoint(const Options& o) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    const Options o = parse_options(argc, argv);
+    Options o = parse_options(argc, argv);
     try {
         if (!o.load.empty()) return translate_with_checkpoint(o);
 
         // 1) data: sentence pairs -> vocabularies -> id sequences -> batches of similar length
         const data::TranslationData d = data::load_translation_data(o.corpus);
+        if (o.epochs < 0) o.epochs = o.corpus.data.empty() ? 10 : default_epochs(d.train.size());
         autograd::Rng shuffle_rng(o.train.seed ^ 0x5eedULL);   // batch composition and order, every epoch
         auto make_batches = [&] {
             return o.batch_tokens > 0 ? data::token_batches(d.train, o.batch_tokens, &shuffle_rng) : data::length_batches(d.train, o.batch);
