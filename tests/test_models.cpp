@@ -277,19 +277,29 @@ static bool any_parameter_differs(const nn::Module& a, const nn::Module& b) {
     return false;
 }
 
-TEST_CASE("a saved Transformer loads into a fresh one: every parameter, bit for bit") {
-    manual_seed(5);
-    Transformer a(tiny());
-    const std::string path = (std::filesystem::temp_directory_path() / ("tf_" + std::to_string(::getpid()) + ".safetensors")).string();
-    nn::save(a, path, models::to_metadata({{"config", models::config_to_json(a.cfg)}}));
-    const autograd::io::SafetensorsFile f = autograd::io::load_safetensors(path);
-    manual_seed(6);
-    Transformer b(models::read_metadata(f.metadata, "config", path, models::config_from_json));
-    CHECK(models::json::dump(models::config_to_json(b.cfg)) == models::json::dump(models::config_to_json(a.cfg)));
-    CHECK(any_parameter_differs(a, b));
-    nn::load_parameters(b, f, path);
-    check_same_parameters(a, b);
-    std::filesystem::remove(path);
+TEST_CASE("a saved Transformer loads into a fresh one: every parameter, bit for bit (tied weights: stored once)") {
+    TransformerConfig tied = tiny();
+    tied.tie_weights = true;
+    for (const TransformerConfig& cfg : {tiny(), tied}) {
+        CAPTURE(cfg.tie_weights);
+        manual_seed(5);
+        Transformer a(cfg);
+        const std::string path = (std::filesystem::temp_directory_path() / ("tf_" + std::to_string(::getpid()) + ".safetensors")).string();
+        nn::save(a, path, models::to_metadata({{"config", models::config_to_json(a.cfg)}}));
+        const autograd::io::SafetensorsFile f = autograd::io::load_safetensors(path);
+        manual_seed(6);
+        Transformer b(models::read_metadata(f.metadata, "config", path, models::config_from_json));
+        CHECK(models::json::dump(models::config_to_json(b.cfg)) == models::json::dump(models::config_to_json(a.cfg)));
+        CHECK(any_parameter_differs(a, b));
+        nn::load_parameters(b, f, path);
+        check_same_parameters(a, b);
+        std::filesystem::remove(path);
+        int vocab_matrices = 0;   // the embeddings' and the projection's (V, D) records
+        for (const auto& r : nn::parameter_records(a))
+            vocab_matrices += r.name.find("embed") != std::string::npos || r.name.find("proj.weight") != std::string::npos;
+        CHECK(vocab_matrices == (cfg.tie_weights ? 1 : 3));
+        CHECK((&b.tgt_embed->lut->weight.node() == &b.generator->proj->weight.node()) == cfg.tie_weights);
+    }
 }
 
 TEST_CASE("a translation checkpoint (model + vocabularies in metadata): the same parameters and vocabularies after loading") {
@@ -373,9 +383,9 @@ Tensor tied_test_loss(Transformer& model) {
     return nn::cross_entropy(model.logits(b.src, b.tgt_in, b.src_mask, b.tgt_mask), b.tgt_out, {.ignore_index = 0});
 }
 
-TransformerConfig tiny_tied() {
+TransformerConfig tiny_config(bool tie_weights) {
     TransformerConfig cfg = {.src_vocab = 5, .tgt_vocab = 5, .layers = 1, .d_model = 8, .d_ff = 16, .heads = 2, .dropout = 0.0f};
-    cfg.tie_weights = true;
+    cfg.tie_weights = tie_weights;
     return cfg;
 }
 
@@ -383,10 +393,7 @@ TransformerConfig tiny_tied() {
 
 TEST_CASE("tied weights: one (V, D) matrix for both embeddings and the projection, listed and counted once") {
     manual_seed(3);
-    Transformer tied(tiny_tied());
-    TransformerConfig untied_cfg = tiny_tied();
-    untied_cfg.tie_weights = false;
-    Transformer untied(untied_cfg);
+    Transformer tied(tiny_config(true)), untied(tiny_config(false));
     const int64_t V = 5, D = 8;
     CHECK(tied.num_parameters() == untied.num_parameters() - 2 * V * D);
     CHECK(tied.parameters().size() == untied.parameters().size() - 2);
@@ -406,10 +413,7 @@ TEST_CASE("tied weights: one (V, D) matrix for both embeddings and the projectio
 
 TEST_CASE("tied weights: the gradient is the sum of the three untied gradients, and passes gradcheck") {
     manual_seed(4);
-    Transformer tied(tiny_tied());
-    TransformerConfig untied_cfg = tiny_tied();
-    untied_cfg.tie_weights = false;
-    Transformer untied(untied_cfg);
+    Transformer tied(tiny_config(true)), untied(tiny_config(false));
     // the untied model gets the tied one's values: the shared matrix in all three places
     const Tensor shared = tied.src_embed->lut->weight;
     for (auto& [name, t] : untied.named_parameters()) {
@@ -445,23 +449,4 @@ TEST_CASE("tied weights: the gradient is the sum of the three untied gradients, 
         const GradcheckResult u = gradcheck([&](const std::vector<Tensor>&) { return tied_test_loss(untied); }, {w}, {.eps = 2e-3, .atol = 2e-4, .rtol = 1e-3});
         CHECK_MESSAGE(u.ok, u.report);
     }
-}
-
-TEST_CASE("tied weights: saved once, loaded into a fresh tied model, the same logits") {
-    manual_seed(5);
-    Transformer a(tiny_tied());
-    const std::string path = (std::filesystem::temp_directory_path() / ("tied_" + std::to_string(::getpid()) + ".safetensors")).string();
-    nn::save(a, path, models::to_metadata({{"config", models::config_to_json(a.cfg)}}));
-    const autograd::io::SafetensorsFile f = autograd::io::load_safetensors(path);
-    int records = 0;
-    for (const auto& r : nn::parameter_records(a)) records += r.name.find("embed") != std::string::npos || r.name.find("proj.weight") != std::string::npos;
-    CHECK(records == 1);
-    manual_seed(6);
-    Transformer b(models::read_metadata(f.metadata, "config", path, models::config_from_json));
-    CHECK(b.cfg.tie_weights);
-    nn::load_parameters(b, f, path);
-    check_same_parameters(a, b);
-    CHECK(&b.tgt_embed->lut->weight.node() == &b.generator->proj->weight.node());
-    CHECK(tied_test_loss(a).item() == tied_test_loss(b).item());
-    std::filesystem::remove(path);
 }
