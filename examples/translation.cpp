@@ -66,7 +66,7 @@ Options parse_options(int argc, char** argv) {
           "byte-pair-encoding merges learned on both languages together (0: words). Default with --data: a quarter of "
           "the distinct training words, between 500 and 32000 (about 1000 for 5k pairs, where 500-1000 measured best and "
           "3000 no better than words; more for larger corpora, whose rarer words are worth whole units); the toy corpus "
-          "stays word level (its 600 words are all frequent)").min(-1);
+          "stays word level (its 770 words are all frequent)").min(-1);
     p.flag("--tie-weights", &o.tie_weights,
            "one matrix for both embeddings and the pre-softmax projection (paper, section 3.4); the default with --bpe, "
            "whose vocabulary is shared");
