@@ -62,11 +62,12 @@ int64_t integer_from_json(const json::Value& v) {
 json::Value config_to_json(const TransformerConfig& c) {
     return json::Object{{"src_vocab", c.src_vocab}, {"tgt_vocab", c.tgt_vocab}, {"layers", c.layers},
                         {"d_model", c.d_model},     {"d_ff", c.d_ff},           {"heads", c.heads},
-                        {"dropout", shortest(c.dropout)}, {"pre_norm", c.pre_norm}, {"max_len", c.max_len}};
+                        {"dropout", shortest(c.dropout)}, {"pre_norm", c.pre_norm}, {"max_len", c.max_len},
+                        {"tie_weights", c.tie_weights}};
 }
 
 TransformerConfig config_from_json(const json::Value& v) {
-    reject_unknown_keys(v, {"src_vocab", "tgt_vocab", "layers", "d_model", "d_ff", "heads", "dropout", "pre_norm", "max_len"});
+    reject_unknown_keys(v, {"src_vocab", "tgt_vocab", "layers", "d_model", "d_ff", "heads", "dropout", "pre_norm", "max_len", "tie_weights"});
     TransformerConfig c;
     c.src_vocab = read_key(v, "src_vocab", integer_from_json);
     c.tgt_vocab = read_key(v, "tgt_vocab", integer_from_json);
@@ -77,6 +78,7 @@ TransformerConfig config_from_json(const json::Value& v) {
     c.dropout = static_cast<float>(read_key(v, "dropout", as_number));
     c.pre_norm = read_key(v, "pre_norm", as_bool);
     c.max_len = read_key(v, "max_len", integer_from_json);
+    if (v.find("tie_weights")) c.tie_weights = read_key(v, "tie_weights", as_bool);   // optional: false
     c.validate();
     return c;
 }

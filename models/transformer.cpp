@@ -20,6 +20,8 @@ void TransformerConfig::validate() const {
          "d_model (" + std::to_string(d_model) + ") must be a multiple of heads (" + std::to_string(heads) + ")");
     nn::check_dropout_p(dropout, "TransformerConfig");
     need(max_len > 0, "max_len must be positive");
+    need(!tie_weights || src_vocab == tgt_vocab, "tie_weights needs one shared vocabulary, got src_vocab " +
+                                                     std::to_string(src_vocab) + " and tgt_vocab " + std::to_string(tgt_vocab));
 }
 
 // ---------------------------------------------------------------- building blocks
@@ -113,6 +115,14 @@ Transformer::Transformer(const TransformerConfig& c) : cfg(c) {
     src_pos = register_module("src_pos", std::make_shared<nn::PositionalEncoding>(cfg.d_model, cfg.dropout, cfg.max_len));
     tgt_pos = register_module("tgt_pos", std::make_shared<nn::PositionalEncoding>(cfg.d_model, cfg.dropout, cfg.max_len));
     generator = register_module("generator", std::make_shared<Generator>(cfg.d_model, cfg.tgt_vocab));
+    if (cfg.tie_weights) {
+        // Section 3.4: "we share the same weight matrix between the two embedding layers and the
+        // pre-softmax linear transformation". One (V, D) tensor used three times: its gradient is
+        // the sum of the three uses', and it is one parameter (listed, updated and saved once).
+        const Tensor& shared = src_embed->lut->weight;                                   // (V, D)
+        tgt_embed->lut->weight = tgt_embed->lut->share_parameter("weight", shared);
+        generator->proj->weight = generator->proj->share_parameter("weight", shared);    // (V, D): logits = x W^T + b
+    }
     // As in The Annotated Transformer: Xavier-uniform for every matrix (embeddings included).
     for (Tensor& p : parameters())
         if (p.dim() > 1) nn::init::xavier_uniform_(p);

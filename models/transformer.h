@@ -29,6 +29,8 @@ struct TransformerConfig {
                               // stably); false: norm(x + sublayer(x)) (the paper's post-norm; the
                               // stacks' final LayerNorm is kept either way)
     int64_t max_len = 5000;   // longest sequence the positional encoding covers
+    bool tie_weights = false; // one matrix for both embeddings and the pre-softmax projection
+                              // (section 3.4); needs one shared vocabulary: src_vocab == tgt_vocab
 
     void validate() const;    // throws std::invalid_argument naming the bad field
 };   // stored in a checkpoint as JSON: models/checkpoint.h

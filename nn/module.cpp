@@ -1,6 +1,7 @@
 #include "nn/module.h"
 
 #include <stdexcept>
+#include <unordered_set>
 
 namespace nn {
 
@@ -21,14 +22,29 @@ Tensor Module::register_parameter(const std::string& name, Tensor t) {
     return t;
 }
 
+Tensor Module::share_parameter(const std::string& name, const Tensor& shared) {
+    for (auto& [n, t] : params_) {
+        if (n != name) continue;
+        if (t.shape() != shared.shape())
+            throw std::invalid_argument("Module::share_parameter: '" + name + "' is " + autograd::shape_str(t.shape()) +
+                                        ", the shared tensor " + autograd::shape_str(shared.shape()));
+        t = shared;
+        return t;
+    }
+    throw std::invalid_argument("Module::share_parameter: no parameter named '" + name + "'");
+}
+
 void Module::collect(const std::string& prefix, std::vector<std::pair<std::string, Tensor>>& out) const {
     for (const auto& [n, t] : params_) out.emplace_back(prefix + n, t);
     for (const auto& [n, m] : children_) m->collect(prefix + n + ".", out);
 }
 
 std::vector<std::pair<std::string, Tensor>> Module::named_parameters() const {
-    std::vector<std::pair<std::string, Tensor>> out;
-    collect("", out);
+    std::vector<std::pair<std::string, Tensor>> all, out;
+    collect("", all);
+    std::unordered_set<const autograd::Node*> seen;   // a shared tensor is listed once
+    for (auto& [name, t] : all)
+        if (seen.insert(&t.node()).second) out.emplace_back(std::move(name), std::move(t));
     return out;
 }
 

@@ -24,7 +24,8 @@ public:
     Module(const Module&) = delete;              // parameters are owned once; share via shared_ptr
     Module& operator=(const Module&) = delete;
 
-    // All parameters of this module and its children, depth first, in registration order.
+    // All parameters of this module and its children, depth first, in registration order. A
+    // tensor shared by several modules (share_parameter) is listed once, under its first name.
     std::vector<Tensor> parameters() const;
     std::vector<std::pair<std::string, Tensor>> named_parameters() const;
     int64_t num_parameters() const;
@@ -36,6 +37,11 @@ public:
     bool is_training() const { return training_; }
 
     const std::vector<std::pair<std::string, std::shared_ptr<Module>>>& children() const { return children_; }
+
+    // Makes the parameter registered as `name` the tensor `shared` (same shape) and returns it,
+    // for weight tying: m.weight = m.share_parameter("weight", other.weight). Gradients of every
+    // use then add up in the one tensor, and the optimizer and checkpoints see it once.
+    Tensor share_parameter(const std::string& name, const Tensor& shared);
 
 protected:
     Module() = default;

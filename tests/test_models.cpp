@@ -69,7 +69,7 @@ TEST_CASE("checkpoint metadata: the config as JSON, and errors that name the fil
     TransformerConfig cfg = tiny();
     cfg.dropout = 0.1f;
     const json::Value j = models::config_to_json(cfg);
-    CHECK(json::dump(j) == R"({"src_vocab":7,"tgt_vocab":7,"layers":2,"d_model":16,"d_ff":32,"heads":2,"dropout":0.1,"pre_norm":true,"max_len":5000})");
+    CHECK(json::dump(j) == R"({"src_vocab":7,"tgt_vocab":7,"layers":2,"d_model":16,"d_ff":32,"heads":2,"dropout":0.1,"pre_norm":true,"max_len":5000,"tie_weights":false})");
     const TransformerConfig back = models::config_from_json(json::parse(json::dump(j)));
     CHECK(back.dropout == 0.1f);   // the float, exactly
     CHECK(json::dump(models::config_to_json(back)) == json::dump(j));
@@ -262,19 +262,29 @@ static bool any_parameter_differs(const nn::Module& a, const nn::Module& b) {
     return false;
 }
 
-TEST_CASE("a saved Transformer loads into a fresh one: every parameter, bit for bit") {
-    manual_seed(5);
-    Transformer a(tiny());
-    const std::string path = (std::filesystem::temp_directory_path() / ("tf_" + std::to_string(::getpid()) + ".safetensors")).string();
-    nn::save(a, path, models::to_metadata({{"config", models::config_to_json(a.cfg)}}));
-    const autograd::io::SafetensorsFile f = autograd::io::load_safetensors(path);
-    manual_seed(6);
-    Transformer b(models::read_metadata(f.metadata, "config", path, models::config_from_json));
-    CHECK(models::json::dump(models::config_to_json(b.cfg)) == models::json::dump(models::config_to_json(a.cfg)));
-    CHECK(any_parameter_differs(a, b));
-    nn::load_parameters(b, f, path);
-    check_same_parameters(a, b);
-    std::filesystem::remove(path);
+TEST_CASE("a saved Transformer loads into a fresh one: every parameter, bit for bit (tied weights: stored once)") {
+    TransformerConfig tied = tiny();
+    tied.tie_weights = true;
+    for (const TransformerConfig& cfg : {tiny(), tied}) {
+        CAPTURE(cfg.tie_weights);
+        manual_seed(5);
+        Transformer a(cfg);
+        const std::string path = (std::filesystem::temp_directory_path() / ("tf_" + std::to_string(::getpid()) + ".safetensors")).string();
+        nn::save(a, path, models::to_metadata({{"config", models::config_to_json(a.cfg)}}));
+        const autograd::io::SafetensorsFile f = autograd::io::load_safetensors(path);
+        manual_seed(6);
+        Transformer b(models::read_metadata(f.metadata, "config", path, models::config_from_json));
+        CHECK(models::json::dump(models::config_to_json(b.cfg)) == models::json::dump(models::config_to_json(a.cfg)));
+        CHECK(any_parameter_differs(a, b));
+        nn::load_parameters(b, f, path);
+        check_same_parameters(a, b);
+        std::filesystem::remove(path);
+        int vocab_matrices = 0;   // the embeddings' and the projection's (V, D) records
+        for (const auto& r : nn::parameter_records(a))
+            vocab_matrices += r.name.find("embed") != std::string::npos || r.name.find("proj.weight") != std::string::npos;
+        CHECK(vocab_matrices == (cfg.tie_weights ? 1 : 3));
+        CHECK((&b.tgt_embed->lut->weight.node() == &b.generator->proj->weight.node()) == cfg.tie_weights);
+    }
 }
 
 TEST_CASE("a translation checkpoint (model + vocabularies in metadata): the same parameters and vocabularies after loading") {
@@ -343,5 +353,85 @@ TEST_CASE("beam search never returns an unfinished prefix once K hypotheses have
         const auto h = models::beam_search(model, src, models::padding_mask(src, 0), {.beam_size = 3, .max_len = 30, .bos = 1, .eos = 1});
         CAPTURE(seed);
         CHECK((h.tokens.back() == 1 || h.tokens.size() == 30));   // ends in eos, or ran to max_len
+    }
+}
+
+// ---- weight tying (section 3.4) ---------------------------------------------------------------
+
+namespace {
+
+// A loss that uses all three places of the shared matrix: source and target embeddings, and the
+// pre-softmax projection.
+Tensor tied_test_loss(Transformer& model) {
+    const Tokens src({1, 4, 3, 2, 4, 2}, {2, 3}), tgt({1, 3, 4, 1, 2, 2}, {2, 3});   // (B=2, 3)
+    const models::Batch b = models::make_batch(src, tgt, 0);
+    return nn::cross_entropy(model.logits(b.src, b.tgt_in, b.src_mask, b.tgt_mask), b.tgt_out, {.ignore_index = 0});
+}
+
+TransformerConfig tiny_config(bool tie_weights) {
+    TransformerConfig cfg = {.src_vocab = 5, .tgt_vocab = 5, .layers = 1, .d_model = 8, .d_ff = 16, .heads = 2, .dropout = 0.0f};
+    cfg.tie_weights = tie_weights;
+    return cfg;
+}
+
+}  // namespace
+
+TEST_CASE("tied weights: one (V, D) matrix for both embeddings and the projection, listed and counted once") {
+    manual_seed(3);
+    Transformer tied(tiny_config(true)), untied(tiny_config(false));
+    const int64_t V = 5, D = 8;
+    CHECK(tied.num_parameters() == untied.num_parameters() - 2 * V * D);
+    CHECK(tied.parameters().size() == untied.parameters().size() - 2);
+    CHECK(&tied.src_embed->lut->weight.node() == &tied.tgt_embed->lut->weight.node());
+    CHECK(&tied.src_embed->lut->weight.node() == &tied.generator->proj->weight.node());
+    int shared_listed = 0;
+    for (const auto& [name, t] : tied.named_parameters()) {
+        CHECK(name != "tgt_embed.lut.weight");
+        CHECK(name != "generator.proj.weight");
+        shared_listed += &t.node() == &tied.src_embed->lut->weight.node();
+    }
+    CHECK(shared_listed == 1);
+    CHECK_THROWS_WITH_AS(Transformer(TransformerConfig{.src_vocab = 5, .tgt_vocab = 6, .tie_weights = true}),
+                         doctest::Contains("tie_weights needs one shared vocabulary"), std::invalid_argument);
+    CHECK_THROWS_WITH(tied.generator->proj->share_parameter("weight", Tensor::zeros({V, D + 1})), doctest::Contains("(5, 8)"));
+}
+
+TEST_CASE("tied weights: the gradient is the sum of the three untied gradients, and passes gradcheck") {
+    manual_seed(4);
+    Transformer tied(tiny_config(true)), untied(tiny_config(false));
+    // the untied model gets the tied one's values: the shared matrix in all three places
+    const Tensor shared = tied.src_embed->lut->weight;
+    for (auto& [name, t] : untied.named_parameters()) {
+        const bool is_shared = name == "src_embed.lut.weight" || name == "tgt_embed.lut.weight" || name == "generator.proj.weight";
+        const Tensor from = is_shared ? shared : [&] {
+            for (auto& [n, u] : tied.named_parameters())
+                if (n == name) return u;
+            FAIL("no parameter " << name);
+            return Tensor();
+        }();
+        std::copy(from.data(), from.data() + from.numel(), t.data());
+    }
+    const Tensor a = tied_test_loss(tied), b = tied_test_loss(untied);
+    CHECK(a.item() == doctest::Approx(b.item()).epsilon(1e-6));
+    a.backward();
+    b.backward();
+    const std::vector<float> g = shared.grad().to_vector();
+    const std::vector<float> g1 = untied.src_embed->lut->weight.grad().to_vector(),
+                             g2 = untied.tgt_embed->lut->weight.grad().to_vector(),
+                             g3 = untied.generator->proj->weight.grad().to_vector();
+    for (size_t i = 0; i < g.size(); i++) CHECK(g[i] == doctest::Approx(g1[i] + g2[i] + g3[i]).epsilon(1e-4).scale(1e-6));
+    // each use contributes: none of the three is all zero
+    for (const auto* part : {&g1, &g2, &g3}) CHECK(std::any_of(part->begin(), part->end(), [](float x) { return x != 0.0f; }));
+
+    // A smaller step than the default: the embeddings are scaled by sqrt(D), so a step of 2e-2
+    // moves some feed-forward ReLU inputs across their kink, and no difference quotient is exact
+    // there (the untied model's three matrices fail the same way at the default step).
+    tied.zero_grad();
+    const GradcheckResult r = gradcheck([&](const std::vector<Tensor>&) { return tied_test_loss(tied); }, {shared}, {.eps = 2e-3, .atol = 2e-4, .rtol = 1e-3});
+    CHECK_MESSAGE(r.ok, r.report);
+    for (const Tensor& w : {untied.src_embed->lut->weight, untied.tgt_embed->lut->weight, untied.generator->proj->weight}) {
+        untied.zero_grad();
+        const GradcheckResult u = gradcheck([&](const std::vector<Tensor>&) { return tied_test_loss(untied); }, {w}, {.eps = 2e-3, .atol = 2e-4, .rtol = 1e-3});
+        CHECK_MESSAGE(u.ok, u.report);
     }
 }

@@ -33,6 +33,7 @@ std::string describe(const models::TransformerConfig& cfg) {
     char line[160];
     std::snprintf(line, sizeof line, "N=%lld D=%lld F=%lld h=%lld dropout=%.2g", (long long)cfg.layers, (long long)cfg.d_model,
                   (long long)cfg.d_ff, (long long)cfg.heads, cfg.dropout);
+    if (cfg.tie_weights) return std::string(line) + ", tied embeddings";
     return line;
 }
 

@@ -4,20 +4,28 @@
 #include <cstdio>
 #include <numeric>
 #include <stdexcept>
+#include <unordered_map>
 
 #include "examples/data/tokenizer.h"
 #include "examples/data/toy_grammar.h"
 
 namespace data {
 
-std::vector<std::string> TextCodec::tokenize(const std::string& text) const { return data::tokenize(text, lowercase); }
+std::vector<std::string> TextCodec::tokenize(const std::string& text) const {
+    std::vector<std::string> words = data::tokenize(text, lowercase);
+    return subwords ? to_vocab_tokens(bpe.encode(words), src_vocab) : words;
+}
 std::vector<int32_t> TextCodec::encode_source(const std::vector<std::string>& tokens) const { return src_vocab.encode(tokens, false, true); }
 std::vector<int32_t> TextCodec::encode_target(const std::vector<std::string>& tokens) const { return tgt_vocab.encode(tokens, true, true); }
-std::string TextCodec::decode_target(const std::vector<int32_t>& ids) const { return detokenize(tgt_vocab.decode(ids)); }
+std::string TextCodec::decode_target(const std::vector<int32_t>& ids) const {
+    const std::vector<std::string> tokens = tgt_vocab.decode(ids);
+    return detokenize(subwords ? Bpe::decode(tokens) : tokens);
+}
 
 models::json::Object codec_to_json(const TextCodec& codec) {
     return {{"src_vocab", codec.src_vocab.to_json()}, {"tgt_vocab", codec.tgt_vocab.to_json()},
-            {"lowercase", codec.lowercase}, {"max_len", codec.max_len}};
+            {"lowercase", codec.lowercase}, {"max_len", codec.max_len},
+            {"bpe", codec.subwords ? codec.bpe.to_json() : models::json::Value()}};
 }
 
 TextCodec read_codec(const nn::Metadata& metadata, const std::string& file) {
@@ -30,6 +38,14 @@ TextCodec read_codec(const nn::Metadata& metadata, const std::string& file) {
         if (n < 1 || n > 1000) throw std::runtime_error("expected 1..1000 (as --max-len), got " + std::to_string(n));
         return static_cast<int>(n);
     });
+    const models::json::Value bpe = models::metadata_json(metadata, "bpe", file);
+    if (!bpe.is_null()) {
+        c.subwords = true;
+        c.bpe = models::read_metadata(metadata, "bpe", file, Bpe::from_json);
+        if (!(c.src_vocab == c.tgt_vocab)) throw std::runtime_error("'" + file + "': a subword model has one vocabulary for both sides");
+        for (const std::string& t : fallback_tokens())
+            if (!c.src_vocab.contains(t)) throw std::runtime_error("'" + file + "': the subword vocabulary lacks the token '" + t + "'");
+    }
     return c;
 }
 
@@ -55,23 +71,66 @@ TranslationData load_translation_data(const CorpusOptions& o) {
     d.codec.lowercase = o.lowercase;
     d.codec.max_len = o.max_len;
 
-    // 1) tokenize the training pairs; drop the empty and the long ones
+    // 1) words of the training pairs; drop pairs with an empty side
     std::vector<std::vector<std::string>> src_tokens, tgt_tokens;
     for (const Pair& p : d.text.train) {
-        auto s = d.codec.tokenize(p.src), t = d.codec.tokenize(p.tgt);
-        if (s.empty() || t.empty() || static_cast<int>(std::max(s.size(), t.size())) > o.max_len) {
+        auto s = data::tokenize(p.src, o.lowercase), t = data::tokenize(p.tgt, o.lowercase);
+        if (s.empty() || t.empty()) {
             d.dropped++;
             continue;
         }
         src_tokens.push_back(std::move(s));
         tgt_tokens.push_back(std::move(t));
     }
+
+    // 2) subwords: merges learned from the words of both sides together (one vocabulary, so
+    //    the same name is spelled the same way in both languages and the embeddings can be shared)
+    if (o.bpe > 0 || o.bpe == kAutoMerges) {
+        std::unordered_map<std::string, int64_t> counts;
+        for (const auto* side : {&src_tokens, &tgt_tokens})
+            for (const auto& sentence : *side)
+                for (const std::string& w : sentence) counts[w]++;
+        d.codec.subwords = true;
+        const int merges = o.bpe != kAutoMerges ? o.bpe : std::clamp(static_cast<int>(counts.size() / 4), 500, 32000);
+        d.codec.bpe = Bpe::learn(counts, merges, &d.bpe_stats);
+        for (auto* side : {&src_tokens, &tgt_tokens})
+            for (auto& sentence : *side) sentence = d.codec.bpe.encode(sentence);
+    }
+
+    // 3) drop the pairs over max_len tokens (as the model sees them)
+    size_t kept = 0;
+    for (size_t i = 0; i < src_tokens.size(); i++) {
+        if (static_cast<int>(std::max(src_tokens[i].size(), tgt_tokens[i].size())) > o.max_len) {
+            d.dropped++;
+            continue;
+        }
+        if (kept != i) {   // (a vector moved into itself would be left empty)
+            src_tokens[kept] = std::move(src_tokens[i]);
+            tgt_tokens[kept] = std::move(tgt_tokens[i]);
+        }
+        kept++;
+    }
+    src_tokens.resize(kept);
+    tgt_tokens.resize(kept);
     if (src_tokens.empty())
         throw std::runtime_error("no training pairs left after the length filter (--max-len " + std::to_string(o.max_len) + ")");
 
-    // 2) vocabularies from the training pairs, then every pair as ids
-    d.codec.src_vocab = Vocab::build(src_tokens, o.min_freq);
-    d.codec.tgt_vocab = Vocab::build(tgt_tokens, o.min_freq);
+    // 4) vocabularies from the training pairs, then every pair as ids. A subword vocabulary is
+    //    shared by both sides and holds the byte tokens, so any text can be encoded.
+    if (d.codec.subwords) {
+        std::vector<std::vector<std::string>> both = src_tokens;
+        both.insert(both.end(), tgt_tokens.begin(), tgt_tokens.end());
+        const Vocab seen = Vocab::build(both, o.min_freq);
+        autograd::io::json::Array tokens(seen.tokens().begin(), seen.tokens().end());
+        for (const std::string& t : fallback_tokens())
+            if (!seen.contains(t)) tokens.push_back(t);
+        d.codec.src_vocab = d.codec.tgt_vocab = Vocab::from_json(tokens);
+        for (auto* side : {&src_tokens, &tgt_tokens})
+            for (auto& sentence : *side) sentence = to_vocab_tokens(sentence, d.codec.src_vocab);
+    } else {
+        d.codec.src_vocab = Vocab::build(src_tokens, o.min_freq);
+        d.codec.tgt_vocab = Vocab::build(tgt_tokens, o.min_freq);
+    }
     for (size_t i = 0; i < src_tokens.size(); i++)
         d.train.push_back({d.codec.encode_source(src_tokens[i]), d.codec.encode_target(tgt_tokens[i])});
     for (const Pair& p : d.text.valid) {
@@ -91,6 +150,33 @@ std::vector<std::vector<size_t>> length_batches(const std::vector<Example>& exam
     std::vector<std::vector<size_t>> out;
     for (size_t i = 0; i < order.size(); i += batch)
         out.emplace_back(order.begin() + i, order.begin() + std::min(order.size(), i + batch));
+    return out;
+}
+
+std::vector<std::vector<size_t>> token_batches(const std::vector<Example>& examples, int max_tokens, autograd::Rng* rng) {
+    std::vector<size_t> order(examples.size());
+    std::iota(order.begin(), order.end(), 0);
+    if (rng)
+        for (size_t i = order.size(); i > 1; i--) std::swap(order[i - 1], order[rng->below(static_cast<uint32_t>(i))]);
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+        return std::make_pair(examples[a].src.size(), examples[a].tgt.size()) <
+               std::make_pair(examples[b].src.size(), examples[b].tgt.size());
+    });
+    std::vector<std::vector<size_t>> out;
+    size_t longest_src = 0, longest_tgt = 0;
+    for (size_t i : order) {
+        const size_t s = std::max(longest_src, examples[i].src.size()), t = std::max(longest_tgt, examples[i].tgt.size());
+        const size_t b = out.empty() ? 0 : out.back().size() + 1;   // the batch's size with pair i in it
+        if (out.empty() || b * std::max(s, t) > static_cast<size_t>(max_tokens)) {
+            out.push_back({i});
+            longest_src = examples[i].src.size();
+            longest_tgt = examples[i].tgt.size();
+        } else {
+            out.back().push_back(i);
+            longest_src = s;
+            longest_tgt = t;
+        }
+    }
     return out;
 }
 

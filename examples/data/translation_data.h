@@ -1,7 +1,9 @@
 // The translation example's data, from sentence pairs to training batches:
 //
 //   text pairs (toy grammar, or a TSV file split into train/valid/test)
-//     -> tokens (tokenize, optionally lowercased; training pairs over max_len tokens dropped)
+//     -> words (tokenize, optionally lowercased)
+//     -> subwords (with bpe > 0: byte-pair encoding learned from the training words of both
+//        languages, one shared vocabulary; training pairs over max_len tokens dropped)
 //     -> vocabularies (built from the training pairs)
 //     -> id sequences: src = tokens <eos>, tgt = <bos> tokens <eos>
 //     -> batches of similar length (length_batches), padded into a models::Batch (make_batch)
@@ -10,8 +12,10 @@
 #include <string>
 #include <vector>
 
+#include "examples/data/bpe.h"
 #include "examples/data/tsv.h"
 #include "examples/data/vocab.h"
+#include "autograd/random.h"
 #include "models/batch.h"
 #include "models/checkpoint.h"
 
@@ -20,10 +24,13 @@ namespace data {
 // How sentences become ids and back for one trained model. A translation checkpoint stores it
 // beside the weights, so the model can translate on its own after --load.
 struct TextCodec {
-    Vocab src_vocab, tgt_vocab;
-    bool lowercase = false;   // lowercase text before tokenizing
-    int max_len = 50;         // longest sentence in tokens (training drops longer pairs)
+    Vocab src_vocab, tgt_vocab;   // the same vocabulary when subwords is on (joint BPE)
+    bool lowercase = false;       // lowercase text before tokenizing
+    int max_len = 50;             // longest sentence in tokens (training drops longer pairs)
+    bool subwords = false;        // split words with bpe (else: a token is a word)
+    Bpe bpe{};
 
+    // Text -> the tokens the vocabulary holds: words, or subwords (with byte fallback).
     std::vector<std::string> tokenize(const std::string& text) const;
     std::vector<int32_t> encode_source(const std::vector<std::string>& tokens) const;   // tokens <eos>
     std::vector<int32_t> encode_target(const std::vector<std::string>& tokens) const;   // <bos> tokens <eos>
@@ -31,7 +38,8 @@ struct TextCodec {
 };
 
 // The codec as checkpoint metadata entries (models/checkpoint.h): "src_vocab" and "tgt_vocab"
-// (each a JSON array of its tokens in id order), "lowercase" and "max_len".
+// (each a JSON array of its tokens in id order), "lowercase", "max_len" and "bpe" (the merges,
+// or null for a word-level model).
 models::json::Object codec_to_json(const TextCodec& codec);
 TextCodec read_codec(const nn::Metadata& metadata, const std::string& file);
 
@@ -40,11 +48,15 @@ struct Example {
     std::vector<int32_t> src, tgt;   // tokens <eos>; <bos> tokens <eos>
 };
 
+constexpr int kAutoMerges = -1;
+
 struct CorpusOptions {
     std::string data, valid, test;   // TSV files; data empty: the built-in toy corpus
     bool lowercase = false;
     int min_freq = 1;                // rarer training words become <unk>
     int max_len = 50;                // training pairs with more tokens are dropped
+    int bpe = 0;                     // BPE merges learned jointly on both sides; 0: word level;
+                                     // kAutoMerges: distinct training words / 4, in [500, 32000]
     uint64_t seed = 1;               // the toy corpus, and the split of --data
 };
 
@@ -54,6 +66,7 @@ struct TranslationData {
     TextCodec codec;               // vocabularies built from the training pairs
     std::vector<Example> train, valid;
     size_t dropped = 0;            // training pairs over max_len tokens, or with an empty side
+    Bpe::LearnStats bpe_stats;     // what learning the merges took (bpe > 0)
 };
 
 // Reads (or generates) the corpus and prepares it as above. TSV warnings go to stderr.
@@ -62,6 +75,14 @@ TranslationData load_translation_data(const CorpusOptions& o);
 // Batches of example indices, sorted by length so each batch holds sentences of about the same
 // length: little padding, so little compute spent on it.
 std::vector<std::vector<size_t>> length_batches(const std::vector<Example>& examples, int batch);
+
+// Batches by token count (the paper's section 5.1: "approximately 25000 source tokens and 25000
+// target tokens"): pairs of similar length, as many per batch as keep B x (longest source) and
+// B x (longest target) at most max_tokens each, padding included (a pair longer than that gets a
+// batch of its own). With an rng, pairs of equal length are shuffled first, so each call (each
+// epoch) groups them differently, the same way for the same seed.
+std::vector<std::vector<size_t>> token_batches(const std::vector<Example>& examples, int max_tokens,
+                                               autograd::Rng* rng = nullptr);
 
 // examples[idx...] padded with Vocab::PAD into one batch.
 models::Batch make_batch(const std::vector<Example>& examples, const std::vector<size_t>& idx);

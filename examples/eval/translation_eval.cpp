@@ -17,12 +17,13 @@ using autograd::Tensor;
 using autograd::Tokens;
 using data::Vocab;
 
-double mean_loss(models::Transformer& model, const std::vector<data::Example>& examples, int batch) {
+double mean_loss(models::Transformer& model, const std::vector<data::Example>& examples, int batch, int batch_tokens) {
     autograd::NoGradGuard no_grad;
     model.eval();
     double total = 0.0;
     int64_t tokens = 0;
-    for (const auto& idx : data::length_batches(examples, batch)) {
+    const auto batches = batch_tokens > 0 ? data::token_batches(examples, batch_tokens) : data::length_batches(examples, batch);
+    for (const auto& idx : batches) {
         const models::Batch b = data::make_batch(examples, idx);
         const Tensor logits = model.logits(b.src, b.tgt_in, b.src_mask, b.tgt_mask);   // (B, T, V)
         total += nn::cross_entropy(logits, b.tgt_out, {.ignore_index = Vocab::PAD}).item() * b.ntokens;

@@ -11,8 +11,9 @@
 
 namespace eval {
 
-// Mean cross-entropy per target token (no label smoothing) over `examples`, in eval mode.
-double mean_loss(models::Transformer& model, const std::vector<data::Example>& examples, int batch);
+// Mean cross-entropy per target token (no label smoothing) over `examples`, in eval mode, in
+// batches of similar length: of about batch_tokens tokens, or (batch_tokens 0) of `batch` pairs.
+double mean_loss(models::Transformer& model, const std::vector<data::Example>& examples, int batch, int batch_tokens = 0);
 
 // Source id sequences -> output id sequences (<bos> ... [<eos>]), at most max_len ids each, in
 // the input order: greedy (beam == 0) or beam search, in batches of sentences of similar length.

@@ -1,0 +1,252 @@
+// Tests for examples/data/bpe.h: byte-pair encoding (learning merges, encoding, decoding), and the
+// translation example's subword codec and token batches.
+#include <doctest/doctest.h>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "autograd/io/utf8.h"
+#include "examples/data/bpe.h"
+#include "examples/data/tokenizer.h"
+#include "examples/data/toy_grammar.h"
+#include "examples/data/translation_data.h"
+
+using data::Bpe;
+using Merges = std::vector<std::pair<std::string, std::string>>;
+using Words = std::vector<std::string>;
+
+namespace {
+
+// The dictionary of Sennrich et al. (2016), Figure 1: docs/14-tokenization.md works through it.
+const std::unordered_map<std::string, int64_t> kClassic = {{"low", 5}, {"lower", 2}, {"newest", 6}, {"widest", 3}};
+
+// The learner the incremental one must agree with: after every merge, recount every adjacent pair
+// of every word from scratch. O(merges x corpus), which is why bpe.cpp does not do this.
+Merges naive_merges(const std::unordered_map<std::string, int64_t>& counts, int n) {
+    std::map<std::string, int64_t> sorted(counts.begin(), counts.end());
+    std::vector<std::pair<Words, int64_t>> words;
+    for (const auto& [w, c] : sorted) {
+        Words s;
+        for (size_t pos = 0; pos < w.size();) {
+            const size_t len = autograd::io::decode_utf8(w, pos).len;
+            s.push_back(w.substr(pos, len));
+            pos += len;
+        }
+        s.back() += "</w>";
+        words.emplace_back(s, c);
+    }
+    Merges out;
+    while (static_cast<int>(out.size()) < n) {
+        std::map<std::pair<std::string, std::string>, int64_t> pairs;   // ordered: ties -> byte-wise first
+        for (const auto& [s, c] : words)
+            for (size_t i = 0; i + 1 < s.size(); i++) pairs[{s[i], s[i + 1]}] += c;
+        std::pair<std::string, std::string> best;
+        int64_t best_count = 1;
+        for (const auto& [p, c] : pairs)
+            if (c > best_count) best = p, best_count = c;
+        if (best_count < 2) break;
+        out.push_back(best);
+        for (auto& [s, c] : words) {
+            Words t;
+            for (size_t i = 0; i < s.size(); i++) {
+                if (i + 1 < s.size() && s[i] == best.first && s[i + 1] == best.second) {
+                    t.push_back(s[i] + s[i + 1]);
+                    i++;
+                } else {
+                    t.push_back(s[i]);
+                }
+            }
+            s = t;
+        }
+    }
+    return out;
+}
+
+std::unordered_map<std::string, int64_t> toy_word_counts(size_t pairs) {
+    std::unordered_map<std::string, int64_t> counts;
+    const data::DataSplits corpus = data::make_toy_corpus(7, pairs, 1, 1);
+    for (const data::Pair& p : corpus.train)
+        for (const std::string* side : {&p.src, &p.tgt})
+            for (const std::string& w : data::tokenize(*side)) counts[w]++;
+    return counts;
+}
+
+// A vocabulary as the translation example builds one: the symbols seen, then the fallbacks.
+data::Vocab subword_vocab(const Bpe& bpe, const std::vector<std::string>& sentences) {
+    std::vector<Words> encoded;
+    for (const std::string& s : sentences) encoded.push_back(bpe.encode(data::tokenize(s)));
+    const data::Vocab seen = data::Vocab::build(encoded);
+    autograd::io::json::Array tokens(seen.tokens().begin(), seen.tokens().end());
+    for (const std::string& t : data::fallback_tokens())
+        if (!seen.contains(t)) tokens.push_back(t);
+    return data::Vocab::from_json(tokens);
+}
+
+}  // namespace
+
+TEST_CASE("Bpe::learn: the merges of Sennrich et al.'s example, worked out by hand (docs/14-tokenization.md)") {
+    // Words as characters, the last one marked: l o w</w> (5), l o w e r</w> (2),
+    // n e w e s t</w> (6), w i d e s t</w> (3). Pair counts:
+    //   e s 9, s t</w> 9, w e 8, l o 7, e w 6, n e 6, o w</w> 5, d e 3, i d 3, w i 3, e r</w> 2, o w 2
+    // 1. e + s (9; ties with s + t</w>, and "e" comes first byte-wise)
+    // 2. es + t</w> (9)                     -> n e w est</w>, w i d est</w>
+    // 3. l + o (7; w e dropped to 2: newest's "w e" became "w es" in merge 1)
+    // 4. e + w (6; ties with n e and w est</w>: "e" < "n" < "w")
+    // 5. ew + est</w> (6)   6. n + ewest</w> (6)   7. lo + w</w> (5)
+    // 8. d + est</w> (3)    9. i + dest</w> (3)   10. w + idest</w> (3)
+    const Merges expected = {{"e", "s"},      {"es", "t</w>"},      {"l", "o"},        {"e", "w"},
+                             {"ew", "est</w>"}, {"n", "ewest</w>"}, {"lo", "w</w>"},    {"d", "est</w>"},
+                             {"i", "dest</w>"}, {"w", "idest</w>"}};
+    CHECK(Bpe::learn(kClassic, 10).merges() == expected);
+    CHECK(naive_merges(kClassic, 10) == expected);
+    // Then only lower's pairs occur twice: e + r</w>, lo + w, low + er</w>, and nothing is left.
+    const Merges all = Bpe::learn(kClassic, 1000).merges();
+    CHECK(all.size() == 13);   // then no pair occurs twice: learning stops early
+    CHECK(all == naive_merges(kClassic, 1000));
+}
+
+TEST_CASE("Bpe::encode_word: merges applied in the order learned; unseen words split into known pieces") {
+    const Bpe bpe = Bpe::learn(kClassic, 10);
+    CHECK(bpe.encode_word("newest") == Words{"newest</w>"});
+    CHECK(bpe.encode_word("low") == Words{"low</w>"});
+    CHECK(bpe.encode_word("lowest") == Words{"lo", "w", "est</w>"});   // "lo w" was never merged
+    CHECK(bpe.encode_word("widest") == Words{"widest</w>"});
+    CHECK(bpe.encode_word("zest") == Words{"z", "est</w>"});
+    CHECK(bpe.encode({"low", "newest"}) == Words{"low</w>", "newest</w>"});
+    CHECK(Bpe().encode_word("été") == Words{"é", "t", "é</w>"});   // no merges: characters
+}
+
+TEST_CASE("Bpe::learn: the incremental learner picks exactly the merges of the naive recount") {
+    const auto counts = toy_word_counts(300);
+    CHECK(Bpe::learn(counts, 400).merges() == naive_merges(counts, 400));
+}
+
+TEST_CASE("Bpe::learn: deterministic; the order words arrive in does not matter") {
+    const auto counts = toy_word_counts(300);
+    std::unordered_map<std::string, int64_t> reordered(counts.size() * 3);   // other buckets, other order
+    std::vector<std::pair<std::string, int64_t>> reversed(counts.begin(), counts.end());
+    std::reverse(reversed.begin(), reversed.end());
+    reordered.insert(reversed.begin(), reversed.end());
+    const Merges a = Bpe::learn(counts, 300).merges();
+    CHECK(a.size() == 300);
+    CHECK(a == Bpe::learn(reordered, 300).merges());
+    CHECK(a == Bpe::learn(counts, 300).merges());
+    CHECK_THROWS_WITH_AS(Bpe::learn({{"", 1}}, 3), doctest::Contains("non-empty valid UTF-8"), std::invalid_argument);
+    CHECK_THROWS_AS(Bpe::learn(counts, -1), std::invalid_argument);
+}
+
+TEST_CASE("Bpe: text -> subwords -> text gives back the detokenized text, for any UTF-8 (byte fallback)") {
+    const std::vector<std::string> training = {"the lower widest newest low .", "a low dog sees the newest cat !"};
+    std::unordered_map<std::string, int64_t> counts;
+    for (const auto& s : training)
+        for (const auto& w : data::tokenize(s)) counts[w]++;
+    const Bpe bpe = Bpe::learn(counts, 30);
+    const data::Vocab vocab = subword_vocab(bpe, training);
+    const std::vector<std::string> texts = {
+        "the lowest dog !",                    // known pieces
+        "Crème brûlée, s'il vous plaît.",      // accents the vocabulary never saw
+        "東京は大きい。",                       // CJK: one token per ideograph, then bytes
+        "I ❤ emoji 😀👍🏽 !",                   // 4-byte characters and a modifier
+        "naïve \xFF\xFE bytes \xE2\x82",        // invalid UTF-8: the tokenizer makes it U+FFFD
+        "",
+    };
+    for (const std::string& text : texts) {
+        CAPTURE(text);
+        const Words tokens = data::to_vocab_tokens(bpe.encode(data::tokenize(text)), vocab);
+        for (const std::string& t : tokens) CHECK(vocab.contains(t));   // never <unk>
+        CHECK(data::detokenize(Bpe::decode(tokens)) == data::detokenize(data::tokenize(text)));
+    }
+    // "é" is not in the vocabulary: its two bytes stand in for it, then "</w>" ends the word
+    CHECK(data::to_vocab_tokens({"é</w>"}, vocab) == Words{"<0xC3>", "<0xA9>", "</w>"});
+}
+
+TEST_CASE("Bpe::decode: whatever a model outputs becomes valid words") {
+    CHECK(Bpe::decode({"lo", "w</w>", "est</w>"}) == Words{"low", "est"});
+    CHECK(Bpe::decode({"lo", "w"}) == Words{"low"});                      // no end marker: the word ends anyway
+    CHECK(Bpe::decode({"<0xC3>", "<0xA9>", "t", "</w>"}) == Words{"ét"});
+    CHECK(Bpe::decode({"<0xC3>", "</w>", "a</w>"}) == Words{"\uFFFD", "a"});   // a cut character
+    CHECK(Bpe::decode({"</w>", "</w>"}).empty());
+    CHECK(Bpe::decode({"<0x4>", "<0xZZ>"}) == Words{"<0x4><0xZZ>"});   // not byte tokens: text
+    CHECK(data::byte_token(0xE4) == "<0xE4>");
+    CHECK(data::fallback_tokens().size() == 257);
+}
+
+TEST_CASE("Bpe: JSON round trip, and clear errors for bad merges") {
+    const Bpe bpe = Bpe::learn(toy_word_counts(100), 50);
+    const Bpe back = Bpe::from_json(autograd::io::json::parse(autograd::io::json::dump(bpe.to_json())));
+    CHECK(back.merges() == bpe.merges());
+    CHECK(back.encode_word("Hund") == bpe.encode_word("Hund"));
+    CHECK_THROWS_WITH(Bpe::from_json(autograd::io::json::parse(R"({"merges": [["a"]]})")), doctest::Contains("merge 0"));
+    CHECK_THROWS_WITH(Bpe::from_json(autograd::io::json::parse(R"({"merges": [["a</w>", "b"]]})")), doctest::Contains("cannot be a merge"));
+    CHECK_THROWS_WITH(Bpe::from_json(autograd::io::json::parse(R"([1])")), doctest::Contains("merges"));
+}
+
+TEST_CASE("TextCodec with subwords: one shared vocabulary, stored in the checkpoint metadata and read back") {
+    // A tiny TSV corpus through the translation example's data path.
+    const std::string path = "/tmp/test_bpe_corpus_" + std::to_string(::getpid()) + ".tsv";
+    {
+        std::FILE* f = std::fopen(path.c_str(), "w");
+        REQUIRE(f);
+        const data::DataSplits toy = data::make_toy_corpus(3, 200, 1, 1);
+        for (const data::Pair& p : toy.train) std::fprintf(f, "%s\t%s\n", p.src.c_str(), p.tgt.c_str());
+        std::fclose(f);
+    }
+    data::CorpusOptions options;
+    options.data = path;
+    options.bpe = 100;
+    const data::TranslationData d = data::load_translation_data(options);
+    std::remove(path.c_str());
+    CHECK(d.codec.subwords);
+    CHECK(d.codec.bpe.merges().size() == 100);
+    CHECK(d.codec.src_vocab == d.codec.tgt_vocab);
+    for (const std::string& t : data::fallback_tokens()) CHECK(d.codec.src_vocab.contains(t));
+
+    const nn::Metadata meta = models::to_metadata(data::codec_to_json(d.codec));
+    const data::TextCodec back = data::read_codec(meta, "test.safetensors");
+    CHECK(back.subwords);
+    CHECK(back.bpe.merges() == d.codec.bpe.merges());
+    CHECK(back.src_vocab == d.codec.src_vocab);
+    const std::string text = "Der Zwölfjährige sieht 🐕 !";
+    CHECK(back.tokenize(text) == d.codec.tokenize(text));
+    const std::vector<int32_t> ids = back.encode_target(back.tokenize(text));
+    CHECK(std::find(ids.begin(), ids.end(), data::Vocab::UNK) == ids.end());
+    CHECK(back.decode_target(ids) == data::detokenize(data::tokenize(text)));
+
+    // word level: "bpe" is null, and the codec is word level again
+    data::TextCodec words = d.codec;
+    words.subwords = false;
+    CHECK_FALSE(data::read_codec(models::to_metadata(data::codec_to_json(words)), "w.safetensors").subwords);
+}
+
+TEST_CASE("token_batches: every pair once, at most N tokens a side with padding, regrouped per epoch, same for the same seed") {
+    std::vector<data::Example> examples;
+    autograd::Rng lengths(11);
+    for (int i = 0; i < 300; i++)
+        examples.push_back({std::vector<int32_t>(1 + lengths.below(30), 5), std::vector<int32_t>(2 + lengths.below(30), 5)});
+    examples.push_back({std::vector<int32_t>(150, 5), std::vector<int32_t>(3, 5)});   // longer than N alone
+    const int N = 120;
+    autograd::Rng rng(1), same(1);
+    const auto a = data::token_batches(examples, N, &rng), b = data::token_batches(examples, N, &rng);
+    CHECK(a == data::token_batches(examples, N, &same));
+    CHECK(a != b);   // the next epoch groups equal lengths differently
+    for (const auto& batches : {a, b, data::token_batches(examples, N)}) {
+        std::vector<int> seen(examples.size(), 0);
+        for (const auto& batch : batches) {
+            size_t s = 0, t = 0;
+            for (size_t i : batch) {
+                seen[i]++;
+                s = std::max(s, examples[i].src.size());
+                t = std::max(t, examples[i].tgt.size());
+            }
+            if (batch.size() > 1) CHECK(batch.size() * std::max(s, t) <= static_cast<size_t>(N));
+        }
+        CHECK(std::all_of(seen.begin(), seen.end(), [](int n) { return n == 1; }));
+        CHECK(batches.size() < examples.size() / 3);   // batches do fill up
+    }
+}
