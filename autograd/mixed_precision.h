@@ -23,9 +23,11 @@ enum class Precision { fp32, bf16 };
 // What Linear layers and attention use now: bf16 inside a MixedPrecisionGuard, else fp32.
 Precision matmul_precision();
 
+// While alive, the products of Linear layers and attention read bf16 inputs. With enabled =
+// false it changes nothing, so a flag can decide: MixedPrecisionGuard mixed(o.bf16);
 class MixedPrecisionGuard {
 public:
-    MixedPrecisionGuard();
+    explicit MixedPrecisionGuard(bool enabled = true);
     ~MixedPrecisionGuard();
     MixedPrecisionGuard(const MixedPrecisionGuard&) = delete;
     MixedPrecisionGuard& operator=(const MixedPrecisionGuard&) = delete;
