@@ -36,6 +36,9 @@ TEST_CASE("bf16 rounding: docs/15 worked examples (round to nearest, ties to eve
     CHECK(std::isinf(kernels::round_to_bf16(3.4e38f)));                 // past bf16's largest: rounds to infinity
     CHECK(std::isnan(kernels::round_to_bf16(std::numeric_limits<float>::quiet_NaN())));
     CHECK(kernels::bf16_to_float(0x7F7F) == 3.3895314e38f);             // bf16's largest finite value
+    // stagnation: near 0.1, bf16's neighbours are 2^-11 apart, so an Adam-sized step of 1e-4 vanishes
+    CHECK(kernels::round_to_bf16(0.1f + 1e-4f) == kernels::round_to_bf16(0.1f));
+    CHECK(0.1f + 1e-4f != 0.1f);                                        // fp32 keeps it
 }
 
 TEST_CASE("bf16 dot product: docs/15 worked example, one pair per lane") {
