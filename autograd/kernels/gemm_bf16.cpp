@@ -39,6 +39,7 @@
 #endif
 
 #include "autograd/kernels/gemm.h"
+#include "autograd/kernels/gemm_driver.h"
 #include "autograd/kernels/parallel.h"
 
 namespace autograd::kernels {
@@ -137,30 +138,8 @@ constexpr int NCH = 256;          // columns of C per column chunk (8 slivers)
 // halved: the bf16 kernel does the same work in about half the time).
 constexpr double kMinParallelFlops = 4.0e6;
 
-inline int ceil_div(int a, int b) { return (a + b - 1) / b; }
-struct Range { int begin, end; };
-Range part(int n, int P, int p) { return {int(idx(n) * p / P), int(idx(n) * (p + 1) / P)}; }
-
-// A growable, 64-byte aligned buffer of 32-bit words; one per thread (see gemm.cpp's PackBuffer).
-struct WordBuffer {
-    uint32_t* data = nullptr;
-    std::size_t capacity = 0;
-    uint32_t* get(std::size_t n) {
-        if (n > capacity) {
-            release();
-            data = static_cast<uint32_t*>(::operator new(n * sizeof(uint32_t), std::align_val_t(64)));
-            capacity = n;
-        }
-        return data;
-    }
-    void release() {
-        if (data) ::operator delete(data, std::align_val_t(64));
-        data = nullptr;
-        capacity = 0;
-    }
-    ~WordBuffer() { release(); }
-};
-thread_local WordBuffer tls_pack_a, tls_pack_b;
+using namespace gemm_driver;
+thread_local PackBuffer<uint32_t> tls_pack_a, tls_pack_b;   // this thread's packed operands
 
 // Pack n (<= W) strands of length K into one pair-interleaved sliver of width W (kp = ceil(K/2)
 // pairs), zero-padded past n and past K:
@@ -236,13 +215,6 @@ struct Args {
     bool accumulate;
 };
 
-void team_barrier([[maybe_unused]] int nt) {
-#ifdef _OPENMP
-    if (nt > 1) {
-        #pragma omp barrier
-    }
-#endif
-}
 
 // Thread tid of nt: pack its share of the slivers, wait for the others, then compute its share
 // of the (row block, column chunk) work items. nt == 1: the whole serial algorithm.
@@ -292,22 +264,13 @@ void gemm_bf16_thread(const Args& g, uint32_t* Ap, uint32_t* Bp, int nt, int tid
     }
 }
 
-bool use_threads(double flops) {
-#ifdef _OPENMP
-    return flops >= kMinParallelFlops && omp_get_max_threads() > 1 &&
-           omp_get_active_level() < omp_get_max_active_levels();
-#else
-    (void)flops;
-    return false;
-#endif
-}
 
 void gemm_bf16_fast(const Args& g) {
     const int kp = (g.K + 1) / 2;
     // The packed operands live in the calling thread's buffers; the team shares them.
     uint32_t* const Ap = tls_pack_a.get(std::size_t(ceil_div(g.M, MR)) * MR * kp);
     uint32_t* const Bp = tls_pack_b.get(std::size_t(ceil_div(g.N, NR)) * NR * kp);
-    if (!use_threads(2.0 * g.M * g.N * g.K)) {
+    if (!use_threads(2.0 * g.M * g.N * g.K, kMinParallelFlops)) {
         gemm_bf16_thread(g, Ap, Bp, 1, 0);
         return;
     }
