@@ -83,7 +83,7 @@ $(BUILD)/bench/%: $(BUILD)/bench/%.o $(EXLIB) $(LIB)
 # so each peak RSS is its own), then decoding speed with and without the key/value cache. Run on an otherwise idle machine.
 bench: $(BENCHES)
 	OMP_NUM_THREADS=2 ./$(BUILD)/bench/bench_gemm
-	@for c in default d128 paper; do OMP_NUM_THREADS=2 ./$(BUILD)/bench/bench_training $$c || exit 1; done
+	@for c in default d128 paper paper-bf16; do OMP_NUM_THREADS=2 ./$(BUILD)/bench/bench_training $$c || exit 1; done
 	OMP_NUM_THREADS=2 ./$(BUILD)/bench/bench_decoding
 
 # The whole suite, then a short training run of each example (with a save, a load and a

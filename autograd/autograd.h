@@ -3,6 +3,8 @@
 #include "autograd/kernels/allocator.h"
 #include "autograd/anomaly.h"
 #include "autograd/kernels/gemm.h"
+#include "autograd/kernels/gemm_bf16.h"
+#include "autograd/mixed_precision.h"
 #include "autograd/gradcheck.h"
 #include "autograd/graph_dot.h"
 #include "autograd/ops.h"

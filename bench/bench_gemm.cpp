@@ -1,10 +1,12 @@
-// bench_gemm: GFLOP/s of autograd::kernels::gemm at the Transformer's shapes.
+// bench_gemm: GFLOP/s of autograd::kernels::gemm (fp32) and gemm_bf16 (bf16 inputs, fp32
+// accumulation) at the Transformer's shapes.
 //
-//   g++ -std=c++20 -O3 -march=native -fopenmp -I. bench/bench_gemm.cpp autograd/kernels/gemm.cpp -o bench_gemm
-//   OMP_NUM_THREADS=2 ./bench_gemm
+//   make bench   (or: ./build/bench/bench_gemm, with OMP_NUM_THREADS=1 or 2)
 //
-// Each row: one warm-up call, then `samples` timed samples (each sample repeats the call enough
-// times to last >= ~2 ms, so tiny shapes are timed too), and the median sample is reported.
+// Each row: one warm-up call of each, then `samples` timed pairs of samples, fp32 then bf16
+// (each sample repeats the call enough times to last >= ~2 ms, so tiny shapes are timed too).
+// Reported: the median sample of each, and the median of the per-pair ratios bf16/fp32 speed
+// (alternating the two keeps a load change on the machine from favouring one of them).
 // GFLOP/s counts 2*M*N*K flops per call. Variants: N = op is identity, T = transposed, e.g.
 // "NT" is C = A * B^T (a Linear layer's forward with weight stored (out, in)).
 #include <algorithm>
@@ -14,6 +16,7 @@
 #include <vector>
 
 #include "autograd/kernels/gemm.h"
+#include "autograd/kernels/gemm_bf16.h"
 #include "autograd/kernels/parallel.h"
 
 namespace {
@@ -41,28 +44,35 @@ void bench(const Shape& s, int samples) {
     std::vector<float> A(size_t(s.M) * s.K), B(size_t(s.K) * s.N), C(size_t(s.M) * s.N);
     fill(A, 1);
     fill(B, 2);
-    auto call = [&] {
-        autograd::kernels::gemm(s.ta, s.tb, s.M, s.N, s.K, A.data(), lda, B.data(), ldb, C.data(), s.N,
-                       false);
+    auto call = [&](bool bf16) {
+        (bf16 ? autograd::kernels::gemm_bf16 : autograd::kernels::gemm)(s.ta, s.tb, s.M, s.N, s.K, A.data(), lda,
+                                                                         B.data(), ldb, C.data(), s.N, false);
+    };
+    // seconds per call, averaged over `repeat` calls
+    auto sample = [&](bool bf16, int repeat) {
+        const auto start = Clock::now();
+        for (int r = 0; r < repeat; r++) call(bf16);
+        return std::chrono::duration<double>(Clock::now() - start).count() / repeat;
     };
 
-    call();  // warm-up: grows the packing buffers, starts the thread team, warms caches
-    const auto t0 = Clock::now();
-    call();
-    const double once = std::chrono::duration<double>(Clock::now() - t0).count();
-    const int repeat = std::max(1, int(2e-3 / std::max(once, 1e-9)));  // calls per sample
+    call(false);  // warm-up: grows the packing buffers, starts the thread team, warms caches
+    call(true);
+    const int repeat = std::max(1, int(2e-3 / std::max(sample(false, 1), 1e-9)));  // calls per sample
 
-    std::vector<double> secs;
+    std::vector<double> fp32, bf16, ratio;
     for (int i = 0; i < samples; i++) {
-        const auto start = Clock::now();
-        for (int r = 0; r < repeat; r++) call();
-        secs.push_back(std::chrono::duration<double>(Clock::now() - start).count() / repeat);
+        fp32.push_back(sample(false, repeat));
+        bf16.push_back(sample(true, repeat));
+        ratio.push_back(fp32.back() / bf16.back());
     }
-    std::sort(secs.begin(), secs.end());
-    const double med = secs[secs.size() / 2];
-    const double gflops = 2.0 * s.M * s.N * s.K / med * 1e-9;
-    std::printf("%-22s %c%c %6d %6d %6d %10.1f %9.1f\n", s.what, s.ta ? 'T' : 'N',
-                s.tb ? 'T' : 'N', s.M, s.N, s.K, med * 1e6, gflops);
+    auto median = [](std::vector<double> v) {
+        std::sort(v.begin(), v.end());
+        return v[v.size() / 2];
+    };
+    const double flop = 2.0 * s.M * s.N * s.K;
+    std::printf("%-22s %c%c %6d %6d %6d %10.1f %9.1f %10.1f %9.1f %7.2fx\n", s.what, s.ta ? 'T' : 'N',
+                s.tb ? 'T' : 'N', s.M, s.N, s.K, median(fp32) * 1e6, flop / median(fp32) * 1e-9, median(bf16) * 1e6,
+                flop / median(bf16) * 1e-9, median(ratio));
 }
 
 }  // namespace
@@ -72,9 +82,10 @@ int main() {
 #ifdef _OPENMP
     threads = autograd::kernels::max_threads();
 #endif
-    std::printf("autograd::kernels::gemm, %d thread(s), median of samples\n\n", threads);
-    std::printf("%-22s %-2s %6s %6s %6s %10s %9s\n", "shape", "op", "M", "N", "K", "us/call",
-                "GFLOP/s");
+    std::printf("autograd::kernels::gemm (fp32) and gemm_bf16 (%s), %d thread(s), median of samples\n\n",
+                autograd::kernels::bf16_dot_supported() ? "vdpbf16ps" : "no AVX512_BF16: portable path", threads);
+    std::printf("%-22s %-2s %6s %6s %6s %10s %9s %10s %9s %8s\n", "shape", "op", "M", "N", "K", "fp32 us",
+                "GFLOP/s", "bf16 us", "GFLOP/s", "speedup");
 
     std::vector<Shape> shapes;
     // the three Transformer shapes (T*B = 800 rows, d_model 512, d_ff 2048), every variant

@@ -1,6 +1,8 @@
 // Training-step benchmark: median time per step and tokens/s of the copy task's Transformer, plus
 // the process's peak resident memory. One configuration per run, so peak RSS is that config's:
 //   ./build/bench/bench_training default | d128 | paper  [steps]
+// A "-bf16" suffix (paper-bf16, d128-bf16) trains under MixedPrecisionGuard: the Linear and
+// attention products in bf16 (docs/15), like torch_copy_task.py --bf16 (torch.autocast).
 // The configurations match bench/torch_copy_task.py (the same model and loop in PyTorch) run as
 //   default: (ours only) N=2 D=128 F=256 h=4, B=128, no dropout  (the example's default)
 //   d128:    --d_model 128 --d_ff 512   (N=2, h=8, B=80, dropout 0.1)
@@ -15,13 +17,18 @@
 #include <vector>
 
 #include "autograd/kernels/parallel.h"
+#include "autograd/mixed_precision.h"
 #include "examples/data/copy_task_data.h"
 #include "models/transformer.h"
 #include "nn/nn.h"
 #include "optim/optim.h"
 
 int main(int argc, char** argv) {
-    const std::string name = argc > 1 ? argv[1] : "default";
+    std::string name = argc > 1 ? argv[1] : "default";
+    const std::string suffix = "-bf16";
+    const bool bf16 = name.size() > suffix.size() && name.ends_with(suffix);
+    if (bf16) name.resize(name.size() - suffix.size());
+    autograd::MixedPrecisionGuard mixed_precision(bf16);
     models::TransformerConfig cfg{.src_vocab = 11, .tgt_vocab = 11, .layers = 2};
     int64_t B = 80, steps = 30;
     if (name == "default") {
@@ -31,7 +38,7 @@ int main(int argc, char** argv) {
     } else if (name == "paper") {
         cfg.d_model = 512, cfg.d_ff = 2048, cfg.heads = 8, cfg.dropout = 0.1f;
     } else {
-        std::fprintf(stderr, "bench_training: unknown config '%s' (default, d128, paper)\n", name.c_str());
+        std::fprintf(stderr, "bench_training: unknown config '%s' (default, d128, paper; -bf16 suffix for mixed precision)\n", name.c_str());
         return 2;
     }
     if (argc > 2) steps = std::max(1, std::atoi(argv[2]));
@@ -59,9 +66,9 @@ int main(int argc, char** argv) {
     const double median = ms[ms.size() / 2];
     rusage ru{};
     getrusage(RUSAGE_SELF, &ru);
-    std::printf("%-8s N=%lld D=%-4lld F=%-4lld h=%lld B=%lld dropout=%.1f threads=%d | median %7.1f ms/step "
+    std::printf("%-10s N=%lld D=%-4lld F=%-4lld h=%lld B=%lld dropout=%.1f threads=%d | median %7.1f ms/step "
                 "(min %.1f, max %.1f, %lld steps) | %7.0f tokens/s | peak RSS %.0f MB (tensors %.0f MB)\n",
-                name.c_str(), (long long)cfg.layers, (long long)cfg.d_model, (long long)cfg.d_ff, (long long)cfg.heads,
+                (name + (bf16 ? suffix : "")).c_str(), (long long)cfg.layers, (long long)cfg.d_model, (long long)cfg.d_ff, (long long)cfg.heads,
                 (long long)B, cfg.dropout, autograd::kernels::max_threads(), median, ms.front(), ms.back(), (long long)steps,
                 B * (L - 1) / (median / 1000.0), ru.ru_maxrss / 1024.0,
                 autograd::kernels::memory_stats().peak_live_bytes / 1048576.0);

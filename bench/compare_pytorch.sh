@@ -6,7 +6,11 @@
 #
 #   make build/bench/bench_training
 #   sh bench/compare_pytorch.sh [rounds] [configs]
-#   (rounds: default 3; configs: default "d128 paper")
+#   (rounds: default 3; configs: default "d128 paper paper-bf16")
+#
+# paper-bf16 runs ours with mixed precision (bench_training paper-bf16) against PyTorch twice
+# per round: fp32, and under torch.autocast("cpu", dtype=torch.bfloat16) (torch_copy_task.py
+# --bf16), and prints the ratio to each.
 #
 # PyTorch: Debian's python3-torch (apt-get install -y python3-torch libopenblas0-openmp), run by
 # /usr/bin/python3 with 2 threads. Set OPENBLAS_CORETYPE (e.g. SkylakeX) in the environment to
@@ -15,7 +19,7 @@
 set -eu
 torch_script=$(dirname "$0")/torch_copy_task.py
 rounds=${1:-3}
-configs=${2:-d128 paper}
+configs=${2:-d128 paper paper-bf16}
 ours=./build/bench/bench_training
 [ -x "$ours" ] || { echo "compare_pytorch: build $ours first (make build/bench/bench_training)" >&2; exit 2; }
 [ -r "$torch_script" ] || { echo "compare_pytorch: cannot read $torch_script" >&2; exit 2; }
@@ -26,27 +30,40 @@ trap 'rm -rf "$tmp"' EXIT
 
 median() { sort -n | awk '{v[NR]=$1} END {print (NR % 2) ? v[(NR+1)/2] : (v[NR/2] + v[NR/2+1]) / 2}'; }
 
+# one timed run: the step time (ms) and peak RSS (MB) of the command, as "ms MB"
+run() {
+    /usr/bin/time -v "$@" > "$tmp/out" 2> "$tmp/time" || { echo "compare_pytorch: failed: $*"; cat "$tmp/out" "$tmp/time"; exit 1; }
+    ms=$(sed -n -e 's/.*median *\([0-9.]*\) ms\/step.*/\1/p' -e 's/.*median_step_ms=\([0-9.]*\).*/\1/p' "$tmp/out")
+    mb=$(awk '/Maximum resident/ {printf "%.0f", $6 / 1024}' "$tmp/time")
+    [ -n "$ms" ] || { echo "compare_pytorch: no step time from: $*"; cat "$tmp/out"; exit 1; }
+    echo "$ms $mb"
+}
+
 for config in $configs; do
-    case $config in d128|paper) ;; *) echo "compare_pytorch: unknown config '$config' (d128, paper)" >&2; exit 2;; esac
+    case $config in d128|paper|paper-bf16) ;; *) echo "compare_pytorch: unknown config '$config' (d128, paper, paper-bf16)" >&2; exit 2;; esac
     # the same configurations as bench/bench_training.cpp's
-    if [ "$config" = paper ]; then torch_args="--steps 30"; else torch_args="--steps 60 --d_model 128 --d_ff 512"; fi
+    if [ "$config" = d128 ]; then torch_args="--steps 60 --d_model 128 --d_ff 512"; else torch_args="--steps 30"; fi
     : > "$tmp/pairs"
     i=1
     while [ "$i" -le "$rounds" ]; do
-        OMP_NUM_THREADS=2 /usr/bin/time -v "$ours" "$config" > "$tmp/o" 2> "$tmp/ot"
-        /usr/bin/time -v /usr/bin/python3 "$torch_script" $torch_args > "$tmp/p" 2> "$tmp/pt"
-        o_ms=$(sed -n 's/.*median *\([0-9.]*\) ms\/step.*/\1/p' "$tmp/o")
-        p_ms=$(sed -n 's/.*median_step_ms=\([0-9.]*\).*/\1/p' "$tmp/p")
-        o_mb=$(awk '/Maximum resident/ {printf "%.0f", $6 / 1024}' "$tmp/ot")
-        p_mb=$(awk '/Maximum resident/ {printf "%.0f", $6 / 1024}' "$tmp/pt")
-        [ -n "$o_ms" ] && [ -n "$p_ms" ] || { echo "compare_pytorch: a run printed no step time:"; cat "$tmp/o" "$tmp/p" "$tmp/pt"; exit 1; }
-        echo "$o_ms $p_ms $o_mb $p_mb" >> "$tmp/pairs"
-        printf '%-6s round %d: ours %7.1f ms/step %5s MB | PyTorch %7.1f ms/step %5s MB | ratio %.2f\n' \
-            "$config" "$i" "$o_ms" "$o_mb" "$p_ms" "$p_mb" "$(echo "$o_ms $p_ms" | awk '{print $1 / $2}')"
+        ours_r=$(OMP_NUM_THREADS=2 run "$ours" "$config")
+        torch_r=$(run /usr/bin/python3 "$torch_script" $torch_args)
+        torch_bf16_r="0 0"
+        [ "$config" = paper-bf16 ] && torch_bf16_r=$(run /usr/bin/python3 "$torch_script" $torch_args --bf16)
+        # columns: ours ms, ours MB, PyTorch ms, PyTorch MB, PyTorch bf16 ms, PyTorch bf16 MB
+        echo "$ours_r $torch_r $torch_bf16_r" >> "$tmp/pairs"
+        echo "$ours_r $torch_r $torch_bf16_r" | awk -v c="$config" -v i="$i" '{
+            printf "%-10s round %d: ours %7.1f ms/step %5s MB | PyTorch %7.1f ms/step %5s MB | ratio %.2f", c, i, $1, $2, $3, $4, $1 / $3
+            if ($5 > 0) printf " | PyTorch bf16 %7.1f ms/step %5s MB | ratio %.2f", $5, $6, $1 / $5
+            printf "\n" }'
         i=$((i + 1))
     done
-    printf '%-6s median : ours %7.1f ms/step %5s MB | PyTorch %7.1f ms/step %5s MB | ratio of pairs %.2f, of memory %.2f\n' "$config" \
-        "$(awk '{print $1}' "$tmp/pairs" | median)" "$(awk '{print $3}' "$tmp/pairs" | median)" \
-        "$(awk '{print $2}' "$tmp/pairs" | median)" "$(awk '{print $4}' "$tmp/pairs" | median)" \
-        "$(awk '{print $1 / $2}' "$tmp/pairs" | median)" "$(awk '{print $3 / $4}' "$tmp/pairs" | median)"
+    col() { awk "{print \$$1}" "$tmp/pairs" | median; }
+    printf '%-10s median : ours %7.1f ms/step %5s MB | PyTorch %7.1f ms/step %5s MB | ratio of pairs %.2f, of memory %.2f\n' "$config" \
+        "$(col 1)" "$(col 2)" "$(col 3)" "$(col 4)" \
+        "$(awk '{print $1 / $3}' "$tmp/pairs" | median)" "$(awk '{print $2 / $4}' "$tmp/pairs" | median)"
+    if [ "$config" = paper-bf16 ]; then
+        printf '%-10s median : PyTorch bf16 (autocast) %7.1f ms/step %5s MB | ours/PyTorch-bf16 ratio of pairs %.2f, of memory %.2f\n' "$config" \
+            "$(col 5)" "$(col 6)" "$(awk '{print $1 / $5}' "$tmp/pairs" | median)" "$(awk '{print $2 / $6}' "$tmp/pairs" | median)"
+    fi
 done

@@ -5,6 +5,7 @@
 //
 //   make && ./examples/copy_task            # small model: learns the task completely in seconds
 //   ./examples/copy_task --paper            # The Annotated Transformer's exact configuration
+//   ./examples/copy_task --paper --bf16     # ... with bf16 matrix products (mixed precision)
 //   ./examples/copy_task --help
 //
 // main() is the training loop; the data is in examples/data/copy_task_data.h, the evaluation in
@@ -174,6 +175,7 @@ int main(int argc, char** argv) {
         autograd::manual_seed(o.train.seed);   // model init and dropout
         if (!o.load.empty()) return use_checkpoint(o);
 
+        autograd::MixedPrecisionGuard mixed_precision(o.train.bf16);   // --bf16: training and evaluation
         models::Transformer model(common::transformer_config(o.train, o.vocab, o.vocab));
         print_model(model, o);
         optim::Adam opt(model.parameters(), {.lr = 0.0f, .beta1 = 0.9f, .beta2 = 0.98f, .eps = 1e-9f});

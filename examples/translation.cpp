@@ -314,6 +314,7 @@ int main(int argc, char** argv) {
 
         // 2) model, optimizer, learning-rate schedule
         autograd::manual_seed(o.train.seed);   // model init and dropout
+        autograd::MixedPrecisionGuard mixed_precision(o.train.bf16);   // --bf16: training and evaluation
         models::TransformerConfig cfg = common::transformer_config(o.train, d.codec.src_vocab.size(), d.codec.tgt_vocab.size());
         cfg.max_len = std::max(512, o.corpus.max_len + 2);   // positions: bos + max_len tokens + eos
         cfg.tie_weights = o.tie_weights;

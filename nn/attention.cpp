@@ -3,6 +3,7 @@
 #include <stdexcept>
 
 #include "autograd/kernels/attention.h"
+#include "autograd/mixed_precision.h"
 
 namespace nn {
 
@@ -48,11 +49,13 @@ AttentionOutput scaled_dot_product_attention_with_weights(const Tensor& q, const
     const kernels::DropoutDraws drop = dropout_draws(dropout_p, training, "attention");
     Tensor weights = Tensor::empty({B, H, T, S});
     Tensor out = Tensor::empty({B, T, D});
+    const autograd::Precision precision = autograd::matmul_precision();   // the backward uses it too
     kernels::attention_forward(out.data(), weights.data(), q.data(), k.data(), v.data(),
-                               allowed.empty() ? nullptr : allowed.data(), d, drop);
-    autograd::record(out, {q, k, v}, "attention", [d, drop, weights](Node& self) {
+                               allowed.empty() ? nullptr : allowed.data(), d, drop, precision);
+    autograd::record(out, {q, k, v}, "attention", [d, drop, weights, precision](Node& self) {
         kernels::attention_backward(self.parent_grad(0), self.parent_grad(1), self.parent_grad(2), self.grad.data(),
-                                    self.parent_data(0), self.parent_data(1), self.parent_data(2), weights.data(), d, drop);
+                                    self.parent_data(0), self.parent_data(1), self.parent_data(2), weights.data(), d, drop,
+                                    precision);
     });
     return {out, weights};
 }

@@ -4,6 +4,7 @@
 
 #include "autograd/detail.h"
 #include "autograd/kernels/linear.h"
+#include "autograd/mixed_precision.h"
 #include "nn/dropout.h"
 #include "nn/init.h"
 
@@ -28,17 +29,19 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, Activat
     Shape ys = x.shape();
     ys.back() = out;
     Tensor y = Tensor::empty(ys);                                                   // (..., out)
-    kernels::linear_forward(y.data(), x.data(), weight.data(), bias.defined() ? bias.data() : nullptr, d, relu, drop);
+    const autograd::Precision precision = autograd::matmul_precision();   // the backward uses it too
+    kernels::linear_forward(y.data(), x.data(), weight.data(), bias.defined() ? bias.data() : nullptr, d, relu, drop,
+                            precision);
 
     std::vector<Tensor> inputs = {x, weight};
     if (bias.defined()) inputs.push_back(bias);
     const char* name = relu ? (drop.active() ? "linear_relu_dropout" : "linear_relu") : (drop.active() ? "linear_dropout" : "linear");
-    autograd::record(y, inputs, name, [d, relu, drop](Node& self) {
+    autograd::record(y, inputs, name, [d, relu, drop, precision](Node& self) {
         // dx, dW, db in the order the kernel writes them (autograd/detail.h says why that matters)
         const kernels::GradOut dx = parent_grad_to_write(self, 0), dw = parent_grad_to_write(self, 1),
                                db = self.parents.size() > 2 ? parent_grad_to_write(self, 2) : kernels::GradOut{};
         kernels::linear_backward(dx, dw, db, self.grad.data(), self.parent_data(0), self.parent_data(1), self.data->data(), d,
-                                 relu, drop);
+                                 relu, drop, precision);
     });
     return y;
 }

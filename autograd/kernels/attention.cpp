@@ -4,7 +4,7 @@
 #include <limits>
 
 #include "autograd/kernels/allocator.h"
-#include "autograd/kernels/gemm.h"
+#include "autograd/kernels/gemm_bf16.h"
 #include "autograd/kernels/parallel.h"
 #include "autograd/kernels/softmax_rows.h"
 #include "autograd/ops.h"
@@ -12,7 +12,7 @@
 namespace autograd::kernels {
 
 void attention_forward(float* out, float* P, const float* q, const float* k, const float* v, const uint8_t* allowed,
-                       const AttentionDims& d, const DropoutDraws& draws) {
+                       const AttentionDims& d, const DropoutDraws& draws, Precision precision) {
     const int64_t B = d.B, H = d.H, T = d.T, S = d.S, Dk = d.Dk, D = d.D();
     const float scale = 1.0f / std::sqrt(static_cast<float>(Dk));
     constexpr float kNegInf = -std::numeric_limits<float>::infinity();
@@ -29,7 +29,7 @@ void attention_forward(float* out, float* P, const float* q, const float* k, con
             const float *Q = q + b * T * D + h * Dk, *K = k + b * S * D + h * Dk, *V = v + b * S * D + h * Dk;
             float* Pbh = P + bh * T * S;
             // 1) scores = Q K^T                                                    (T, S)
-            gemm(false, true, T, S, Dk, Q, D, K, D, Pbh, S, false);
+            gemm_in(precision, false, true, T, S, Dk, Q, D, K, D, Pbh, S, false);
             // 2) scale by 1/sqrt(Dk); a masked key's score becomes -inf, which softmax sends to
             //    exactly 0 (a select, not a branch per element: a branch on the mask mispredicts)
             for (int64_t t = 0; t < T; t++) {
@@ -45,13 +45,14 @@ void attention_forward(float* out, float* P, const float* q, const float* k, con
                 for (int64_t i = 0; i < T * S; i++) dropped[i] = Pbh[i] * drop.keep(bh * T * S + i);
                 Pused = dropped.data();
             }
-            gemm(false, false, T, Dk, S, Pused, S, V, D, out + b * T * D + h * Dk, D, false);
+            gemm_in(precision, false, false, T, Dk, S, Pused, S, V, D, out + b * T * D + h * Dk, D, false);
         }
     }
 }
 
 void attention_backward(float* dq, float* dk, float* dv, const float* dout, const float* q, const float* k,
-                        const float* v, const float* P, const AttentionDims& d, const DropoutDraws& draws) {
+                        const float* v, const float* P, const AttentionDims& d, const DropoutDraws& draws,
+                        Precision precision) {
     const int64_t B = d.B, H = d.H, T = d.T, S = d.S, Dk = d.Dk, D = d.D();
     const float scale = 1.0f / std::sqrt(static_cast<float>(Dk));
     const bool dropping = draws.active();
@@ -72,9 +73,9 @@ void attention_backward(float* dq, float* dk, float* dv, const float* dout, cons
                 }
                 Pused = Pd.data();
             }
-            if (dv) gemm(true, false, S, Dk, T, Pused, S, dO, D, dv + ko, D, true);   // dV += Pd^T dO
+            if (dv) gemm_in(precision, true, false, S, Dk, T, Pused, S, dO, D, dv + ko, D, true);   // dV += Pd^T dO
             if (!dq && !dk) continue;
-            gemm(false, true, T, S, Dk, dO, D, v + ko, D, dP.data(), S, false);       // dPd = dO V^T
+            gemm_in(precision, false, true, T, S, Dk, dO, D, v + ko, D, dP.data(), S, false);       // dPd = dO V^T
             for (int64_t t = 0; t < T; t++) {
                 float* g = dP.data() + t * S;
                 const float* p = Pbh + t * S;
@@ -84,8 +85,8 @@ void attention_backward(float* dq, float* dk, float* dv, const float* dout, cons
                 for (int64_t s = 0; s < S; s++) dot += g[s] * p[s];
                 for (int64_t s = 0; s < S; s++) g[s] = p[s] * (g[s] - dot) * scale;   // dSc, with the 1/sqrt(Dk)
             }
-            if (dq) gemm(false, false, T, Dk, S, dP.data(), S, k + ko, D, dq + qo, D, true);   // dQ += dSc K
-            if (dk) gemm(true, false, S, Dk, T, dP.data(), S, q + qo, D, dk + ko, D, true);    // dK += dSc^T Q
+            if (dq) gemm_in(precision, false, false, T, Dk, S, dP.data(), S, k + ko, D, dq + qo, D, true);   // dQ += dSc K
+            if (dk) gemm_in(precision, true, false, S, Dk, T, dP.data(), S, q + qo, D, dk + ko, D, true);    // dK += dSc^T Q
         }
     }
 }

@@ -47,6 +47,7 @@
 // and whatever the number of threads. Only the split of *tiles* among threads changes, so the
 // result is bit-identical for any OMP_NUM_THREADS.
 #include "autograd/kernels/gemm.h"
+#include "autograd/kernels/gemm_driver.h"
 
 #include <algorithm>
 #include <cstddef>
@@ -85,7 +86,7 @@ void gemm_naive(bool trans_a, bool trans_b, int M, int N, int K,
 
 namespace {
 
-using idx = std::ptrdiff_t;
+using namespace gemm_driver;
 
 // The vector width and micro-tile shape follow the instruction set the file is compiled for.
 // Only the speed changes between them, never the correctness.
@@ -121,37 +122,15 @@ constexpr double kMinParallelFlops = 2.0e6;
 // and a scalar operand is broadcast to every lane.
 typedef float vfloat __attribute__((vector_size(kVec * sizeof(float))));
 
-inline int ceil_div(int a, int b) { return (a + b - 1) / b; }
 
 // ----------------------------------------------------------------------------------------------
 // packing buffers
 
-// A growable, 64-byte aligned float buffer. Each thread has its own (thread_local), so concurrent
-// gemm() calls never share packing space, and a buffer only reallocates when a bigger problem
-// than any before comes along: no allocation per call in steady state.
-struct PackBuffer {
-    float* data = nullptr;
-    std::size_t capacity = 0;
+// Each thread's own packing space (gemm_driver.h).
 
-    float* get(std::size_t n) {
-        if (n > capacity) {
-            release();
-            data = static_cast<float*>(::operator new(n * sizeof(float), std::align_val_t(64)));
-            capacity = n;
-        }
-        return data;
-    }
-    void release() {
-        if (data) ::operator delete(data, std::align_val_t(64));
-        data = nullptr;
-        capacity = 0;
-    }
-    ~PackBuffer() { release(); }
-};
-
-thread_local PackBuffer tls_pack_a;  // this thread's Ap block
-thread_local PackBuffer tls_pack_b;  // Bp panel of the gemm() call this thread started
-thread_local PackBuffer tls_pack_edge;  // this thread's copy of a last, partial B sliver
+thread_local PackBuffer<float> tls_pack_a;  // this thread's Ap block
+thread_local PackBuffer<float> tls_pack_b;  // Bp panel of the gemm() call this thread started
+thread_local PackBuffer<float> tls_pack_edge;  // this thread's copy of a last, partial B sliver
 
 // ----------------------------------------------------------------------------------------------
 // packing
@@ -272,9 +251,6 @@ void micro_kernel(int kc, const float* __restrict Ap, idx lda, const float* __re
 // ----------------------------------------------------------------------------------------------
 // the driver
 
-// Part p of P near-equal parts of [0, n).
-struct Range { int begin, end; };
-Range part(int n, int P, int p) { return {int(idx(n) * p / P), int(idx(n) * (p + 1) / P)}; }
 
 // Threads are arranged as a tm x tn grid over the (ms x ns) grid of micro-tiles of one panel.
 // Splitting by rows is best (threads share one packed B panel, each packs only its own rows of
@@ -293,18 +269,6 @@ ThreadGrid choose_grid(int ms, int ns, int nt) {
     return best;
 }
 
-// Wait for the other threads of this gemm's own team. Only reached with nt > 1, that is inside
-// the parallel region gemm() opened: an orphaned barrier binds to the innermost parallel region,
-// and when gemm() runs on one thread that could be a region of the caller's.
-void team_barrier(int nt) {
-#ifdef _OPENMP
-    if (nt > 1) {
-        #pragma omp barrier
-    }
-#else
-    (void)nt;
-#endif
-}
 
 struct Args {  // one gemm() call's arguments
     bool trans_a, trans_b;
@@ -410,18 +374,6 @@ void gemm_thread(const Args& g, float* Bp, int nt, int tid) {
     }
 }
 
-// Is a thread team worth starting? Not for small problems: a team costs about a microsecond
-// even when its threads are awake, far more when they sleep. Nor when no more threads can come
-// (OMP_NUM_THREADS=1, or inside a caller's parallel region with nesting off).
-bool use_threads(double flops) {
-#ifdef _OPENMP
-    return flops >= kMinParallelFlops && omp_get_max_threads() > 1 &&
-           omp_get_active_level() < omp_get_max_active_levels();
-#else
-    (void)flops;
-    return false;
-#endif
-}
 
 }  // namespace
 
@@ -440,7 +392,7 @@ void gemm(bool trans_a, bool trans_b, int M, int N, int K,
     const int nc_max = ceil_div(std::min(N, NC), NR) * NR;
     float* const Bp = tls_pack_b.get(std::size_t(std::min(K, KC)) * nc_max);
 
-    if (!use_threads(2.0 * M * N * K)) {
+    if (!use_threads(2.0 * M * N * K, kMinParallelFlops)) {
         gemm_thread(g, Bp, 1, 0);
         return;
     }

@@ -1,16 +1,16 @@
 #include "autograd/kernels/linear.h"
 
 #include "autograd/kernels/allocator.h"
-#include "autograd/kernels/gemm.h"
+#include "autograd/kernels/gemm_bf16.h"
 #include "autograd/kernels/parallel.h"
 #include "autograd/ops.h"
 
 namespace autograd::kernels {
 
 void linear_forward(float* y, const float* x, const float* w, const float* b, const LinearDims& d, bool relu,
-                    const DropoutDraws& drop) {
+                    const DropoutDraws& drop, Precision precision) {
     const int64_t rows = d.rows, out = d.out;
-    gemm(false, true, rows, out, d.in, x, d.in, w, d.in, y, out, false);   // y = x W^T
+    gemm_in(precision, false, true, rows, out, d.in, x, d.in, w, d.in, y, out, false);   // y = x W^T
     // the epilogue: bias, ReLU, dropout, in one pass over y
     const bool dropping = drop.active();
     const float p = drop.p, scale = drop.scale;   // locals: lets the loop vectorize
@@ -32,7 +32,7 @@ void linear_forward(float* y, const float* x, const float* w, const float* b, co
 // y > 0 exactly where the unit was on and the element kept, so g = dy * scale there and 0
 // elsewhere; without ReLU, g = dy * keep. Then the three products.
 void linear_backward(GradOut dx, GradOut dw, GradOut db, const float* dy, const float* x, const float* w,
-                     const float* y, const LinearDims& d, bool relu, const DropoutDraws& drop) {
+                     const float* y, const LinearDims& d, bool relu, const DropoutDraws& drop, Precision precision) {
     const int64_t rows = d.rows, in = d.in, out = d.out, n = rows * out;
     FloatBuffer masked;   // g, when it differs from dy
     const float* g = dy;
@@ -52,8 +52,8 @@ void linear_backward(GradOut dx, GradOut dw, GradOut db, const float* dy, const 
         }
         g = m;
     }
-    if (dx.data) gemm(false, false, rows, in, out, g, out, w, in, dx.data, in, dx.add);   // dx = g W
-    if (dw.data) gemm(true, false, out, in, rows, g, out, x, in, dw.data, in, dw.add);    // dW = g^T x
+    if (dx.data) gemm_in(precision, false, false, rows, in, out, g, out, w, in, dx.data, in, dx.add);   // dx = g W
+    if (dw.data) gemm_in(precision, true, false, out, in, rows, g, out, x, in, dw.data, in, dw.add);    // dW = g^T x
     if (db.data)   // db = sum over rows of g
         column_sums<1>(rows, out, kLinearParallelMin, {db}, [g, out](int64_t r, int64_t j0, int64_t j1, float* const* sum) {
             for (int64_t j = j0; j < j1; j++) sum[0][j - j0] += g[r * out + j];

@@ -4,6 +4,8 @@
 
 #include <cstdio>
 
+#include "autograd/kernels/gemm_bf16.h"
+
 namespace common {
 
 void add_training_flags(ArgParser& p, TrainingFlags& t, const std::string& seed_help) {
@@ -16,12 +18,15 @@ void add_training_flags(ArgParser& p, TrainingFlags& t, const std::string& seed_
     p.add("--lr-factor", &t.lr_factor, "factor of the Noam schedule").range(0, 100);
     p.add("--seed", &t.seed, seed_help);
     p.add("--threads", &t.threads, "OpenMP threads (0: all cores)").range(0, 1024);
+    p.flag("--bf16", &t.bf16, "mixed precision: Linear and attention products read bf16, accumulate in fp32 (needs AVX512_BF16)");
 }
 
 void apply_training_flags(const ArgParser& p, const TrainingFlags& t) {
     if (t.d_model % t.heads != 0)
         p.fail("--d-model (" + std::to_string(t.d_model) + ") must be a multiple of --heads (" + std::to_string(t.heads) + ")");
     if (t.threads > 0) omp_set_num_threads(t.threads);
+    if (t.bf16 && !autograd::kernels::bf16_dot_supported())
+        p.fail("--bf16 needs a CPU with AVX512_BF16 (vdpbf16ps), and this one has none");
 }
 
 models::TransformerConfig transformer_config(const TrainingFlags& t, int64_t src_vocab, int64_t tgt_vocab) {
@@ -31,8 +36,9 @@ models::TransformerConfig transformer_config(const TrainingFlags& t, int64_t src
 
 std::string describe(const models::TransformerConfig& cfg) {
     char line[160];
-    std::snprintf(line, sizeof line, "N=%lld D=%lld F=%lld h=%lld dropout=%.2g", (long long)cfg.layers, (long long)cfg.d_model,
-                  (long long)cfg.d_ff, (long long)cfg.heads, cfg.dropout);
+    std::snprintf(line, sizeof line, "N=%lld D=%lld F=%lld h=%lld dropout=%.2g%s", (long long)cfg.layers, (long long)cfg.d_model,
+                  (long long)cfg.d_ff, (long long)cfg.heads, cfg.dropout,
+                  autograd::matmul_precision() == autograd::Precision::bf16 ? " bf16" : "");
     if (cfg.tie_weights) return std::string(line) + ", tied embeddings";
     return line;
 }

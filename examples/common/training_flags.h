@@ -1,11 +1,12 @@
 // The flags both examples share: the Transformer's shape, dropout, the Noam learning-rate
-// schedule, the seed and the thread count.
+// schedule, the seed, the thread count and mixed precision.
 //
 //   common::TrainingFlags t{.d_ff = 512, .dropout = 0.1f};   // this example's defaults
 //   common::add_training_flags(p, t, "random seed (init, dropout, data)");
 //   p.parse(argc, argv);
 //   common::apply_training_flags(p, t);                      // checks D % h, sets the threads
 //   models::Transformer model(common::transformer_config(t, V_src, V_tgt));
+//   autograd::MixedPrecisionGuard mixed_precision(t.bf16);  // --bf16: bf16 matrix products
 #pragma once
 #include <cstdint>
 #include <string>
@@ -25,13 +26,16 @@ struct TrainingFlags {
     float lr_factor = 1.0f;     // lr = lr_factor * Noam(step)
     uint64_t seed = 1;
     int threads = 0;            // OpenMP threads, 0: all cores
+    bool bf16 = false;          // mixed precision: Linear and attention products in bf16 (docs/15)
 };
 
-// --layers --d-model --heads --d-ff --dropout --warmup --lr-factor --seed --threads, with the
+// --layers --d-model --heads --d-ff --dropout --warmup --lr-factor --seed --threads --bf16, with the
 // values in `t` as their defaults.
 void add_training_flags(ArgParser& p, TrainingFlags& t, const std::string& seed_help);
 
-// After parsing: exits through p.fail() unless --heads divides --d-model; applies --threads.
+// After parsing: exits through p.fail() unless --heads divides --d-model; applies --threads; with
+// --bf16 on a CPU without AVX512_BF16, says so in one line and exits with status 2 (the portable
+// bf16 path would be correct, but slower than fp32: not what --bf16 is asked for).
 void apply_training_flags(const ArgParser& p, const TrainingFlags& t);
 
 models::TransformerConfig transformer_config(const TrainingFlags& t, int64_t src_vocab, int64_t tgt_vocab);

@@ -1,0 +1,310 @@
+// gemm_bf16.cpp: bf16-input, fp32-accumulate matrix multiply. The contract is in gemm_bf16.h.
+//
+// The fast path follows gemm.cpp (read that first: packing, cache blocking, a register-tiled
+// micro-kernel), with two differences that come from the instruction it is built on:
+//
+//   vdpbf16ps acc, a, b     for each fp32 lane i (16 per zmm register):
+//                             acc[i] += a.bf16[2i] * b.bf16[2i] + a.bf16[2i+1] * b.bf16[2i+1]
+//
+// 1) It consumes k in pairs. Packing therefore rounds each float to bf16 (16 bits) and stores
+//    the two values of a pair, k = 2p and 2p + 1, side by side in one 32-bit word: the low half
+//    holds k = 2p. A sliver of width W is then W words per pair p, k-major:
+//        Bp[p*NR + c] = bf16(op(B)[2p][j + c]) | bf16(op(B)[2p + 1][j + c]) << 16
+//        Ap[p*MR + r] = bf16(op(A)[i + r][2p]) | bf16(op(A)[i + r][2p + 1]) << 16
+//    An odd K gets a zero partner for its last k (0 * anything adds nothing).
+// 2) Packing is never skipped: even an operand already laid out right has to be converted. So
+//    both operands are packed whole, once per call, by all threads together (half the bytes of
+//    fp32), and the products then only read packed memory.
+//
+// The micro-kernel keeps a 12 x 32 tile of C in 24 zmm accumulators. For each pair p it loads
+// 32 words of B (2 registers: 32 columns, 2 k's each), broadcasts each of the 12 words of A
+// (a row's pair) to all lanes and does 24 vdpbf16ps: 12 * 32 * 2 = 768 multiply-adds, twice as
+// many as the fp32 kernel's 24 FMAs do for one k.
+//
+// Determinism: every C element sums its pairs in one fixed order (K slices in order, pairs in
+// order within a slice), whichever thread computes its tile, so the result is bit-identical for
+// any thread count. It differs from gemm()'s in the last bits: fp32 rounds each product's sum
+// once per k, vdpbf16ps once per product inside an instruction that adds two.
+#include "autograd/kernels/gemm_bf16.h"
+
+#include <algorithm>
+#include <cstddef>
+#include <cstring>
+#include <new>
+#include <vector>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define AUTOGRAD_BF16_X86 1
+#endif
+
+#include "autograd/kernels/gemm.h"
+#include "autograd/kernels/gemm_driver.h"
+#include "autograd/kernels/parallel.h"
+
+namespace autograd::kernels {
+
+using idx = std::ptrdiff_t;
+
+// ----------------------------------------------------------------------------------------------
+// the conversion
+
+namespace {
+// Round-to-nearest-even on the bit pattern: adding 0x7FFF rounds the dropped 16 bits up exactly
+// when they are above half (0x8000); adding the kept part's lowest bit as well breaks a tie
+// (exactly 0x8000) towards the even neighbour. A carry out of the mantissa bumps the exponent,
+// which is the right answer (and gives infinity past bf16's largest finite value).
+inline uint16_t to_bf16(float x) {
+    uint32_t u;
+    std::memcpy(&u, &x, sizeof u);
+    if ((u & 0x7FFFFFFFu) > 0x7F800000u) return uint16_t((u >> 16) | 0x0040u);   // NaN: keep it a quiet NaN
+    u += 0x7FFFu + ((u >> 16) & 1u);
+    return uint16_t(u >> 16);
+}
+inline uint32_t bf16_pair(float lo, float hi) { return uint32_t(to_bf16(lo)) | uint32_t(to_bf16(hi)) << 16; }
+}  // namespace
+
+uint16_t bf16_bits(float x) { return to_bf16(x); }
+
+float bf16_to_float(uint16_t bits) {
+    const uint32_t u = uint32_t(bits) << 16;
+    float x;
+    std::memcpy(&x, &u, sizeof x);
+    return x;
+}
+
+bool bf16_dot_supported() {
+#if defined(AUTOGRAD_BF16_X86) && (defined(__GNUC__) || defined(__clang__))
+    static const bool supported = __builtin_cpu_supports("avx512bf16");
+    return supported;
+#else
+    return false;
+#endif
+}
+
+// ----------------------------------------------------------------------------------------------
+// the reference and the portable path
+
+void gemm_bf16_reference(bool trans_a, bool trans_b, int M, int N, int K,
+                         const float* A, int lda, const float* B, int ldb,
+                         float* C, int ldc, bool accumulate) {
+    for (int i = 0; i < M; i++) {
+        for (int j = 0; j < N; j++) {
+            double sum = 0.0;
+            for (int k = 0; k < K; k++) {
+                const float a = round_to_bf16(trans_a ? A[idx(k) * lda + i] : A[idx(i) * lda + k]);  // op(A)[i][k]
+                const float b = round_to_bf16(trans_b ? B[idx(j) * ldb + k] : B[idx(k) * ldb + j]);  // op(B)[k][j]
+                sum += double(a * b);   // exact: two 8-bit mantissas make at most 16 bits
+            }
+            float& c = C[idx(i) * ldc + j];
+            c = accumulate ? c + float(sum) : float(sum);
+        }
+    }
+}
+
+namespace detail {
+void gemm_bf16_portable(bool trans_a, bool trans_b, int M, int N, int K,
+                        const float* A, int lda, const float* B, int ldb,
+                        float* C, int ldc, bool accumulate) {
+    // rounded, compact copies of the stored matrices (rows x cols), then the fp32 gemm
+    auto rounded = [](const float* X, int ld, int rows, int cols) {
+        std::vector<float> r(std::size_t(rows) * cols);
+        for (int i = 0; i < rows; i++)
+            for (int j = 0; j < cols; j++) r[std::size_t(i) * cols + j] = round_to_bf16(X[idx(i) * ld + j]);
+        return r;
+    };
+    const int a_rows = trans_a ? K : M, a_cols = trans_a ? M : K;
+    const int b_rows = trans_b ? N : K, b_cols = trans_b ? K : N;
+    const std::vector<float> a = rounded(A, lda, a_rows, a_cols), b = rounded(B, ldb, b_rows, b_cols);
+    gemm(trans_a, trans_b, M, N, K, a.data(), std::max(a_cols, 1), b.data(), std::max(b_cols, 1), C, ldc, accumulate);
+}
+}  // namespace detail
+
+// ----------------------------------------------------------------------------------------------
+// the fast path
+
+#ifdef AUTOGRAD_BF16_X86
+namespace {
+
+constexpr int MR = 12, NR = 32;   // micro-tile: 12 rows x 2 registers of 16 lanes = 24 accumulators
+constexpr int kVec = 16;          // fp32 lanes per zmm register
+// K slice, in pairs: one B sliver slice is KCP x NR words = 32 KB and stays in L1 (48 KB) while
+// the A slivers of a row block (MC x KCP words = 192 KB) stream from L2. To re-tune, run
+// bench_gemm's bf16 rows for a few values around these.
+constexpr int KCP = 256;
+constexpr int MC = 192;           // rows of C per row block (16 slivers)
+constexpr int NCH = 256;          // columns of C per column chunk (8 slivers)
+// Below this many flops a thread team costs more than it saves (as kMinParallelFlops in gemm.cpp,
+// halved: the bf16 kernel does the same work in about half the time).
+constexpr double kMinParallelFlops = 4.0e6;
+
+using namespace gemm_driver;
+thread_local PackBuffer<uint32_t> tls_pack_a, tls_pack_b;   // this thread's packed operands
+
+// Pack n (<= W) strands of length K into one pair-interleaved sliver of width W (kp = ceil(K/2)
+// pairs), zero-padded past n and past K:
+//     dst[p*W + x] = bf16(X(x, 2p)) | bf16(X(x, 2p + 1)) << 16,   X(x, k) = src[k*step_k + x*step_x]
+// The inner loop runs along whichever index is contiguous in src.
+template <int W>
+void pack_pairs(const float* src, idx step_k, idx step_x, int n, int K, uint32_t* dst) {
+    const int kp = (K + 1) / 2, full = K / 2;   // pairs, and pairs with both k inside K
+    if (n < W || full < kp) std::fill(dst, dst + idx(kp) * W, 0u);
+    if (step_k == 1) {   // a strand is contiguous: read two neighbours, write one word
+        for (int x = 0; x < n; x++) {
+            const float* s = src + x * step_x;
+            for (int p = 0; p < full; p++) dst[p * W + x] = bf16_pair(s[2 * p], s[2 * p + 1]);
+            if (full < kp) dst[full * W + x] = bf16_pair(s[K - 1], 0.0f);
+        }
+    } else {             // strands side by side: interleave two rows of src
+        for (int p = 0; p < full; p++) {
+            const float *r0 = src + idx(2 * p) * step_k, *r1 = r0 + step_k;
+            uint32_t* d = dst + idx(p) * W;
+            for (int x = 0; x < n; x++) d[x] = bf16_pair(r0[x * step_x], r1[x * step_x]);
+        }
+        if (full < kp) {
+            const float* r0 = src + idx(K - 1) * step_k;
+            for (int x = 0; x < n; x++) dst[idx(full) * W + x] = bf16_pair(r0[x * step_x], 0.0f);
+        }
+    }
+}
+
+// C[0:m, 0:n] = (add_to_c ? C : 0) + A sliver (MR x 2kp) * B sliver (2kp x NR), both packed.
+// kVectors = 1 computes only the left 16 columns: for an edge tile no wider than that (an
+// attention head's few keys), the right half would be thrown away.
+template <int kVectors>
+__attribute__((target("avx512bf16,avx512f,avx512bw,avx512vl")))
+void micro_kernel(int kp, const uint32_t* __restrict Ap, const uint32_t* __restrict Bp, float* C, int ldc, int m,
+                  int n, bool add_to_c) {
+    __m512 acc[MR][kVectors];
+    for (int r = 0; r < MR; r++)
+        for (int v = 0; v < kVectors; v++) acc[r][v] = _mm512_setzero_ps();
+    for (int p = 0; p < kp; p++) {
+        __m512bh b[kVectors];   // pair p of 16 (or 32) columns
+        for (int v = 0; v < kVectors; v++) b[v] = (__m512bh)_mm512_loadu_si512(Bp + v * kVec);
+        for (int r = 0; r < MR; r++) {
+            const __m512bh a = (__m512bh)_mm512_set1_epi32(int(Ap[r]));   // row r's pair, in every lane
+            for (int v = 0; v < kVectors; v++) acc[r][v] = _mm512_dpbf16_ps(acc[r][v], a, b[v]);
+        }
+        Ap += MR;
+        Bp += NR;
+    }
+    if (m == MR && n == NR && kVectors * kVec == NR) {   // full tile: vector stores
+        for (int r = 0; r < MR; r++)
+            for (int v = 0; v < kVectors; v++) {
+                float* c = C + idx(r) * ldc + v * kVec;
+                const __m512 out = add_to_c ? _mm512_add_ps(_mm512_loadu_ps(c), acc[r][v]) : acc[r][v];
+                _mm512_storeu_ps(c, out);
+            }
+    } else {   // edge tile: spill, copy the part inside C (same additions)
+        alignas(64) float tile[MR][kVectors * kVec];
+        for (int r = 0; r < MR; r++)
+            for (int v = 0; v < kVectors; v++) _mm512_store_ps(&tile[r][v * kVec], acc[r][v]);
+        for (int r = 0; r < m; r++) {
+            float* c = C + idx(r) * ldc;
+            for (int j = 0; j < n; j++) c[j] = add_to_c ? c[j] + tile[r][j] : tile[r][j];
+        }
+    }
+}
+
+struct Args {
+    bool trans_a, trans_b;
+    int M, N, K;
+    const float* A; int lda;
+    const float* B; int ldb;
+    float* C; int ldc;
+    bool accumulate;
+};
+
+
+// Thread tid of nt: pack its share of the slivers, wait for the others, then compute its share
+// of the (row block, column chunk) work items. nt == 1: the whole serial algorithm.
+void gemm_bf16_thread(const Args& g, uint32_t* Ap, uint32_t* Bp, int nt, int tid) {
+    const int kp = (g.K + 1) / 2, ms = ceil_div(g.M, MR), ns = ceil_div(g.N, NR);
+    // 1) pack: the ms slivers of op(A) and the ns of op(B), each to kp pairs
+    const Range mine = part(ms + ns, nt, tid);
+    for (int s = mine.begin; s < mine.end; s++) {
+        if (s < ms) {
+            const int i = s * MR, rows = std::min(MR, g.M - i);
+            uint32_t* dst = Ap + idx(s) * kp * MR;
+            if (!g.trans_a) pack_pairs<MR>(g.A + idx(i) * g.lda, 1, g.lda, rows, g.K, dst);   // op(A)[i][k] = A[i][k]
+            else            pack_pairs<MR>(g.A + i, g.lda, 1, rows, g.K, dst);                  // op(A)[i][k] = A[k][i]
+        } else {
+            const int t = s - ms, j = t * NR, cols = std::min(NR, g.N - j);
+            uint32_t* dst = Bp + idx(t) * kp * NR;
+            if (!g.trans_b) pack_pairs<NR>(g.B + j, g.ldb, 1, cols, g.K, dst);                  // op(B)[k][j] = B[k][j]
+            else            pack_pairs<NR>(g.B + idx(j) * g.ldb, 1, g.ldb, cols, g.K, dst);     // op(B)[k][j] = B[j][k]
+        }
+    }
+    team_barrier(nt);
+
+    // 2) multiply: work items are (row block, column chunk) rectangles of C, each written by one
+    //    thread. Row blocks shrink below MC when there would be too few items to share.
+    const int chunk_ns = NCH / NR, chunks = ceil_div(ns, chunk_ns);
+    const int want_blocks = std::max(ceil_div(ms, MC / MR), ceil_div(4 * nt, chunks));
+    const int block_ms = std::max(1, ceil_div(ms, want_blocks)), blocks = ceil_div(ms, block_ms);
+    const Range items = part(blocks * chunks, nt, tid);
+    for (int item = items.begin; item < items.end; item++) {
+        const int s0 = (item / chunks) * block_ms, s1 = std::min(ms, s0 + block_ms);
+        const int t0 = (item % chunks) * chunk_ns, t1 = std::min(ns, t0 + chunk_ns);
+        for (int pc = 0; pc < kp; pc += KCP) {   // K slices, in order
+            const int kcp = std::min(KCP, kp - pc);
+            const bool add_to_c = g.accumulate || pc > 0;
+            for (int t = t0; t < t1; t++) {       // one B sliver slice stays in L1 ...
+                const int j = t * NR, n = std::min(NR, g.N - j);
+                const uint32_t* bp = Bp + (idx(t) * kp + pc) * NR;
+                for (int s = s0; s < s1; s++) {   // ... while the row block's A slivers pass by
+                    const int i = s * MR, m = std::min(MR, g.M - i);
+                    const uint32_t* ap = Ap + (idx(s) * kp + pc) * MR;
+                    float* c = g.C + idx(i) * g.ldc + j;
+                    if (n <= kVec) micro_kernel<1>(kcp, ap, bp, c, g.ldc, m, n, add_to_c);
+                    else           micro_kernel<2>(kcp, ap, bp, c, g.ldc, m, n, add_to_c);
+                }
+            }
+        }
+    }
+}
+
+
+void gemm_bf16_fast(const Args& g) {
+    const int kp = (g.K + 1) / 2;
+    // The packed operands live in the calling thread's buffers; the team shares them.
+    uint32_t* const Ap = tls_pack_a.get(std::size_t(ceil_div(g.M, MR)) * MR * kp);
+    uint32_t* const Bp = tls_pack_b.get(std::size_t(ceil_div(g.N, NR)) * NR * kp);
+    if (!use_threads(2.0 * g.M * g.N * g.K, kMinParallelFlops)) {
+        gemm_bf16_thread(g, Ap, Bp, 1, 0);
+        return;
+    }
+#ifdef _OPENMP
+    #pragma omp parallel
+    gemm_bf16_thread(g, Ap, Bp, omp_get_num_threads(), omp_get_thread_num());
+#endif
+}
+
+}  // namespace
+#endif  // AUTOGRAD_BF16_X86
+
+void gemm_bf16(bool trans_a, bool trans_b, int M, int N, int K,
+               const float* A, int lda, const float* B, int ldb,
+               float* C, int ldc, bool accumulate) {
+    if (M <= 0 || N <= 0) return;
+    if (K <= 0) {   // empty sum: as gemm()
+        gemm(trans_a, trans_b, M, N, K, A, lda, B, ldb, C, ldc, accumulate);
+        return;
+    }
+#ifdef AUTOGRAD_BF16_X86
+    if (bf16_dot_supported()) {
+        gemm_bf16_fast({trans_a, trans_b, M, N, K, A, lda, B, ldb, C, ldc, accumulate});
+        return;
+    }
+#endif
+    detail::gemm_bf16_portable(trans_a, trans_b, M, N, K, A, lda, B, ldb, C, ldc, accumulate);
+}
+
+void gemm_in(Precision precision, bool trans_a, bool trans_b, int M, int N, int K,
+             const float* A, int lda, const float* B, int ldb,
+             float* C, int ldc, bool accumulate) {
+    if (precision == Precision::bf16) gemm_bf16(trans_a, trans_b, M, N, K, A, lda, B, ldb, C, ldc, accumulate);
+    else                              gemm(trans_a, trans_b, M, N, K, A, lda, B, ldb, C, ldc, accumulate);
+}
+
+}  // namespace autograd::kernels

@@ -1,0 +1,68 @@
+// The pieces gemm.cpp and gemm_bf16.cpp share (internal to the two GEMM kernels): thread-local
+// packing buffers, splitting work among the threads of a team, the team's barrier, and the
+// decision to start a team at all.
+#pragma once
+#include <cstddef>
+#include <new>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+namespace autograd::kernels::gemm_driver {
+
+using idx = std::ptrdiff_t;
+
+inline int ceil_div(int a, int b) { return (a + b - 1) / b; }
+
+// A growable, 64-byte aligned buffer of T. Each thread has its own (thread_local), so concurrent
+// GEMM calls never share packing space, and a buffer only reallocates when a bigger problem
+// than any before comes along: no allocation per call in steady state.
+template <class T>
+struct PackBuffer {
+    T* data = nullptr;
+    std::size_t capacity = 0;
+
+    T* get(std::size_t n) {
+        if (n > capacity) {
+            release();
+            data = static_cast<T*>(::operator new(n * sizeof(T), std::align_val_t(64)));
+            capacity = n;
+        }
+        return data;
+    }
+    void release() {
+        if (data) ::operator delete(data, std::align_val_t(64));
+        data = nullptr;
+        capacity = 0;
+    }
+    ~PackBuffer() { release(); }
+};
+
+// Part p of P near-equal parts of [0, n).
+struct Range { int begin, end; };
+inline Range part(int n, int P, int p) { return {int(idx(n) * p / P), int(idx(n) * (p + 1) / P)}; }
+
+// Wait for the other threads of this GEMM's own team. Only reached with nt > 1, that is inside
+// the parallel region the GEMM opened: an orphaned barrier binds to the innermost parallel
+// region, and when the GEMM runs on one thread that could be a region of the caller's.
+inline void team_barrier([[maybe_unused]] int nt) {
+#ifdef _OPENMP
+    if (nt > 1) {
+        #pragma omp barrier
+    }
+#endif
+}
+
+// Is a thread team worth starting for `flops` of work? Not below min_flops: a team costs about a
+// microsecond even when its threads are awake, far more when they sleep. Nor when no more
+// threads can come (OMP_NUM_THREADS=1, or inside a caller's parallel region with nesting off).
+inline bool use_threads([[maybe_unused]] double flops, [[maybe_unused]] double min_flops) {
+#ifdef _OPENMP
+    return flops >= min_flops && omp_get_max_threads() > 1 && omp_get_active_level() < omp_get_max_active_levels();
+#else
+    return false;
+#endif
+}
+
+}  // namespace autograd::kernels::gemm_driver

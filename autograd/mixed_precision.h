@@ -1,0 +1,38 @@
+// Mixed precision: which number format the matrix products of Linear layers and attention read.
+//
+//   autograd::MixedPrecisionGuard bf16;   // while alive: their products read bfloat16 inputs
+//   Tensor loss = ...forward...;          //   and accumulate in fp32
+//   loss.backward();                      // the backward products use what the forward used
+//
+// Only the products' *inputs* are rounded to bf16 (8 bits of mantissa instead of 24); each
+// product still sums in fp32 and writes fp32. Everything else stays fp32: the master weights,
+// the gradients, Adam's moments, LayerNorm, softmax, the loss, embeddings and residual adds.
+// bf16 keeps fp32's 8-bit exponent, so gradients do not underflow as they would in fp16, and no
+// loss scaling is needed. docs/15-mixed-precision.md tells the whole story.
+//
+// The switch is an RAII guard over a thread_local flag, like NoGradGuard: read where a Linear or
+// attention op is *recorded*, and kept in its backward closure, so backward() needs no guard and
+// a model built under the guard trains the same whichever thread calls backward().
+#pragma once
+
+namespace autograd {
+
+// The format a matrix product reads its inputs in; accumulation and output are always fp32.
+enum class Precision { fp32, bf16 };
+
+// What Linear layers and attention use now: bf16 inside a MixedPrecisionGuard, else fp32.
+Precision matmul_precision();
+
+// While alive, the products of Linear layers and attention read bf16 inputs. With enabled =
+// false it changes nothing, so a flag can decide: MixedPrecisionGuard mixed(o.bf16);
+class MixedPrecisionGuard {
+public:
+    explicit MixedPrecisionGuard(bool enabled = true);
+    ~MixedPrecisionGuard();
+    MixedPrecisionGuard(const MixedPrecisionGuard&) = delete;
+    MixedPrecisionGuard& operator=(const MixedPrecisionGuard&) = delete;
+private:
+    Precision prev_;
+};
+
+}  // namespace autograd

@@ -1,0 +1,159 @@
+// Tests for autograd::kernels::gemm_bf16: the bf16 conversion rounds to nearest even; the kernel
+// equals its reference (inputs rounded to bf16, products summed exactly) on awkward shapes,
+// every transpose, odd K, padded leading dimensions and accumulate on/off, on the hardware path
+// and on the portable one; it is bit-identical for any number of threads; and the worked
+// examples of docs/15-mixed-precision.md hold.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <vector>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include "autograd/kernels/gemm_bf16.h"
+#include "gemm_problem.h"
+
+using namespace gemm_test;
+namespace kernels = autograd::kernels;
+
+TEST_CASE("bf16 rounding: docs/15 worked examples (round to nearest, ties to even)") {
+    // bf16 keeps 7 mantissa bits: between 1 and 2 its numbers are 2^-7 = 0.0078125 apart
+    CHECK(kernels::bf16_bits(1.0f) == 0x3F80);
+    CHECK(kernels::round_to_bf16(1.0078125f) == 1.0078125f);            // representable: unchanged
+    CHECK(kernels::round_to_bf16(1.005f) == 1.0078125f);                // nearer the upper neighbour
+    CHECK(kernels::round_to_bf16(1.00390625f) == 1.0f);                 // tie (1 + 2^-8): to even (mantissa 0)
+    CHECK(kernels::round_to_bf16(1.01171875f) == 1.015625f);            // tie (1 + 3 * 2^-8): to even (mantissa 2)
+    CHECK(kernels::round_to_bf16(3.14159265f) == 3.140625f);            // pi keeps 3 significant digits
+    CHECK(kernels::round_to_bf16(-0.1f) == -0.10009765625f);
+    CHECK(kernels::round_to_bf16(1e-30f) == doctest::Approx(1e-30).epsilon(0.004));   // fp32's range: no underflow
+    CHECK(kernels::bf16_bits(3.0e38f) == 0x7F62);                       // near fp32's largest: still finite
+    CHECK(std::isinf(kernels::round_to_bf16(3.4e38f)));                 // past bf16's largest: rounds to infinity
+    CHECK(std::isnan(kernels::round_to_bf16(std::numeric_limits<float>::quiet_NaN())));
+    CHECK(kernels::bf16_to_float(0x7F7F) == 3.3895314e38f);             // bf16's largest finite value
+    // stagnation: near 0.1, bf16's neighbours are 2^-11 apart, so an Adam-sized step of 1e-4 vanishes
+    CHECK(kernels::round_to_bf16(0.1f + 1e-4f) == kernels::round_to_bf16(0.1f));
+    CHECK(0.1f + 1e-4f != 0.1f);                                        // fp32 keeps it
+}
+
+TEST_CASE("bf16 dot product: docs/15 worked example, one pair per lane") {
+    // vdpbf16ps adds a pair of products to an fp32 lane: 1 + (1.5 * 3 + 2 * 0.25) = 6
+    const float a[] = {1.5f, 2.0f}, b[] = {3.0f, 0.25f};
+    float c = 1.0f;
+    kernels::gemm_bf16(false, false, 1, 1, 2, a, 2, b, 1, &c, 1, /*accumulate=*/true);
+    CHECK(c == 6.0f);
+    // the inputs are rounded first: 1.00390625 becomes 1 (a tie, to even), where fp32 keeps it
+    const float x[] = {1.00390625f, 0.0f}, y[] = {1.0f, 0.0f};
+    float bf = 0.0f, fp = 0.0f;
+    kernels::gemm_bf16(false, false, 1, 1, 2, x, 2, y, 1, &bf, 1, false);
+    kernels::gemm(false, false, 1, 1, 2, x, 2, y, 1, &fp, 1, false);
+    CHECK(bf == 1.0f);
+    CHECK(fp == 1.00390625f);
+}
+
+TEST_CASE("gemm_bf16 equals gemm_bf16_reference on awkward shapes, all transposes, odd K, padded") {
+    const char* path = kernels::bf16_dot_supported() ? "this CPU has AVX512_BF16: the vdpbf16ps kernel runs"
+                                                     : "no AVX512_BF16 here: the portable path runs";
+    MESSAGE(std::string(path));
+    // 12 x 32 micro-tiles, 16-wide narrow edges, K slices of 512, one-element and odd sums
+    const int sizes[] = {1, 7, 33, 100};
+    uint32_t seed = 1;
+    for (int ta = 0; ta < 2; ta++)
+        for (int tb = 0; tb < 2; tb++)
+            for (int M : sizes)
+                for (int N : sizes)
+                    for (int K : sizes) {
+                        const int pad = (M + N + K) % 3 == 0 ? 0 : 5;
+                        const bool acc = (M + 2 * N + K) % 2 == 0;
+                        CAPTURE(op_name(ta, tb));
+                        CAPTURE(M);
+                        CAPTURE(N);
+                        CAPTURE(K);
+                        CAPTURE(acc);
+                        const Problem p(ta, tb, M, N, K, pad, seed++);
+                        check_against_naive(p, acc, kernels::gemm_bf16, kernels::gemm_bf16_reference);
+                        check_against_naive(p, acc, kernels::detail::gemm_bf16_portable, kernels::gemm_bf16_reference);
+                    }
+    struct Dims { int M, N, K; };
+    const Dims big[] = {{13, 65, 1025}, {200, 31, 513}, {5, 300, 1100}, {197, 47, 64}};   // several K slices, row blocks
+    for (const Dims& d : big)
+        for (int ta = 0; ta < 2; ta++)
+            for (int tb = 0; tb < 2; tb++) {
+                CAPTURE(op_name(ta, tb));
+                CAPTURE(d.M);
+                CAPTURE(d.N);
+                CAPTURE(d.K);
+                check_against_naive(Problem(ta, tb, d.M, d.N, d.K, 3, 9), ta == tb, kernels::gemm_bf16,
+                                    kernels::gemm_bf16_reference);
+            }
+}
+
+TEST_CASE("gemm_bf16 is not gemm: its error against fp32 is bf16's, not fp32's") {
+    // A test that rounding really happens: the relative difference from the fp32 product is
+    // around 2^-9 per input, far above fp32's 2^-24 and far below 1.
+    const Problem p(false, true, 40, 50, 60, 0, 5);
+    const std::vector<float> bf = p.run(kernels::gemm_bf16, false), fp = p.run(kernels::gemm_naive, false);
+    const std::vector<float> mag = p.magnitude(false);
+    double worst = 0;
+    for (std::size_t i = 0; i < bf.size(); i++) worst = std::max(worst, double(std::fabs(bf[i] - fp[i]) / mag[i]));
+    CHECK(worst > 1e-4);
+    CHECK(worst < 8e-3);
+}
+
+TEST_CASE("gemm_bf16 with K == 0 or M == 0: as gemm") {
+    Problem p(false, false, 5, 9, 0, 2, 3);
+    CHECK(p.run(kernels::gemm_bf16, false) == p.run_fast(false));
+    CHECK(p.run(kernels::gemm_bf16, true) == p.C0);
+    float a = 1, b = 2, c = 42;
+    kernels::gemm_bf16(false, false, 0, 1, 1, &a, 1, &b, 1, &c, 1, false);
+    CHECK(c == 42.0f);
+}
+
+TEST_CASE("gemm_in: fp32 is gemm, bf16 is gemm_bf16") {
+    const Problem p(true, false, 30, 40, 50, 1, 8);
+    auto in = [&](autograd::Precision precision) {
+        std::vector<float> C = p.C0;
+        kernels::gemm_in(precision, p.ta, p.tb, p.M, p.N, p.K, p.A.data(), p.lda, p.B.data(), p.ldb, C.data(), p.ldc, true);
+        return C;
+    };
+    CHECK(in(autograd::Precision::fp32) == p.run_fast(true));
+    CHECK(in(autograd::Precision::bf16) == p.run(kernels::gemm_bf16, true));
+}
+
+#ifdef _OPENMP
+TEST_CASE("gemm_bf16 is bit-identical whatever the number of threads, also inside a parallel region") {
+    const int saved = omp_get_max_threads();
+    struct Dims { int M, N, K; };
+    const Dims shapes[] = {{301, 203, 517}, {37, 1031, 300}, {800, 64, 96}, {12, 2000, 101}};
+    for (const Dims& d : shapes)
+        for (int ta = 0; ta < 2; ta++)
+            for (int tb = 0; tb < 2; tb++) {
+                CAPTURE(op_name(ta, tb));
+                CAPTURE(d.M);
+                CAPTURE(d.N);
+                CAPTURE(d.K);
+                const Problem p(ta, tb, d.M, d.N, d.K, 1, 11);
+                omp_set_num_threads(1);
+                const std::vector<float> one = p.run(kernels::gemm_bf16, true);
+                for (int threads : {2, 3}) {
+                    CAPTURE(threads);
+                    omp_set_num_threads(threads);
+                    CHECK(p.run(kernels::gemm_bf16, true) == one);
+                }
+            }
+    omp_set_num_threads(saved);
+    // a batch of small products, one per thread: each call packs into its own thread's buffers
+    std::vector<Problem> problems;
+    for (int b = 0; b < 8; b++) problems.emplace_back(b % 2 == 1, b % 3 == 0, 10 + b, 64, 33, b % 2, 100 + b);
+    std::vector<std::vector<float>> serial(8), parallel(8);
+    for (int b = 0; b < 8; b++) serial[b] = problems[b].run(kernels::gemm_bf16, false);
+    #pragma omp parallel for num_threads(2) schedule(dynamic)
+    for (int b = 0; b < 8; b++) parallel[b] = problems[b].run(kernels::gemm_bf16, false);
+    CHECK(serial == parallel);
+}
+#endif
