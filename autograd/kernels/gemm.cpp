@@ -270,14 +270,6 @@ ThreadGrid choose_grid(int ms, int ns, int nt) {
 }
 
 
-struct Args {  // one gemm() call's arguments
-    bool trans_a, trans_b;
-    int M, N, K;
-    const float* A; int lda;
-    const float* B; int ldb;
-    float* C; int ldc;
-    bool accumulate;
-};
 
 // Thread tid's share of the loop nest drawn at the top of this file; nt threads call it at once
 // (nt == 1: the whole serial algorithm). Bp is the team's shared B panel.

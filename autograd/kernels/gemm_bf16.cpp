@@ -206,14 +206,6 @@ void micro_kernel(int kp, const uint32_t* __restrict Ap, const uint32_t* __restr
     }
 }
 
-struct Args {
-    bool trans_a, trans_b;
-    int M, N, K;
-    const float* A; int lda;
-    const float* B; int ldb;
-    float* C; int ldc;
-    bool accumulate;
-};
 
 
 // Thread tid of nt: pack its share of the slivers, wait for the others, then compute its share

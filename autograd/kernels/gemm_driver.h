@@ -65,4 +65,13 @@ inline bool use_threads([[maybe_unused]] double flops, [[maybe_unused]] double m
 #endif
 }
 
+struct Args {  // one gemm() or gemm_bf16() call's arguments
+    bool trans_a, trans_b;
+    int M, N, K;
+    const float* A; int lda;
+    const float* B; int ldb;
+    float* C; int ldc;
+    bool accumulate;
+};
+
 }  // namespace autograd::kernels::gemm_driver
