@@ -93,6 +93,52 @@ TEST_CASE("gemm_bf16 equals gemm_bf16_reference on awkward shapes, all transpose
             }
 }
 
+TEST_CASE("gemm_bf16's packing rounds every input as bf16_bits does: ties, denormals, any bits") {
+    // Times an identity, a product is its input rounded (one nonzero term per sum, exact), so C
+    // shows what the packing made of each value. Both packing layouts run: the input as op(A)
+    // and as op(B), stored plain and transposed. K = 37 is odd and spans two blocks of 16 pairs.
+    const int R = 13, K = 37;
+    std::vector<float> values(std::size_t(R) * K);
+    uint32_t seed = 7;
+    for (std::size_t i = 0; i < values.size(); i++) {
+        seed = seed * 1664525u + 1013904223u;
+        uint32_t bits = seed;
+        if (i % 4 == 1) bits = (seed & 0x807FFFFFu);                                  // a denormal (or zero)
+        if (i % 4 == 2) bits = (seed & 0xFFFF0000u) | 0x8000u;                        // a tie: exactly half dropped
+        if ((bits & 0x7F800000u) >= 0x7F000000u) bits &= 0xBFFFFFFFu;                 // finite after rounding
+        std::memcpy(&values[i], &bits, sizeof bits);
+    }
+    std::vector<float> eye(std::size_t(K) * K, 0.0f);
+    for (int k = 0; k < K; k++) eye[std::size_t(k) * K + k] = 1.0f;
+    auto bits_of = [](float x) { uint32_t u; std::memcpy(&u, &x, sizeof u); return u; };
+    for (int transposed = 0; transposed < 2; transposed++) {
+        // values as op(A) (R x K): stored R x K, or K x R when transposed
+        std::vector<float> stored(values.size());
+        for (int r = 0; r < R; r++)
+            for (int k = 0; k < K; k++) stored[transposed ? std::size_t(k) * R + r : std::size_t(r) * K + k] = values[std::size_t(r) * K + k];
+        const int ld = transposed ? R : K;
+        std::vector<float> left(std::size_t(R) * K), right(std::size_t(K) * R);
+        kernels::gemm_bf16(transposed, false, R, K, K, stored.data(), ld, eye.data(), K, left.data(), K, false);   // op(A) I
+        // the same values as op(B) (K x R), i.e. op(B)[k][r] = values[r][k]: stored B is R x K
+        // when transposed (op(B) = B^T), else K x R
+        std::vector<float> b_stored(values.size());
+        for (int r = 0; r < R; r++)
+            for (int k = 0; k < K; k++) b_stored[transposed ? std::size_t(r) * K + k : std::size_t(k) * R + r] = values[std::size_t(r) * K + k];
+        kernels::gemm_bf16(false, transposed, K, R, K, eye.data(), K, b_stored.data(), transposed ? K : R, right.data(), R, false);   // I op(B)
+        int wrong = 0;
+        for (int r = 0; r < R; r++)
+            for (int k = 0; k < K; k++) {
+                const uint32_t want = bits_of(kernels::round_to_bf16(values[std::size_t(r) * K + k]));
+                const float as_a = left[std::size_t(r) * K + k], as_b = right[std::size_t(k) * R + r];
+                // a zero may come out as -0 + 0 = +0 from the sum: compare zeros by value
+                auto same = [&](float got) { return got == 0.0f ? (want & 0x7FFFFFFFu) == 0 : bits_of(got) == want; };
+                if (!same(as_a) || !same(as_b)) wrong++;
+            }
+        CAPTURE(transposed);
+        CHECK(wrong == 0);
+    }
+}
+
 TEST_CASE("gemm_bf16 is not gemm: its error against fp32 is bf16's, not fp32's") {
     // A test that rounding really happens: the relative difference from the fp32 product is
     // around 2^-9 per input, far above fp32's 2^-24 and far below 1.

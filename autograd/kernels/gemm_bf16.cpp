@@ -53,15 +53,17 @@ namespace {
 // Round-to-nearest-even on the bit pattern: adding 0x7FFF rounds the dropped 16 bits up exactly
 // when they are above half (0x8000); adding the kept part's lowest bit as well breaks a tie
 // (exactly 0x8000) towards the even neighbour. A carry out of the mantissa bumps the exponent,
-// which is the right answer (and gives infinity past bf16's largest finite value).
+// which is the right answer (and gives infinity past bf16's largest finite value). A denormal
+// input (below 1.18e-38) becomes a signed zero, as the packing's vcvtne2ps2bf16 makes it: the
+// reference and the kernel round the same way, bit for bit.
 inline uint16_t to_bf16(float x) {
     uint32_t u;
     std::memcpy(&u, &x, sizeof u);
     if ((u & 0x7FFFFFFFu) > 0x7F800000u) return uint16_t((u >> 16) | 0x0040u);   // NaN: keep it a quiet NaN
+    if ((u & 0x7F800000u) == 0) u &= 0x80000000u;   // denormal: signed zero, as vcvtne2ps2bf16 does
     u += 0x7FFFu + ((u >> 16) & 1u);
     return uint16_t(u >> 16);
 }
-inline uint32_t bf16_pair(float lo, float hi) { return uint32_t(to_bf16(lo)) | uint32_t(to_bf16(hi)) << 16; }
 }  // namespace
 
 uint16_t bf16_bits(float x) { return to_bf16(x); }
@@ -144,26 +146,46 @@ thread_local PackBuffer<uint32_t> tls_pack_a, tls_pack_b;   // this thread's pac
 // Pack n (<= W) strands of length K into one pair-interleaved sliver of width W (kp = ceil(K/2)
 // pairs), zero-padded past n and past K:
 //     dst[p*W + x] = bf16(X(x, 2p)) | bf16(X(x, 2p + 1)) << 16,   X(x, k) = src[k*step_k + x*step_x]
-// The inner loop runs along whichever index is contiguous in src.
+// One of the two steps is 1, and the loads run along it. vcvtne2ps2bf16 does the rounding, 32
+// floats per instruction, with the same bits as to_bf16 (nearest even, NaN kept, denormal to 0).
+// Masked loads read nothing past n or K and give zeros there, which is the padding.
+inline __mmask16 first_lanes(int count) { return count >= 16 ? __mmask16(0xFFFF) : count <= 0 ? 0 : __mmask16((1u << count) - 1); }
+
 template <int W>
+__attribute__((target("avx512bf16,avx512f,avx512bw,avx512vl")))
 void pack_pairs(const float* src, idx step_k, idx step_x, int n, int K, uint32_t* dst) {
-    const int kp = (K + 1) / 2, full = K / 2;   // pairs, and pairs with both k inside K
-    if (n < W || full < kp) std::fill(dst, dst + idx(kp) * W, 0u);
-    if (step_k == 1) {   // a strand is contiguous: read two neighbours, write one word
-        for (int x = 0; x < n; x++) {
-            const float* s = src + x * step_x;
-            for (int p = 0; p < full; p++) dst[p * W + x] = bf16_pair(s[2 * p], s[2 * p + 1]);
-            if (full < kp) dst[full * W + x] = bf16_pair(s[K - 1], 0.0f);
+    const int kp = (K + 1) / 2;
+    if (step_x == 1) {   // a row of src holds one k of all n strands: convert rows 2p and 2p+1, interleave
+        // after the conversion, bf16 j < 16 is row 2p's x = j and bf16 16 + j is row 2p+1's x = j;
+        // the word for x wants them side by side: bf16 2x <- x, bf16 2x+1 <- 16 + x
+        alignas(64) static constexpr uint16_t kInterleave[32] = {0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23,
+                                                                 8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31};
+        const __m512i interleave = _mm512_load_si512(kInterleave);
+        for (int p = 0; p < kp; p++) {
+            const float* r0 = src + idx(2 * p) * step_k;
+            const bool odd_end = 2 * p + 1 == K;   // row 2p+1 is past K: its half of the words is 0
+            for (int x = 0; x < W; x += 16) {
+                const __mmask16 in = first_lanes(n - x);
+                const __m512 lo = _mm512_maskz_loadu_ps(in, r0 + x);
+                const __m512 hi = odd_end ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(in, r0 + step_k + x);
+                const __m512i words = _mm512_permutexvar_epi16(interleave, (__m512i)_mm512_cvtne2ps_pbh(hi, lo));
+                _mm512_mask_storeu_epi32(dst + idx(p) * W + x, first_lanes(W - x), words);
+            }
         }
-    } else {             // strands side by side: interleave two rows of src
-        for (int p = 0; p < full; p++) {
-            const float *r0 = src + idx(2 * p) * step_k, *r1 = r0 + step_k;
-            uint32_t* d = dst + idx(p) * W;
-            for (int x = 0; x < n; x++) d[x] = bf16_pair(r0[x * step_x], r1[x * step_x]);
-        }
-        if (full < kp) {
-            const float* r0 = src + idx(K - 1) * step_k;
-            for (int x = 0; x < n; x++) dst[idx(full) * W + x] = bf16_pair(r0[x * step_x], 0.0f);
+    } else {             // step_k == 1, a strand is contiguous: 32 floats of it are 16 words, in order
+        alignas(64) uint32_t tile[W][16];   // tile[x][q]: strand x's pair p0 + q
+        for (int p0 = 0; p0 < kp; p0 += 16) {
+            const int floats = K - 2 * p0;  // left in each strand (more than 32: take 32)
+            const __mmask16 lo_in = first_lanes(floats), hi_in = first_lanes(floats - 16);
+            for (int x = 0; x < W; x++) {
+                const float* s = src + x * step_x + 2 * p0;
+                const __m512i words = x >= n ? _mm512_setzero_si512()
+                    : (__m512i)_mm512_cvtne2ps_pbh(_mm512_maskz_loadu_ps(hi_in, s + 16), _mm512_maskz_loadu_ps(lo_in, s));
+                _mm512_store_si512(tile[x], words);
+            }
+            const int pairs = std::min(16, kp - p0);
+            for (int q = 0; q < pairs; q++)   // transpose into the sliver: pair-major, W words per pair
+                for (int x = 0; x < W; x++) dst[idx(p0 + q) * W + x] = tile[x][q];
         }
     }
 }

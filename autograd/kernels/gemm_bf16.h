@@ -26,7 +26,8 @@ namespace autograd::kernels {
 bool bf16_dot_supported();
 
 // fp32 -> bf16 with round-to-nearest-even: the top 16 bits of the float, rounded. NaN stays a
-// (quiet) NaN, a finite value past bf16's largest rounds to infinity, as in fp32 arithmetic.
+// (quiet) NaN, a finite value past bf16's largest rounds to infinity, as in fp32 arithmetic; a
+// denormal (below 1.18e-38) becomes a signed zero, as AVX512_BF16's conversion makes it.
 uint16_t bf16_bits(float x);
 float bf16_to_float(uint16_t bits);                            // exact: pad with 16 zero bits
 inline float round_to_bf16(float x) { return bf16_to_float(bf16_bits(x)); }
