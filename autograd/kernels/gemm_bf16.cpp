@@ -151,6 +151,35 @@ thread_local PackBuffer<uint32_t> tls_pack_a, tls_pack_b;   // this thread's pac
 // Masked loads read nothing past n or K and give zeros there, which is the padding.
 inline __mmask16 first_lanes(int count) { return count >= 16 ? __mmask16(0xFFFF) : count <= 0 ? 0 : __mmask16((1u << count) - 1); }
 
+// Transpose 16 x 16 32-bit words in 16 registers: lane q of rows[x] goes to lane x of rows[q].
+// The recursive way: swap the two off-diagonal 8 x 8 blocks, then the off-diagonal 4 x 4 blocks
+// inside each 8 x 8 one, and so on down to single words. A round of block size b pairs row i
+// (bit b of i clear) with row i + b; lane j's bit b says which block it is in.
+struct TransposeIndex {   // the lanes permutex2var takes, per round: 0-15 from row i, 16-31 from row i + b
+    alignas(64) int32_t low[4][16], high[4][16];
+    constexpr TransposeIndex() : low{}, high{} {
+        for (int round = 0, b = 8; b >= 1; round++, b /= 2)
+            for (int j = 0; j < 16; j++) {
+                low[round][j] = (j & b) ? 16 + j - b : j;   // row i keeps its left block, takes row i+b's left block
+                high[round][j] = (j & b) ? 16 + j : j + b;  // row i+b takes row i's right block, keeps its right block
+            }
+    }
+};
+constexpr TransposeIndex kTranspose;
+
+__attribute__((target("avx512f"), always_inline))
+inline void transpose_16x16(__m512i rows[16]) {
+    for (int round = 0, b = 8; b >= 1; round++, b /= 2) {
+        const __m512i low = _mm512_load_si512(kTranspose.low[round]), high = _mm512_load_si512(kTranspose.high[round]);
+        for (int i = 0; i < 16; i++)
+            if ((i & b) == 0) {
+                const __m512i a = rows[i], c = rows[i + b];
+                rows[i] = _mm512_permutex2var_epi32(a, low, c);
+                rows[i + b] = _mm512_permutex2var_epi32(a, high, c);
+            }
+    }
+}
+
 template <int W>
 __attribute__((target("avx512bf16,avx512f,avx512bw,avx512vl")))
 void pack_pairs(const float* src, idx step_k, idx step_x, int n, int K, uint32_t* dst) {
@@ -173,19 +202,20 @@ void pack_pairs(const float* src, idx step_k, idx step_x, int n, int K, uint32_t
             }
         }
     } else {             // step_k == 1, a strand is contiguous: 32 floats of it are 16 words, in order
-        alignas(64) uint32_t tile[W][16];   // tile[x][q]: strand x's pair p0 + q
         for (int p0 = 0; p0 < kp; p0 += 16) {
-            const int floats = K - 2 * p0;  // left in each strand (more than 32: take 32)
+            const int floats = K - 2 * p0;   // left in each strand (more than 32: take 32)
             const __mmask16 lo_in = first_lanes(floats), hi_in = first_lanes(floats - 16);
-            for (int x = 0; x < W; x++) {
-                const float* s = src + x * step_x + 2 * p0;
-                const __m512i words = x >= n ? _mm512_setzero_si512()
-                    : (__m512i)_mm512_cvtne2ps_pbh(_mm512_maskz_loadu_ps(hi_in, s + 16), _mm512_maskz_loadu_ps(lo_in, s));
-                _mm512_store_si512(tile[x], words);
-            }
             const int pairs = std::min(16, kp - p0);
-            for (int q = 0; q < pairs; q++)   // transpose into the sliver: pair-major, W words per pair
-                for (int x = 0; x < W; x++) dst[idx(p0 + q) * W + x] = tile[x][q];
+            for (int x0 = 0; x0 < W; x0 += 16) {   // 16 strands at a time
+                __m512i words[16];                 // words[x]: strand x0 + x, pairs p0 .. p0 + 15
+                for (int x = 0; x < 16; x++) {
+                    const float* s = src + (x0 + x) * step_x + 2 * p0;
+                    words[x] = x0 + x >= n ? _mm512_setzero_si512()
+                        : (__m512i)_mm512_cvtne2ps_pbh(_mm512_maskz_loadu_ps(hi_in, s + 16), _mm512_maskz_loadu_ps(lo_in, s));
+                }
+                transpose_16x16(words);            // words[q]: pair p0 + q, strands x0 .. x0 + 15
+                for (int q = 0; q < pairs; q++) _mm512_mask_storeu_epi32(dst + idx(p0 + q) * W + x0, first_lanes(W - x0), words[q]);
+            }
         }
     }
 }
@@ -234,31 +264,35 @@ void micro_kernel(int kp, const uint32_t* __restrict Ap, const uint32_t* __restr
 // of the (row block, column chunk) work items. nt == 1: the whole serial algorithm.
 void gemm_bf16_thread(const Args& g, uint32_t* Ap, uint32_t* Bp, int nt, int tid) {
     const int kp = (g.K + 1) / 2, ms = ceil_div(g.M, MR), ns = ceil_div(g.N, NR);
-    // 1) pack: the ms slivers of op(A) and the ns of op(B), each to kp pairs
-    const Range mine = part(ms + ns, nt, tid);
-    for (int s = mine.begin; s < mine.end; s++) {
-        if (s < ms) {
-            const int i = s * MR, rows = std::min(MR, g.M - i);
-            uint32_t* dst = Ap + idx(s) * kp * MR;
-            if (!g.trans_a) pack_pairs<MR>(g.A + idx(i) * g.lda, 1, g.lda, rows, g.K, dst);   // op(A)[i][k] = A[i][k]
-            else            pack_pairs<MR>(g.A + i, g.lda, 1, rows, g.K, dst);                  // op(A)[i][k] = A[k][i]
-        } else {
-            const int t = s - ms, j = t * NR, cols = std::min(NR, g.N - j);
-            uint32_t* dst = Bp + idx(t) * kp * NR;
-            if (!g.trans_b) pack_pairs<NR>(g.B + j, g.ldb, 1, cols, g.K, dst);                  // op(B)[k][j] = B[k][j]
-            else            pack_pairs<NR>(g.B + idx(j) * g.ldb, 1, g.ldb, cols, g.K, dst);     // op(B)[k][j] = B[j][k]
-        }
+    // 1) pack: the ms slivers of op(A) and the ns of op(B), each to kp pairs. Each thread packs
+    //    its share of each operand (not of their slivers counted together: a B sliver is NR/MR
+    //    times the work of an A sliver, and the barrier waits for the slowest thread).
+    const Range my_a = part(ms, nt, tid), my_b = part(ns, nt, tid);
+    for (int s = my_a.begin; s < my_a.end; s++) {
+        const int i = s * MR, rows = std::min(MR, g.M - i);
+        uint32_t* dst = Ap + idx(s) * kp * MR;
+        if (!g.trans_a) pack_pairs<MR>(g.A + idx(i) * g.lda, 1, g.lda, rows, g.K, dst);   // op(A)[i][k] = A[i][k]
+        else            pack_pairs<MR>(g.A + i, g.lda, 1, rows, g.K, dst);                  // op(A)[i][k] = A[k][i]
+    }
+    for (int t = my_b.begin; t < my_b.end; t++) {
+        const int j = t * NR, cols = std::min(NR, g.N - j);
+        uint32_t* dst = Bp + idx(t) * kp * NR;
+        if (!g.trans_b) pack_pairs<NR>(g.B + j, g.ldb, 1, cols, g.K, dst);                  // op(B)[k][j] = B[k][j]
+        else            pack_pairs<NR>(g.B + idx(j) * g.ldb, 1, g.ldb, cols, g.K, dst);     // op(B)[k][j] = B[j][k]
     }
     team_barrier(nt);
 
     // 2) multiply: work items are (row block, column chunk) rectangles of C, each written by one
-    //    thread. Row blocks shrink below MC when there would be too few items to share.
+    //    thread. Row blocks shrink below MC when there would be too few items to share; they
+    //    are near-equal parts of the rows, and as many as make the items divide evenly among
+    //    the threads, so that each thread gets the same number of rows to multiply.
     const int chunk_ns = NCH / NR, chunks = ceil_div(ns, chunk_ns);
-    const int want_blocks = std::max(ceil_div(ms, MC / MR), ceil_div(4 * nt, chunks));
-    const int block_ms = std::max(1, ceil_div(ms, want_blocks)), blocks = ceil_div(ms, block_ms);
+    int blocks = std::min(ms, std::max(ceil_div(ms, MC / MR), ceil_div(4 * nt, chunks)));
+    while ((blocks * chunks) % nt != 0 && blocks < ms) blocks++;
     const Range items = part(blocks * chunks, nt, tid);
     for (int item = items.begin; item < items.end; item++) {
-        const int s0 = (item / chunks) * block_ms, s1 = std::min(ms, s0 + block_ms);
+        const Range block = part(ms, blocks, item / chunks);
+        const int s0 = block.begin, s1 = block.end;
         const int t0 = (item % chunks) * chunk_ns, t1 = std::min(ns, t0 + chunk_ns);
         for (int pc = 0; pc < kp; pc += KCP) {   // K slices, in order
             const int kcp = std::min(KCP, kp - pc);
