@@ -54,8 +54,8 @@ int main(int argc, char** argv) {
     for (int64_t s = 0; s < warmup + steps; s++) {
         const auto t0 = std::chrono::steady_clock::now();
         const models::Batch b = data::make_copy_batch(rng, 11, B, L);
+        opt.zero_grad();   // first: last step's gradients are freed before this step's activations pile up
         const autograd::Tensor loss = nn::cross_entropy(model.logits(b.src, b.tgt_in, b.src_mask, b.tgt_mask), b.tgt_out);
-        opt.zero_grad();
         loss.backward();
         sched.step();
         opt.step();

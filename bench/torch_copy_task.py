@@ -79,12 +79,12 @@ for epoch in range(a.epochs):
         ts = time.perf_counter()
         src = random_sequences(a.batch)
         tgt_in, tgt_out = src[:, :-1], src[:, 1:]
+        opt.zero_grad(set_to_none=True)   # first, as bench_training does: no old gradients beside the activations
         with torch.autocast("cpu", dtype=torch.bfloat16, enabled=a.bf16):
             out = model.decode(model.encode(src, padding_mask(src, PAD)), padding_mask(src, PAD),
                                tgt_in, target_mask(tgt_in, PAD))                      # (B, T, D)
             logits = model.generator.proj(out)                                          # (B, T, V)
             loss = F.cross_entropy(logits.float().reshape(-1, a.vocab), tgt_out.reshape(-1), ignore_index=PAD)
-        opt.zero_grad(set_to_none=True)
         loss.backward()
         sched.step()
         opt.step()

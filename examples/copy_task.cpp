@@ -185,9 +185,9 @@ int main(int argc, char** argv) {
         model.train();
         for (int step = 1; step <= o.steps; step++) {
             const models::Batch b = data::make_copy_batch(data_rng, o.vocab, o.batch, o.seq_len);
+            opt.zero_grad();   // first: last step's gradients are freed before this step's activations pile up
             const Tensor logits = model.logits(b.src, b.tgt_in, b.src_mask, b.tgt_mask);            // (B, L-1, V)
             const Tensor loss = nn::cross_entropy(logits, b.tgt_out, {.ignore_index = data::COPY_PAD});   // mean over tokens
-            opt.zero_grad();
             loss.backward();
             const float lr = sched.step();
             opt.step();

@@ -332,9 +332,9 @@ int main(int argc, char** argv) {
             if (epoch > 1 && o.batch_tokens > 0) batches = make_batches();
             for (size_t i : shuffled(batches.size(), shuffle_rng)) {
                 const models::Batch b = data::make_batch(d.train, batches[i]);
+                opt.zero_grad();   // first: last step's gradients are freed before this step's activations pile up
                 const Tensor logits = model.logits(b.src, b.tgt_in, b.src_mask, b.tgt_mask);   // (B, T, V)
                 const Tensor loss = nn::cross_entropy(logits, b.tgt_out, {.ignore_index = Vocab::PAD, .label_smoothing = o.label_smoothing});
-                opt.zero_grad();
                 loss.backward();
                 const float lr = sched.step();
                 opt.step();
