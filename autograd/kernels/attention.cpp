@@ -1,5 +1,6 @@
 #include "autograd/kernels/attention.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -31,12 +32,17 @@ void attention_forward(float* out, float* P, const float* q, const float* k, con
             // 1) scores = Q K^T                                                    (T, S)
             gemm_in(precision, false, true, T, S, Dk, Q, D, K, D, Pbh, S, false);
             // 2) scale by 1/sqrt(Dk); a masked key's score becomes -inf, which softmax sends to
-            //    exactly 0 (a select, not a branch per element: a branch on the mask mispredicts)
+            //    exactly 0 (a select, not a branch per element: a branch on the mask mispredicts).
+            //    The same pass finds the row's max, which softmax needs.
             for (int64_t t = 0; t < T; t++) {
                 float* row = Pbh + t * S;
                 const uint8_t* ok = allowed ? allowed + (b * T + t) * S : nullptr;
-                for (int64_t s = 0; s < S; s++) row[s] = !ok || ok[s] ? row[s] * scale : kNegInf;
-                softmax_row(row, row, S);
+                float m = kNegInf;
+                for (int64_t s = 0; s < S; s++) {
+                    row[s] = !ok || ok[s] ? row[s] * scale : kNegInf;
+                    m = std::max(m, row[s]);
+                }
+                softmax_row_with_max(row, row, S, m);
             }
             // 3) out_h = dropout(P) V_h, written into columns [h*Dk, (h+1)*Dk) of out      (T, Dk)
             const float* Pused = Pbh;

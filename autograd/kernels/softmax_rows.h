@@ -38,9 +38,9 @@ inline LogSumExp log_sum_exp_row(const float* x, int64_t n) {
 }
 
 // y_i = e^(x_i - m) / sum_j e^(x_j - m), m the row max. A row that is all -inf (every key masked)
-// gives zeros, not NaN. y may be x (attention normalizes its scores in place).
-inline void softmax_row(const float* x, float* y, int64_t n) {
-    const float m = row_max(x, n);
+// gives zeros, not NaN. y may be x (attention normalizes its scores in place, with the max it
+// found while scaling them: softmax_row_with_max saves a pass over the row).
+inline void softmax_row_with_max(const float* x, float* y, int64_t n, float m) {
     if (m == -std::numeric_limits<float>::infinity()) {   // nothing to attend to
         std::fill(y, y + n, 0.0f);
         return;
@@ -50,6 +50,7 @@ inline void softmax_row(const float* x, float* y, int64_t n) {
     const float inv = 1.0f / s;
     for (int64_t i = 0; i < n; i++) y[i] *= inv;
 }
+inline void softmax_row(const float* x, float* y, int64_t n) { softmax_row_with_max(x, y, n, row_max(x, n)); }
 
 // y_i = log softmax(x)_i = (x_i - max) - log_sum. Computed directly, not as log(softmax(x)), so a
 // tiny probability does not round to log(0). A row that is all -inf stays -inf. y may be x.
