@@ -23,6 +23,12 @@ configs=${2:-d128 paper paper-bf16}
 ours=./build/bench/bench_training
 [ -x "$ours" ] || { echo "compare_pytorch: build $ours first (make build/bench/bench_training)" >&2; exit 2; }
 [ -r "$torch_script" ] || { echo "compare_pytorch: cannot read $torch_script" >&2; exit 2; }
+# Without OpenBLAS, Debian's PyTorch runs on the reference BLAS, 10-40x slower: no comparison.
+if ! { ldconfig -p || /sbin/ldconfig -p; } 2>/dev/null | grep -q 'libopenblas\.so'; then
+    echo "compare_pytorch: OpenBLAS is not installed, so PyTorch would multiply with the reference BLAS;" \
+         "install it first (apt-get install -y libopenblas0-openmp)" >&2
+    exit 2
+fi
 echo "OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-(unset)}  OMP_NUM_THREADS=2  rounds=$rounds"
 
 tmp=$(mktemp -d)
