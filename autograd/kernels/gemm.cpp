@@ -122,7 +122,6 @@ constexpr double kMinParallelFlops = 2.0e6;
 // and a scalar operand is broadcast to every lane.
 typedef float vfloat __attribute__((vector_size(kVec * sizeof(float))));
 
-
 // ----------------------------------------------------------------------------------------------
 // packing buffers
 
@@ -251,7 +250,6 @@ void micro_kernel(int kc, const float* __restrict Ap, idx lda, const float* __re
 // ----------------------------------------------------------------------------------------------
 // the driver
 
-
 // Threads are arranged as a tm x tn grid over the (ms x ns) grid of micro-tiles of one panel.
 // Splitting by rows is best (threads share one packed B panel, each packs only its own rows of
 // A); splitting by columns makes each thread pack the same A rows again. We pick the grid with
@@ -268,8 +266,6 @@ ThreadGrid choose_grid(int ms, int ns, int nt) {
     }
     return best;
 }
-
-
 
 // Thread tid's share of the loop nest drawn at the top of this file; nt threads call it at once
 // (nt == 1: the whole serial algorithm). Bp is the team's shared B panel.
@@ -365,7 +361,6 @@ void gemm_thread(const Args& g, float* Bp, int nt, int tid) {
         }
     }
 }
-
 
 }  // namespace
 

@@ -258,8 +258,6 @@ void micro_kernel(int kp, const uint32_t* __restrict Ap, const uint32_t* __restr
     }
 }
 
-
-
 // Thread tid of nt: pack its share of the slivers, wait for the others, then compute its share
 // of the (row block, column chunk) work items. nt == 1: the whole serial algorithm.
 void gemm_bf16_thread(const Args& g, uint32_t* Ap, uint32_t* Bp, int nt, int tid) {
@@ -311,7 +309,6 @@ void gemm_bf16_thread(const Args& g, uint32_t* Ap, uint32_t* Bp, int nt, int tid
         }
     }
 }
-
 
 void gemm_bf16_fast(const Args& g) {
     const int kp = (g.K + 1) / 2;
