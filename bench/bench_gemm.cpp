@@ -9,10 +9,17 @@
 // (alternating the two keeps a load change on the machine from favouring one of them).
 // GFLOP/s counts 2*M*N*K flops per call. Variants: N = op is identity, T = transposed, e.g.
 // "NT" is C = A * B^T (a Linear layer's forward with weight stored (out, in)).
+// On a CPU without AVX512_BF16 the bf16 columns are left out (gemm_bf16 would only round copies
+// of the inputs and call gemm). Arguments, all optional:
+//   ./build/bench/bench_gemm [--ops TN,NT] [--kernel NAME]
+// --ops keeps the rows of those variants; --kernel times gemm through one micro-kernel of the
+// build (avx512, avx2, neon, portable; gemm_micro_kernel.h) instead of gemm()'s own.
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "autograd/kernels/gemm.h"
@@ -37,6 +44,10 @@ struct Shape {
     bool ta, tb;
 };
 
+using autograd::kernels::GemmKernel;
+GemmKernel g_kernel = autograd::kernels::gemm_kernels().front();   // --kernel
+bool g_bf16 = false;                                                 // time gemm_bf16 too?
+
 // Runs one shape and prints its table row.
 void bench(const Shape& s, int samples) {
     // stored sizes: op(A) is M x K, op(B) is K x N; leading dimension = stored row length
@@ -45,8 +56,8 @@ void bench(const Shape& s, int samples) {
     fill(A, 1);
     fill(B, 2);
     auto call = [&](bool bf16) {
-        (bf16 ? autograd::kernels::gemm_bf16 : autograd::kernels::gemm)(s.ta, s.tb, s.M, s.N, s.K, A.data(), lda,
-                                                                         B.data(), ldb, C.data(), s.N, false);
+        if (bf16) autograd::kernels::gemm_bf16(s.ta, s.tb, s.M, s.N, s.K, A.data(), lda, B.data(), ldb, C.data(), s.N, false);
+        else autograd::kernels::detail::gemm_with(g_kernel, s.ta, s.tb, s.M, s.N, s.K, A.data(), lda, B.data(), ldb, C.data(), s.N, false);
     };
     // seconds per call, averaged over `repeat` calls
     auto sample = [&](bool bf16, int repeat) {
@@ -56,12 +67,13 @@ void bench(const Shape& s, int samples) {
     };
 
     call(false);  // warm-up: grows the packing buffers, starts the thread team, warms caches
-    call(true);
+    if (g_bf16) call(true);
     const int repeat = std::max(1, int(2e-3 / std::max(sample(false, 1), 1e-9)));  // calls per sample
 
     std::vector<double> fp32, bf16, ratio;
     for (int i = 0; i < samples; i++) {
         fp32.push_back(sample(false, repeat));
+        if (!g_bf16) continue;
         bf16.push_back(sample(true, repeat));
         ratio.push_back(fp32.back() / bf16.back());
     }
@@ -70,22 +82,45 @@ void bench(const Shape& s, int samples) {
         return v[v.size() / 2];
     };
     const double flop = 2.0 * s.M * s.N * s.K;
-    std::printf("%-22s %c%c %6d %6d %6d %10.1f %9.1f %10.1f %9.1f %7.2fx\n", s.what, s.ta ? 'T' : 'N',
-                s.tb ? 'T' : 'N', s.M, s.N, s.K, median(fp32) * 1e6, flop / median(fp32) * 1e-9, median(bf16) * 1e6,
-                flop / median(bf16) * 1e-9, median(ratio));
+    std::printf("%-22s %c%c %6d %6d %6d %10.1f %9.1f", s.what, s.ta ? 'T' : 'N', s.tb ? 'T' : 'N', s.M, s.N, s.K,
+                median(fp32) * 1e6, flop / median(fp32) * 1e-9);
+    if (g_bf16) std::printf(" %10.1f %9.1f %7.2fx", median(bf16) * 1e6, flop / median(bf16) * 1e-9, median(ratio));
+    std::printf("\n");
 }
 
 }  // namespace
 
-int main() {
-    int threads = 1;
-#ifdef _OPENMP
-    threads = autograd::kernels::max_threads();
-#endif
-    std::printf("autograd::kernels::gemm (fp32) and gemm_bf16 (%s), %d thread(s), median of samples\n\n",
-                autograd::kernels::bf16_dot_supported() ? "vdpbf16ps" : "no AVX512_BF16: portable path", threads);
-    std::printf("%-22s %-2s %6s %6s %6s %10s %9s %10s %9s %8s\n", "shape", "op", "M", "N", "K", "fp32 us",
-                "GFLOP/s", "bf16 us", "GFLOP/s", "speedup");
+int main(int argc, char** argv) {
+    std::string ops;   // --ops: the variants to keep, e.g. "TN,NT"; empty: all
+    for (int i = 1; i < argc; i++) {
+        const std::string arg = argv[i];
+        if (arg == "--ops" && i + 1 < argc) {
+            ops = argv[++i];
+        } else if (arg == "--kernel" && i + 1 < argc) {
+            const std::string name = argv[++i];
+            const std::pair<const char*, GemmKernel> names[] = {{"avx512", GemmKernel::avx512}, {"avx2", GemmKernel::avx2_fma},
+                                                                {"neon", GemmKernel::neon}, {"portable", GemmKernel::portable}};
+            bool found = false;
+            for (const auto& [n, k] : names) if (name == n) g_kernel = k, found = true;
+            const auto& built = autograd::kernels::gemm_kernels();
+            if (!found || std::find(built.begin(), built.end(), g_kernel) == built.end()) {
+                std::fprintf(stderr, "bench_gemm: --kernel %s: not a micro-kernel of this build (", name.c_str());
+                for (GemmKernel k : built) std::fprintf(stderr, " %s;", autograd::kernels::gemm_kernel_name(k));
+                std::fprintf(stderr, " )\n");
+                return 2;
+            }
+        } else {
+            std::fprintf(stderr, "usage: bench_gemm [--ops TN,NT] [--kernel avx512|avx2|neon|portable]\n");
+            return 2;
+        }
+    }
+    g_bf16 = autograd::kernels::bf16_dot_supported();
+    std::printf("autograd::kernels::gemm (fp32, %s micro-kernel) and gemm_bf16 (%s), %d thread(s), median of samples\n\n",
+                autograd::kernels::gemm_kernel_name(g_kernel),
+                g_bf16 ? "vdpbf16ps" : "no AVX512_BF16 on this CPU: not timed", autograd::kernels::max_threads());
+    std::printf("%-22s %-2s %6s %6s %6s %10s %9s", "shape", "op", "M", "N", "K", "fp32 us", "GFLOP/s");
+    if (g_bf16) std::printf(" %10s %9s %8s", "bf16 us", "GFLOP/s", "speedup");
+    std::printf("\n");
 
     std::vector<Shape> shapes;
     // the three Transformer shapes (T*B = 800 rows, d_model 512, d_ff 2048), every variant
@@ -111,6 +146,10 @@ int main() {
         shapes.push_back({"attention head", 10, dk, 10, true, false});   // dv = p^T dout
     }
 
-    for (const Shape& s : shapes) bench(s, s.M * s.N >= 2048 * 2048 ? 5 : 15);
+    for (const Shape& s : shapes) {
+        const std::string op = {s.ta ? 'T' : 'N', s.tb ? 'T' : 'N'};
+        if (!ops.empty() && ops.find(op) == std::string::npos) continue;
+        bench(s, s.M * s.N >= 2048 * 2048 ? 5 : 15);
+    }
     return 0;
 }

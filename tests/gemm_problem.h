@@ -90,6 +90,31 @@ inline void check_against_naive(const Problem& p, bool acc, GemmFn fast_fn = aut
     CHECK(bad == 0);
 }
 
+// gemm() through one micro-kernel, as a GemmFn: gemm_via<GemmKernel::portable>
+template <autograd::kernels::GemmKernel kKernel>
+void gemm_via(bool ta, bool tb, int M, int N, int K, const float* A, int lda, const float* B, int ldb, float* C, int ldc,
+              bool acc) {
+    autograd::kernels::detail::gemm_with(kKernel, ta, tb, M, N, K, A, lda, B, ldb, C, ldc, acc);
+}
+
+// Every micro-kernel this build contains, with its name, as the tests loop over them.
+struct KernelUnderTest {
+    const char* name;
+    GemmFn fn;
+};
+inline std::vector<KernelUnderTest> kernels_under_test() {
+    using autograd::kernels::GemmKernel;
+    std::vector<KernelUnderTest> out;
+    for (GemmKernel k : autograd::kernels::gemm_kernels()) {
+        GemmFn fn = k == GemmKernel::avx512     ? gemm_via<GemmKernel::avx512>
+                    : k == GemmKernel::avx2_fma ? gemm_via<GemmKernel::avx2_fma>
+                    : k == GemmKernel::neon     ? gemm_via<GemmKernel::neon>
+                                                : gemm_via<GemmKernel::portable>;
+        out.push_back({autograd::kernels::gemm_kernel_name(k), fn});
+    }
+    return out;
+}
+
 inline const char* op_name(bool ta, bool tb) {
     return ta ? (tb ? "TT" : "TN") : (tb ? "NT" : "NN");
 }

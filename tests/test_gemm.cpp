@@ -1,8 +1,11 @@
 // Tests for autograd::kernels::gemm: the fast kernel must equal the naive three-loop reference on awkward
 // shapes, every transpose combination, padded leading dimensions and accumulate on/off; give
 // bit-identical results for any thread count; and work inside an outer OpenMP parallel region.
+// Each of these runs through every micro-kernel the build contains (gemm_micro_kernel.h: the
+// portable one always, AVX2+FMA, AVX-512 or NEON where the compiler flags enable them).
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -17,57 +20,85 @@
 
 using namespace gemm_test;
 
+TEST_CASE("gemm uses the widest micro-kernel of the build; asking for one it lacks says so") {
+    using autograd::kernels::GemmKernel;
+    const std::vector<GemmKernel>& built = autograd::kernels::gemm_kernels();
+    REQUIRE(!built.empty());
+    CHECK(built.back() == GemmKernel::portable);   // always there, and the narrowest
+    const Problem p(true, false, 37, 41, 300, 2, 5);
+    const std::vector<float> by_default = p.run_fast(true);
+    const std::vector<float> first = p.run(kernels_under_test().front().fn, true);
+    CHECK(std::memcmp(by_default.data(), first.data(), first.size() * sizeof(float)) == 0);
+    for (GemmKernel k : {GemmKernel::avx512, GemmKernel::avx2_fma, GemmKernel::neon, GemmKernel::portable}) {
+        if (std::find(built.begin(), built.end(), k) != built.end()) continue;
+        float c = 0;
+        CHECK_THROWS_WITH(autograd::kernels::detail::gemm_with(k, false, false, 1, 1, 1, &c, 1, &c, 1, &c, 1, false),
+                          doctest::Contains("this build has no"));
+    }
+}
+
 TEST_CASE("gemm equals gemm_naive on awkward shapes, all transposes, padded, accumulate on/off") {
     const int sizes[] = {1, 7, 33, 257};
-    uint32_t seed = 1;
-    for (int ta = 0; ta < 2; ta++)
-        for (int tb = 0; tb < 2; tb++)
-            for (int M : sizes)
-                for (int N : sizes)
-                    for (int K : sizes) {
-                        // big 257^3 cases are slow in the naive loops: do them once per op
-                        if (M == 257 && N == 257 && K == 257 && (ta || tb)) continue;
-                        const int pad = (M + N + K) % 3 == 0 ? 0 : 5;
-                        const bool acc = (M + 2 * N + K) % 2 == 0;
-                        CAPTURE(op_name(ta, tb));
-                        CAPTURE(M);
-                        CAPTURE(N);
-                        CAPTURE(K);
-                        CAPTURE(pad);
-                        CAPTURE(acc);
-                        check_against_naive(Problem(ta, tb, M, N, K, pad, seed++), acc);
-                    }
+    for (const KernelUnderTest& kernel : kernels_under_test()) {
+        CAPTURE(kernel.name);
+        uint32_t seed = 1;
+        for (int ta = 0; ta < 2; ta++)
+            for (int tb = 0; tb < 2; tb++)
+                for (int M : sizes)
+                    for (int N : sizes)
+                        for (int K : sizes) {
+                            // big 257^3 cases are slow in the naive loops: do them once per op
+                            if (M == 257 && N == 257 && K == 257 && (ta || tb)) continue;
+                            const int pad = (M + N + K) % 3 == 0 ? 0 : 5;
+                            const bool acc = (M + 2 * N + K) % 2 == 0;
+                            CAPTURE(op_name(ta, tb));
+                            CAPTURE(M);
+                            CAPTURE(N);
+                            CAPTURE(K);
+                            CAPTURE(pad);
+                            CAPTURE(acc);
+                            check_against_naive(Problem(ta, tb, M, N, K, pad, seed++), acc, kernel.fn);
+                        }
+    }
 }
 
 TEST_CASE("gemm: every transpose and accumulate mode on block-crossing shapes") {
-    // shapes that cross the internal block sizes: micro-tiles (12 x 32 with AVX-512), row blocks
-    // (192), slices of the sum (KC = 512, so K = 513 and 1100 take two and three slices)
+    // shapes that cross the internal block sizes of every micro-kernel: micro-tiles (6 x 8 up to
+    // 12 x 32), row blocks (MC = 128 to 192), slices of the sum (KC = 256 or 512: K = 257, 513 and
+    // 1100 take two to five slices), column panels (NC = 3072 or 4096: N = 4099); and N > 512,
+    // where a transposed A is packed rather than read in place
     struct Dims { int M, N, K; };
     const Dims shapes[] = {{13, 65, 300}, {100, 31, 513}, {64, 64, 256}, {49, 97, 1}, {5, 40, 1100},
-                           {200, 33, 20}};
-    for (const Dims& d : shapes)
-        for (int ta = 0; ta < 2; ta++)
-            for (int tb = 0; tb < 2; tb++)
-                for (int acc = 0; acc < 2; acc++)
-                    for (int pad : {0, 3}) {
-                        CAPTURE(op_name(ta, tb));
-                        CAPTURE(d.M);
-                        CAPTURE(d.N);
-                        CAPTURE(d.K);
-                        CAPTURE(acc);
-                        CAPTURE(pad);
-                        check_against_naive(Problem(ta, tb, d.M, d.N, d.K, pad, 7), acc);
-                    }
+                           {200, 33, 20}, {145, 50, 257}, {7, 4099, 3}, {30, 601, 70}};
+    for (const KernelUnderTest& kernel : kernels_under_test()) {
+        CAPTURE(kernel.name);
+        for (const Dims& d : shapes)
+            for (int ta = 0; ta < 2; ta++)
+                for (int tb = 0; tb < 2; tb++)
+                    for (int acc = 0; acc < 2; acc++)
+                        for (int pad : {0, 3}) {
+                            CAPTURE(op_name(ta, tb));
+                            CAPTURE(d.M);
+                            CAPTURE(d.N);
+                            CAPTURE(d.K);
+                            CAPTURE(acc);
+                            CAPTURE(pad);
+                            check_against_naive(Problem(ta, tb, d.M, d.N, d.K, pad, 7), acc, kernel.fn);
+                        }
+    }
 }
 
 TEST_CASE("gemm with K == 0: zeros, or C unchanged when accumulating") {
     Problem p(false, false, 5, 9, 0, 2, 3);
-    const std::vector<float> zeroed = p.run_fast(false), kept = p.run_fast(true);
-    for (int i = 0; i < p.M; i++)
-        for (int j = 0; j < p.N; j++) {
-            CHECK(zeroed[std::size_t(i) * p.ldc + j] == 0.0f);
-            CHECK(kept[std::size_t(i) * p.ldc + j] == p.C0[std::size_t(i) * p.ldc + j]);
-        }
+    for (const KernelUnderTest& kernel : kernels_under_test()) {
+        CAPTURE(kernel.name);
+        const std::vector<float> zeroed = p.run(kernel.fn, false), kept = p.run(kernel.fn, true);
+        for (int i = 0; i < p.M; i++)
+            for (int j = 0; j < p.N; j++) {
+                CHECK(zeroed[std::size_t(i) * p.ldc + j] == 0.0f);
+                CHECK(kept[std::size_t(i) * p.ldc + j] == p.C0[std::size_t(i) * p.ldc + j]);
+            }
+    }
 }
 
 TEST_CASE("gemm with M == 0 or N == 0 touches nothing") {
@@ -106,24 +137,26 @@ TEST_CASE("gemm is bit-identical whatever the number of threads") {
     // 2 threads), or as a 2 x 2 grid of rectangles ({24, 2000, 100} with 4 threads).
     const Dims shapes[] = {{301, 203, 517}, {37, 1031, 300}, {800, 64, 96}, {12, 2000, 100},
                            {24, 2000, 100}};
-    for (const Dims& d : shapes)
-        for (int ta = 0; ta < 2; ta++)
-            for (int tb = 0; tb < 2; tb++) {
-                CAPTURE(op_name(ta, tb));
-                CAPTURE(d.M);
-                CAPTURE(d.N);
-                CAPTURE(d.K);
-                const Problem p(ta, tb, d.M, d.N, d.K, 1, 11);
-                omp_set_num_threads(1);
-                const std::vector<float> one = p.run_fast(true);
-                // 2 threads, and more than there may be cores: legal, and still identical
-                for (int threads : {2, 3, 4}) {
-                    CAPTURE(threads);
-                    omp_set_num_threads(threads);
-                    const std::vector<float> many = p.run_fast(true);
-                    CHECK(std::memcmp(one.data(), many.data(), one.size() * sizeof(float)) == 0);
+    for (const KernelUnderTest& kernel : kernels_under_test())
+        for (const Dims& d : shapes)
+            for (int ta = 0; ta < 2; ta++)
+                for (int tb = 0; tb < 2; tb++) {
+                    CAPTURE(kernel.name);
+                    CAPTURE(op_name(ta, tb));
+                    CAPTURE(d.M);
+                    CAPTURE(d.N);
+                    CAPTURE(d.K);
+                    const Problem p(ta, tb, d.M, d.N, d.K, 1, 11);
+                    omp_set_num_threads(1);
+                    const std::vector<float> one = p.run(kernel.fn, true);
+                    // 2 threads, and more than there may be cores: legal, and still identical
+                    for (int threads : {2, 3, 4}) {
+                        CAPTURE(threads);
+                        omp_set_num_threads(threads);
+                        const std::vector<float> many = p.run(kernel.fn, true);
+                        CHECK(std::memcmp(one.data(), many.data(), one.size() * sizeof(float)) == 0);
+                    }
                 }
-            }
     omp_set_num_threads(saved);
 }
 

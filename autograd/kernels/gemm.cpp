@@ -35,12 +35,11 @@
 //    problems, A (see gemm_thread). Only the last, partial sliver of a matrix is then packed, to
 //    get its zero padding.
 //
-// 3) Register tiling. The micro-kernel keeps an MR x NR tile of C in vector registers for the
-//    whole KC-long sum: for each k it loads NR floats of B (NR/16 vectors), broadcasts each of
-//    the MR floats of A, and does MR*NR/16 fused multiply-adds. With MR=12, NR=32 on AVX-512
-//    that is 24 accumulators + 2 B vectors + 1 broadcast = 27 of the 32 zmm registers, and
-//    24 independent FMAs per k: enough to keep both FMA pipes busy despite the FMA latency.
-//    (Narrower machines get narrower tiles: see "block sizes" below.)
+// 3) Register tiling. The micro-kernel (gemm_micro_kernel.h) keeps an MR x NR tile of C in vector
+//    registers for the whole KC-long sum: for each k it loads the NR floats of B's row, broadcasts
+//    each of the MR floats of A, and does MR * NR / lanes fused multiply-adds. The tile and the
+//    cache blocks follow the instruction set (AVX-512: 12 x 32, AVX2+FMA: 6 x 16, NEON: 8 x 12,
+//    portable vectors: 6 x 8); this driver is the same for all of them.
 //
 // Determinism: the sum for each C element is always done in the same order (the KC slices in
 // order, and within a slice k = 0, 1, ... in one accumulator), whatever thread computes the tile
@@ -48,15 +47,16 @@
 // result is bit-identical for any OMP_NUM_THREADS.
 #include "autograd/kernels/gemm.h"
 #include "autograd/kernels/gemm_driver.h"
+#include "autograd/kernels/gemm_micro_kernel.h"
+#include "autograd/kernels/parallel.h"
 
 #include <algorithm>
 #include <cstddef>
 #include <cstring>
 #include <new>
-
-#ifdef _OPENMP
-#include <omp.h>
-#endif
+#include <stdexcept>
+#include <string>
+#include <vector>
 
 namespace autograd::kernels {
 
@@ -82,57 +82,22 @@ void gemm_naive(bool trans_a, bool trans_b, int M, int N, int K,
 }
 
 // ----------------------------------------------------------------------------------------------
-// block sizes
+// the driver, the same for every instruction set (Isa: a struct of gemm_micro_kernel.h)
 
 namespace {
 
 using namespace gemm_driver;
 
-// The vector width and micro-tile shape follow the instruction set the file is compiled for.
-// Only the speed changes between them, never the correctness.
-#if defined(__AVX512F__)
-constexpr int kVec = 16;          // floats per vector register (512-bit zmm)
-constexpr int MR = 12, NR = 32;   // micro-tile: 12 x 2 vectors = 24 accumulators (of 32 registers)
-#elif defined(__AVX__)
-constexpr int kVec = 8;           // 256-bit ymm
-constexpr int MR = 6, NR = 16;    // 6 x 2 vectors = 12 accumulators (of 16 registers)
-#else
-constexpr int kVec = 4;           // 128-bit (SSE, NEON)
-constexpr int MR = 6, NR = 8;     // 6 x 2 vectors = 12 accumulators (of 16 registers)
-#endif
-constexpr int kRowVectors = NR / kVec;   // vectors per micro-tile row
-static_assert(NR % kVec == 0, "a micro-tile row is a whole number of vectors");
-
-// Cache blocks (see the loop nest at the top), sized for a core with 48 KB of L1d, 2 MB of L2 and
-// a share of a 32 MB L3 (Zen 5). A bigger KC means fewer passes over C but a B sliver that no
-// longer fits L1; MC and NC are as big as their packed blocks can be and still stay in L2 and L3.
-// On that machine KC from 256 to 768 and MC from 96 to 384 all run within ~5%. To re-tune for
-// another cache, run bench_gemm (make bench) for a few values around these.
-constexpr int KC = 512;    // slice of the sum. One Bp sliver (KC x NR floats) = 64 KB: it streams
-                           // from L2 (KC = 256 would fit L1, but doubles the passes over C)
-constexpr int MC = 192;    // rows of op(A) per packed block: Ap (MC x KC) = 384 KB, stays in L2
-constexpr int NC = 4096;   // columns of op(B) per packed panel: Bp (KC x NC) <= 8 MB, in L3
-static_assert(MC % MR == 0 && NC % NR == 0, "blocks are whole numbers of slivers");
-
 // Below this many flops (~10 us of work for one core) a thread team costs more than it saves.
 // To re-measure: bench_gemm's small shapes with OMP_NUM_THREADS=1 and 2.
 constexpr double kMinParallelFlops = 2.0e6;
 
-// GCC/Clang vector extension: a whole SIMD register as one value; + and * work lane by lane,
-// and a scalar operand is broadcast to every lane.
-typedef float vfloat __attribute__((vector_size(kVec * sizeof(float))));
-
-// ----------------------------------------------------------------------------------------------
-// packing buffers
-
 // Each thread's own packing space (gemm_driver.h).
-
-thread_local PackBuffer<float> tls_pack_a;  // this thread's Ap block
-thread_local PackBuffer<float> tls_pack_b;  // Bp panel of the gemm() call this thread started
+thread_local PackBuffer<float> tls_pack_a;     // this thread's Ap block
+thread_local PackBuffer<float> tls_pack_b;     // Bp panel of the gemm() call this thread started
 thread_local PackBuffer<float> tls_pack_edge;  // this thread's copy of a last, partial B sliver
 
-// ----------------------------------------------------------------------------------------------
-// packing
+// ---- packing
 
 // All four packing cases (A or B, transposed or not) are one operation: copy `n` (<= W) strands
 // of length kc out of a strided matrix into a k-major sliver of width W, zero-padding strands
@@ -166,6 +131,7 @@ void pack_sliver(const float* src, idx step_k, idx step_x, int n, int kc, float*
 
 // Pack rows [i0, i0 + mc) and columns [p0, p0 + kc) of op(A) into Ap as MR-tall slivers:
 //   Ap[s*kc + k*MR + r] = op(A)[i0 + s + r][p0 + k]    (s = 0, MR, 2*MR, ...)
+template <int MR>
 void pack_a(bool trans_a, const float* A, int lda, int i0, int mc, int p0, int kc, float* Ap) {
     for (int s = 0; s < mc; s += MR) {
         const int i = i0 + s, rows = std::min(MR, mc - s);
@@ -179,8 +145,8 @@ void pack_a(bool trans_a, const float* A, int lda, int i0, int mc, int p0, int k
 // Pack sliver t (columns [j0 + t*NR, +NR)) of rows [p0, p0 + kc) of op(B) into Bp:
 //   Bp[t*NR*kc + k*NR + c] = op(B)[p0 + k][j0 + t*NR + c]
 // One sliver per call, so that the caller can spread the slivers of a panel over threads.
-void pack_b_sliver(bool trans_b, const float* B, int ldb, int p0, int kc, int j0, int nc, int t,
-                   float* Bp) {
+template <int NR>
+void pack_b_sliver(bool trans_b, const float* B, int ldb, int p0, int kc, int j0, int nc, int t, float* Bp) {
     const int j = j0 + t * NR, cols = std::min(NR, nc - t * NR);
     float* dst = Bp + idx(t) * NR * kc;
     if (!trans_b)  // op(B)[k][j] = B[k][j]
@@ -189,66 +155,7 @@ void pack_b_sliver(bool trans_b, const float* B, int ldb, int p0, int kc, int j0
         pack_sliver<NR>(B + idx(j) * ldb + p0, 1, ldb, cols, kc, dst);
 }
 
-// ----------------------------------------------------------------------------------------------
-// the micro-kernel: the only code written with explicit vectors
-
-// C[0:m, 0:n] (row stride ldc) = (add_to_c ? C : 0) + A sliver (MR x kc) * Bp_sliver (kc x NR)
-// m <= MR and n <= NR say how much of the MR x NR tile is inside C; the packed slivers are
-// zero-padded, so the arithmetic is the same for edge tiles, only the final store is narrower.
-// The A sliver is packed (kPackedA: A(r, k) = Ap[k*MR + r]) or read in place (A(r, k) =
-// Ap[r*lda + k] for op(A) = A, Ap[k*lda + r] for op(A) = A^T): the kernel only broadcasts single
-// floats of A, and a broadcast costs the same from any address, so packing A buys nothing but a
-// copy when its slivers can be read where they are (see gemm_thread).
-// `acc += a * b` compiles to one fused multiply-add (vfmadd231ps) where the ISA has FMA: GCC
-// contracts it by default in C++ (-ffp-contract=fast); with -ffp-contract=off it would stay a
-// multiply and an add, still correct, just slower.
-// B's row k starts b_row_step floats after row k - 1: NR in a packed sliver, ldb when B is read
-// in place.
-// kComputedVectors < kRowVectors computes only the first vectors of each tile row: for an edge
-// tile no wider than that (n <= kComputedVectors * kVec), the rest would be thrown away, so it is
-// not computed. The B layout is the same; the kernel just reads fewer vectors of each row.
-enum ALayout { kPackedA, kRowsA, kColsA };   // packed; op(A) = A in place; op(A) = A^T in place
-
-template <ALayout kA, int kComputedVectors = kRowVectors>
-void micro_kernel(int kc, const float* __restrict Ap, idx lda, const float* __restrict Bp, idx b_row_step,
-                  float* C, int ldc, int m, int n, bool add_to_c) {
-    vfloat acc[MR][kRowVectors] = {};  // the C tile, in registers
-    for (int k = 0; k < kc; k++) {
-        vfloat b[kComputedVectors];  // row k of the B sliver (NR floats), 64-byte aligned
-        for (int v = 0; v < kComputedVectors; v++) std::memcpy(&b[v], Bp + v * kVec, sizeof(vfloat));
-        for (int r = 0; r < MR; r++) {
-            const float a = kA == kRowsA ? Ap[r * lda] : Ap[r];  // A(r, k)
-            for (int v = 0; v < kComputedVectors; v++) acc[r][v] += a * b[v];  // broadcast a; one FMA per vector
-        }
-        Ap += kA == kPackedA ? MR : kA == kRowsA ? 1 : lda;
-        Bp += b_row_step;
-    }
-
-    if (m == MR && n == NR) {  // full tile: straight vector stores into C
-        for (int r = 0; r < MR; r++) {
-            for (int v = 0; v < kRowVectors; v++) {
-                float* c = C + idx(r) * ldc + v * kVec;
-                vfloat out = acc[r][v];
-                if (add_to_c) {
-                    vfloat old;
-                    std::memcpy(&old, c, sizeof(vfloat));
-                    out = old + out;
-                }
-                std::memcpy(c, &out, sizeof(vfloat));
-            }
-        }
-    } else {  // edge tile: spill to a local tile, copy the part inside C (same additions)
-        alignas(64) float tile[MR][NR];
-        std::memcpy(tile, acc, sizeof(tile));
-        for (int r = 0; r < m; r++) {
-            float* c = C + idx(r) * ldc;
-            for (int j = 0; j < n; j++) c[j] = add_to_c ? c[j] + tile[r][j] : tile[r][j];
-        }
-    }
-}
-
-// ----------------------------------------------------------------------------------------------
-// the driver
+// ---- threads
 
 // Threads are arranged as a tm x tn grid over the (ms x ns) grid of micro-tiles of one panel.
 // Splitting by rows is best (threads share one packed B panel, each packs only its own rows of
@@ -269,7 +176,11 @@ ThreadGrid choose_grid(int ms, int ns, int nt) {
 
 // Thread tid's share of the loop nest drawn at the top of this file; nt threads call it at once
 // (nt == 1: the whole serial algorithm). Bp is the team's shared B panel.
+template <class Isa>
 void gemm_thread(const Args& g, float* Bp, int nt, int tid) {
+    constexpr int MR = Isa::MR, NR = Isa::NR, KC = Isa::KC, MC = Isa::MC, NC = Isa::NC, kLanes = Isa::kLanes;
+    static_assert(NR % kLanes == 0, "a micro-tile row is a whole number of vectors");
+    static_assert(MC % MR == 0 && NC % NR == 0, "blocks are whole numbers of slivers");
     float* const Ap = tls_pack_a.get(std::size_t(MC) * KC);  // this thread's A block
     const int ms = ceil_div(g.M, MR);                         // micro-tile rows of C
 
@@ -301,7 +212,7 @@ void gemm_thread(const Args& g, float* Bp, int nt, int tid) {
             if (!b_in_place) {
                 const Range my_slivers = part(ns, nt, tid);
                 for (int t = my_slivers.begin; t < my_slivers.end; t++)
-                    pack_b_sliver(g.trans_b, g.B, g.ldb, pc, kc, jc, nc, t, Bp);
+                    pack_b_sliver<NR>(g.trans_b, g.B, g.ldb, pc, kc, jc, nc, t, Bp);
                 team_barrier(nt);
             } else if (nc % NR != 0 && my_cols.begin <= last && last < my_cols.end) {
                 float* e = tls_pack_edge.get(std::size_t(KC) * NR);
@@ -326,7 +237,7 @@ void gemm_thread(const Args& g, float* Bp, int nt, int tid) {
                 constexpr int kInPlaceMaxN = 512, kInPlaceMaxLda = 1024;
                 const bool a_in_place = !g.trans_a || (g.N <= kInPlaceMaxN && g.lda <= kInPlaceMaxLda);
                 const int full = a_in_place ? mc / MR * MR : 0;  // rows read in place
-                if (full < mc) pack_a(g.trans_a, g.A, g.lda, i0 + full, mc - full, pc, kc, Ap + idx(full) * kc);
+                if (full < mc) pack_a<MR>(g.trans_a, g.A, g.lda, i0 + full, mc - full, pc, kc, Ap + idx(full) * kc);
 
                 for (int t = my_cols.begin; t < my_cols.end; t++) {  // 2nd loop
                     const int j = jc + t * NR;
@@ -344,14 +255,14 @@ void gemm_thread(const Args& g, float* Bp, int nt, int tid) {
                         const float* ap = Ap + idx(ir) * kc;  // the A sliver, packed
                         if (ir < full && !g.trans_a) {        // ... or read in place
                             ap = g.A + idx(i0 + ir) * g.lda + pc;
-                            micro_kernel<kRowsA>(kc, ap, g.lda, bp, b_row_step, c, g.ldc, m, n, add_to_c);
+                            micro_kernel<Isa, kRowsA>(kc, ap, g.lda, bp, b_row_step, c, g.ldc, m, n, add_to_c);
                         } else if (ir < full) {
                             ap = g.A + idx(pc) * g.lda + i0 + ir;
-                            micro_kernel<kColsA>(kc, ap, g.lda, bp, b_row_step, c, g.ldc, m, n, add_to_c);
-                        } else if (n <= kVec) {  // a narrow edge (an attention head's 10 or 16 columns)
-                            micro_kernel<kPackedA, 1>(kc, ap, 0, bp, b_row_step, c, g.ldc, m, n, add_to_c);
+                            micro_kernel<Isa, kColsA>(kc, ap, g.lda, bp, b_row_step, c, g.ldc, m, n, add_to_c);
+                        } else if (n <= kLanes) {  // a narrow edge (an attention head's 10 or 16 columns)
+                            micro_kernel<Isa, kPackedA, 1>(kc, ap, 0, bp, b_row_step, c, g.ldc, m, n, add_to_c);
                         } else {
-                            micro_kernel<kPackedA>(kc, ap, 0, bp, b_row_step, c, g.ldc, m, n, add_to_c);
+                            micro_kernel<Isa, kPackedA>(kc, ap, 0, bp, b_row_step, c, g.ldc, m, n, add_to_c);
                         }
                     }
                 }
@@ -362,11 +273,54 @@ void gemm_thread(const Args& g, float* Bp, int nt, int tid) {
     }
 }
 
+// The whole product with one instruction set, on a team of threads when it is worth one.
+template <class Isa>
+void gemm_using(const Args& g) {
+    // The B panel is shared by the team; it lives in the buffer of the thread that called us.
+    const int nc_max = ceil_div(std::min(g.N, Isa::NC), Isa::NR) * Isa::NR;
+    float* const Bp = tls_pack_b.get(std::size_t(std::min(g.K, Isa::KC)) * nc_max);
+
+    if (!use_threads(2.0 * g.M * g.N * g.K, kMinParallelFlops)) {
+        gemm_thread<Isa>(g, Bp, 1, 0);
+        return;
+    }
+    #pragma omp parallel
+    gemm_thread<Isa>(g, Bp, team_size(), team_index());
+}
+
 }  // namespace
 
-void gemm(bool trans_a, bool trans_b, int M, int N, int K,
-          const float* A, int lda, const float* B, int ldb,
-          float* C, int ldc, bool accumulate) {
+// The micro-kernels this build contains, widest first.
+const std::vector<GemmKernel>& gemm_kernels() {
+    static const std::vector<GemmKernel> built = {
+#if defined(__AVX512F__)
+        GemmKernel::avx512,
+#endif
+#if defined(__AVX2__) && defined(__FMA__)
+        GemmKernel::avx2_fma,
+#endif
+#if defined(__aarch64__) && defined(__ARM_NEON)
+        GemmKernel::neon,
+#endif
+        GemmKernel::portable,
+    };
+    return built;
+}
+
+const char* gemm_kernel_name(GemmKernel kernel) {
+    switch (kernel) {
+        case GemmKernel::avx512: return "AVX-512 (12 x 32 tile)";
+        case GemmKernel::avx2_fma: return "AVX2+FMA (6 x 16 tile)";
+        case GemmKernel::neon: return "NEON (8 x 12 tile)";
+        case GemmKernel::portable: return "portable vectors (6 x 8 tile)";
+    }
+    return "?";
+}
+
+namespace detail {
+void gemm_with(GemmKernel kernel, bool trans_a, bool trans_b, int M, int N, int K,
+               const float* A, int lda, const float* B, int ldb,
+               float* C, int ldc, bool accumulate) {
     if (M <= 0 || N <= 0) return;
     if (K <= 0) {  // empty sum: C = 0 (or C unchanged when accumulating)
         if (!accumulate)
@@ -374,19 +328,29 @@ void gemm(bool trans_a, bool trans_b, int M, int N, int K,
         return;
     }
     const Args g{trans_a, trans_b, M, N, K, A, lda, B, ldb, C, ldc, accumulate};
-
-    // The B panel is shared by the team; it lives in the buffer of the thread that called us.
-    const int nc_max = ceil_div(std::min(N, NC), NR) * NR;
-    float* const Bp = tls_pack_b.get(std::size_t(std::min(K, KC)) * nc_max);
-
-    if (!use_threads(2.0 * M * N * K, kMinParallelFlops)) {
-        gemm_thread(g, Bp, 1, 0);
-        return;
-    }
-#ifdef _OPENMP
-    #pragma omp parallel
-    gemm_thread(g, Bp, omp_get_num_threads(), omp_get_thread_num());
+    switch (kernel) {
+#if defined(__AVX512F__)
+        case GemmKernel::avx512: return gemm_using<Avx512>(g);
 #endif
+#if defined(__AVX2__) && defined(__FMA__)
+        case GemmKernel::avx2_fma: return gemm_using<Avx2Fma>(g);
+#endif
+#if defined(__aarch64__) && defined(__ARM_NEON)
+        case GemmKernel::neon: return gemm_using<Neon>(g);
+#endif
+        case GemmKernel::portable: return gemm_using<Portable>(g);
+        default: break;
+    }
+    throw std::invalid_argument(std::string("gemm: this build has no ") + gemm_kernel_name(kernel) +
+                                " micro-kernel (compiler flags without its instructions; see make ARCH=...)");
+}
+}  // namespace detail
+
+void gemm(bool trans_a, bool trans_b, int M, int N, int K,
+          const float* A, int lda, const float* B, int ldb,
+          float* C, int ldc, bool accumulate) {
+    static const GemmKernel widest = gemm_kernels().front();
+    detail::gemm_with(widest, trans_a, trans_b, M, N, K, A, lda, B, ldb, C, ldc, accumulate);
 }
 
 }  // namespace autograd::kernels

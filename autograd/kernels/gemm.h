@@ -21,6 +21,7 @@
 // gemm() gives bit-identical results whatever the number of OpenMP threads, and may be called
 // from inside an outer `#pragma omp parallel` region.
 #pragma once
+#include <vector>
 
 namespace autograd::kernels {
 
@@ -31,5 +32,19 @@ void gemm(bool trans_a, bool trans_b, int M, int N, int K,
 void gemm_naive(bool trans_a, bool trans_b, int M, int N, int K,
                 const float* A, int lda, const float* B, int ldb,
                 float* C, int ldc, bool accumulate);
+
+// The micro-kernels (gemm_micro_kernel.h): one per instruction set. A build contains the portable
+// one and those its compiler flags enable (make ARCH=...); gemm() uses the first of the list.
+enum class GemmKernel { avx512, avx2_fma, neon, portable };
+const std::vector<GemmKernel>& gemm_kernels();   // in this build, widest first
+const char* gemm_kernel_name(GemmKernel kernel);  // "AVX2+FMA (6 x 16 tile)"
+
+namespace detail {
+// gemm() through one given micro-kernel (the tests run every one the build contains). Throws
+// std::invalid_argument for a kernel this build does not contain.
+void gemm_with(GemmKernel kernel, bool trans_a, bool trans_b, int M, int N, int K,
+               const float* A, int lda, const float* B, int ldb,
+               float* C, int ldc, bool accumulate);
+}  // namespace detail
 
 }  // namespace autograd::kernels
