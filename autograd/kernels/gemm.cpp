@@ -54,9 +54,7 @@
 #include <cstring>
 #include <new>
 
-#ifdef _OPENMP
-#include <omp.h>
-#endif
+#include "autograd/kernels/threads.h"
 
 namespace autograd::kernels {
 
@@ -385,7 +383,7 @@ void gemm(bool trans_a, bool trans_b, int M, int N, int K,
     }
 #ifdef _OPENMP
     #pragma omp parallel
-    gemm_thread(g, Bp, omp_get_num_threads(), omp_get_thread_num());
+    gemm_thread(g, Bp, team_size(), team_index());
 #endif
 }
 
