@@ -27,7 +27,8 @@ static Rows rows_of(const Tensor& x) {
 // y = row_fn(x) for every row of the last dim, rows split over threads (they are independent)
 template <class RowFn>
 static Tensor for_each_row(const Tensor& x, RowFn row_fn) {
-    const auto [R, C] = rows_of(x);
+    const Rows rows = rows_of(x);
+    const int64_t R = rows.R, C = rows.C;   // not a structured binding: clang before 16 rejects those in OpenMP regions
     Tensor y = Tensor::empty(x.shape());
     const float* px = x.data();
     float* py = y.data();
@@ -40,7 +41,7 @@ static Tensor for_each_row(const Tensor& x, RowFn row_fn) {
 // output y and its upstream gradient dy; rows split over threads.
 template <class RowFn>
 static void for_each_row_backward(Node& self, Rows rows, RowFn row_fn) {
-    const auto [R, C] = rows;
+    const int64_t R = rows.R, C = rows.C;
     const float *py = self.data->data(), *dy = self.grad.data();
     float* dx = self.parent_grad(0);
     #pragma omp parallel for if (worth_threads(R * C, kSoftmaxParallelMin))

@@ -10,8 +10,6 @@
 //
 // main() is the training loop; the data is in examples/data/copy_task_data.h, the evaluation in
 // examples/eval/copy_task_eval.h.
-#include <omp.h>
-
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -19,6 +17,7 @@
 #include <vector>
 
 #include "autograd/autograd.h"
+#include "autograd/kernels/threads.h"
 #include "examples/common/args.h"
 #include "examples/common/progress.h"
 #include "examples/common/svg.h"
@@ -89,7 +88,7 @@ Options parse_options(int argc, char** argv) {
 void print_model(const models::Transformer& model, const Options& o) {
     std::printf("copy task: V=%lld L=%lld | model %s | %lld parameters | %d threads\n", (long long)o.vocab,
                 (long long)o.seq_len, common::describe(model.cfg).c_str(), (long long)model.num_parameters(),
-                omp_get_max_threads());
+                autograd::kernels::max_threads());
 }
 
 // What the training loop reports: a live progress line (loss, lr, tokens/s), a result line

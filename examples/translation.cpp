@@ -9,8 +9,6 @@
 //
 // main() is the training loop; the data is prepared in examples/data/translation_data.h, and
 // examples/eval/translation_eval.h scores and uses the trained model.
-#include <omp.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -21,6 +19,7 @@
 #include <vector>
 
 #include "autograd/autograd.h"
+#include "autograd/kernels/threads.h"
 #include "examples/common/args.h"
 #include "examples/common/progress.h"
 #include "examples/common/svg.h"
@@ -122,7 +121,7 @@ void print_setup(const data::TranslationData& d, const models::Transformer& mode
                     d.codec.bpe.merges().size(), (long long)d.bpe_stats.words, (long long)d.bpe_stats.distinct_words,
                     d.bpe_stats.seconds);
     std::printf("model: %s, %lld parameters | %zu batches/epoch, %d epochs | %d threads\n", common::describe(model.cfg).c_str(),
-                (long long)model.num_parameters(), batches, o.epochs, omp_get_max_threads());
+                (long long)model.num_parameters(), batches, o.epochs, autograd::kernels::max_threads());
     if (o.batch_tokens > 0) std::printf("batches of about %d source and %d target tokens (padding included)\n", o.batch_tokens, o.batch_tokens);
 }
 

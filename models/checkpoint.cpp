@@ -23,7 +23,7 @@ auto read_key(const json::Value& object, const char* key, Read read) {
 
 void reject_unknown_keys(const json::Value& object, std::initializer_list<const char*> known) {
     for (const auto& [key, value] : object.as_object())
-        if (std::find_if(known.begin(), known.end(), [&](const char* k) { return key == k; }) == known.end())
+        if (std::find(known.begin(), known.end(), key) == known.end())
             throw std::runtime_error("unknown key '" + key + "'");
 }
 

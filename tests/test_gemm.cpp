@@ -11,11 +11,8 @@
 #include <cstring>
 #include <vector>
 
-#ifdef _OPENMP
-#include <omp.h>
-#endif
-
 #include "autograd/kernels/gemm.h"
+#include "autograd/kernels/threads.h"
 #include "gemm_problem.h"
 
 using namespace gemm_test;
@@ -130,7 +127,7 @@ TEST_CASE("gemm: a small known product") {
 
 #ifdef _OPENMP
 TEST_CASE("gemm is bit-identical whatever the number of threads") {
-    const int saved = omp_get_max_threads();
+    const int saved = autograd::kernels::max_threads();
     struct Dims { int M, N, K; };
     // big enough to start a thread team; odd sizes so tiles split unevenly between threads
     // Wide, short shapes make threads split C by columns instead of rows ({12, 2000, 100} with
@@ -147,17 +144,17 @@ TEST_CASE("gemm is bit-identical whatever the number of threads") {
                     CAPTURE(d.N);
                     CAPTURE(d.K);
                     const Problem p(ta, tb, d.M, d.N, d.K, 1, 11);
-                    omp_set_num_threads(1);
+                    autograd::kernels::set_max_threads(1);
                     const std::vector<float> one = p.run(kernel.fn, true);
                     // 2 threads, and more than there may be cores: legal, and still identical
                     for (int threads : {2, 3, 4}) {
                         CAPTURE(threads);
-                        omp_set_num_threads(threads);
+                        autograd::kernels::set_max_threads(threads);
                         const std::vector<float> many = p.run(kernel.fn, true);
                         CHECK(std::memcmp(one.data(), many.data(), one.size() * sizeof(float)) == 0);
                     }
                 }
-    omp_set_num_threads(saved);
+    autograd::kernels::set_max_threads(saved);
 }
 
 TEST_CASE("gemm inside an outer parallel region (a batch of matmuls, one per thread)") {
@@ -167,9 +164,9 @@ TEST_CASE("gemm inside an outer parallel region (a batch of matmuls, one per thr
     struct Dims { int M, N, K; };
     const Dims shapes[] = {{10, 64, 10}, {10, 10, 64}, {200, 150, 300}, {33, 257, 7}};
     const int batch = 8;
-    const int saved_levels = omp_get_max_active_levels();
+    const int saved_levels = autograd::kernels::max_active_levels();
     for (int levels : {1, 2}) {
-        omp_set_max_active_levels(levels);
+        autograd::kernels::set_max_active_levels(levels);
         for (const Dims& d : shapes) {
             CAPTURE(levels);
             CAPTURE(d.M);
@@ -189,7 +186,7 @@ TEST_CASE("gemm inside an outer parallel region (a batch of matmuls, one per thr
             }
         }
     }
-    omp_set_max_active_levels(saved_levels);
+    autograd::kernels::set_max_active_levels(saved_levels);
 }
 #else
 TEST_CASE("gemm on several threads") {

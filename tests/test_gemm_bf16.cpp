@@ -12,11 +12,8 @@
 #include <string>
 #include <vector>
 
-#ifdef _OPENMP
-#include <omp.h>
-#endif
-
 #include "autograd/kernels/gemm_bf16.h"
+#include "autograd/kernels/threads.h"
 #include "gemm_problem.h"
 
 using namespace gemm_test;
@@ -173,7 +170,7 @@ TEST_CASE("gemm_in: fp32 is gemm, bf16 is gemm_bf16") {
 
 #ifdef _OPENMP
 TEST_CASE("gemm_bf16 is bit-identical whatever the number of threads, also inside a parallel region") {
-    const int saved = omp_get_max_threads();
+    const int saved = kernels::max_threads();
     struct Dims { int M, N, K; };
     const Dims shapes[] = {{301, 203, 517}, {37, 1031, 300}, {800, 64, 96}, {12, 2000, 101}};
     for (const Dims& d : shapes)
@@ -184,15 +181,15 @@ TEST_CASE("gemm_bf16 is bit-identical whatever the number of threads, also insid
                 CAPTURE(d.N);
                 CAPTURE(d.K);
                 const Problem p(ta, tb, d.M, d.N, d.K, 1, 11);
-                omp_set_num_threads(1);
+                kernels::set_max_threads(1);
                 const std::vector<float> one = p.run(kernels::gemm_bf16, true);
                 for (int threads : {2, 3}) {
                     CAPTURE(threads);
-                    omp_set_num_threads(threads);
+                    kernels::set_max_threads(threads);
                     CHECK(p.run(kernels::gemm_bf16, true) == one);
                 }
             }
-    omp_set_num_threads(saved);
+    kernels::set_max_threads(saved);
     // a batch of small products, one per thread: each call packs into its own thread's buffers
     std::vector<Problem> problems;
     for (int b = 0; b < 8; b++) problems.emplace_back(b % 2 == 1, b % 3 == 0, 10 + b, 64, 33, b % 2, 100 + b);

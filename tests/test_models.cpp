@@ -401,7 +401,9 @@ TEST_CASE("tied weights: the gradient is the sum of the three untied gradients, 
     Transformer tied(tiny_config(true)), untied(tiny_config(false));
     // the untied model gets the tied one's values: the shared matrix in all three places
     const Tensor shared = tied.src_embed->lut->weight;
-    for (auto& [name, t] : untied.named_parameters()) {
+    for (auto& named : untied.named_parameters()) {
+        const std::string& name = named.first;   // not a structured binding: the lambda below and FAIL's capture it
+        Tensor& t = named.second;
         const bool is_shared = name == "src_embed.lut.weight" || name == "tgt_embed.lut.weight" || name == "generator.proj.weight";
         const Tensor from = is_shared ? shared : [&] {
             for (auto& [n, u] : tied.named_parameters())

@@ -82,7 +82,8 @@ TEST_CASE("elementwise binary ops with broadcasting") {
     manual_seed(1);
     const std::vector<std::pair<Shape, Shape>> shapes = {
         {{3, 4}, {3, 4}}, {{3, 4}, {4}}, {{2, 3, 4}, {3, 1}}, {{1, 4}, {3, 1}}, {{2, 1, 4}, {1, 3, 1}}, {{}, {2, 3}}};
-    for (const auto& [sa, sb] : shapes) {
+    for (const auto& pair : shapes) {
+        const Shape &sa = pair.first, &sb = pair.second;   // not a structured binding: CAPTURE's lambda captures them
         CAPTURE(shape_str(sa));
         CAPTURE(shape_str(sb));
         CHECK_GRAD([](const std::vector<Tensor>& x) { return x[0] + x[1]; }, param(sa), param(sb));
@@ -335,7 +336,8 @@ TEST_CASE("every op's backward adds into an existing gradient instead of overwri
     manual_seed(12);
     using V = const std::vector<Tensor>&;
     const Tensor pos = param({3, 4}, 0.5f, 2.0f);
-    const std::vector<std::pair<const char*, TensorFn>> unary = {
+    struct NamedOp { const char* name; TensorFn fn; };
+    const std::vector<NamedOp> unary = {
         {"neg", [](V x) { return -x[0]; }},            {"add_scalar", [](V x) { return x[0] + 2.0f; }},
         {"mul_scalar", [](V x) { return x[0] * 3.0f; }}, {"pow", [](V x) { return pow(x[0], 3.0f); }},
         {"exp", [](V x) { return exp(x[0]); }},        {"log", [](V x) { return log(x[0]); }},
@@ -352,19 +354,19 @@ TEST_CASE("every op's backward adds into an existing gradient instead of overwri
         {"masked_fill", [](V x) { return masked_fill(x[0], Mask({0, 1, 0, 0}, {1, 4}), -1.0f); }},
         {"softmax", [](V x) { return softmax(x[0]); }}, {"log_softmax", [](V x) { return log_softmax(x[0]); }},
     };
-    for (const auto& [name, fn] : unary) {
-        CAPTURE(std::string(name));
-        check_backward_adds(fn, {pos});
+    for (const NamedOp& op : unary) {
+        CAPTURE(std::string(op.name));
+        check_backward_adds(op.fn, {pos});
     }
     const Tensor a = param({3, 4}), b = param({3, 4}, 0.5f, 2.0f), row = param({4}, 0.5f, 2.0f), m = param({4, 5});
-    const std::vector<std::pair<const char*, TensorFn>> binary = {
+    const std::vector<NamedOp> binary = {
         {"add", [](V x) { return x[0] + x[1]; }}, {"sub", [](V x) { return x[0] - x[1]; }},
         {"mul", [](V x) { return x[0] * x[1]; }}, {"div", [](V x) { return x[0] / x[1]; }},
     };
-    for (const auto& [name, fn] : binary) {
-        CAPTURE(std::string(name));
-        check_backward_adds(fn, {a, b});     // same shapes
-        check_backward_adds(fn, {a, row});   // broadcast
+    for (const NamedOp& op : binary) {
+        CAPTURE(std::string(op.name));
+        check_backward_adds(op.fn, {a, b});     // same shapes
+        check_backward_adds(op.fn, {a, row});   // broadcast
     }
     check_backward_adds([](V x) { return matmul(x[0], x[1]); }, {a, m});
     check_backward_adds([](V x) { return matmul(x[0], x[1], true, false); }, {b, a});

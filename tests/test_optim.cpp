@@ -313,7 +313,8 @@ TEST_CASE("optim Adam trains a small MLP to fit sin(x)") {
 // the same parameters as never stopping.
 TEST_CASE("optim state round trip: save, resume, and continue bit-exactly") {
     using Make = std::function<std::unique_ptr<optim::Optimizer>(std::vector<Tensor>)>;
-    const std::pair<const char*, Make> makers[] = {
+    struct Maker { const char* name; Make make; };
+    const Maker makers[] = {
         {"adam", [](std::vector<Tensor> p) { return std::make_unique<optim::Adam>(std::move(p), optim::AdamOptions{.lr = 0.01f, .beta2 = 0.98f}); }},
         {"adamw", [](std::vector<Tensor> p) { return std::make_unique<optim::AdamW>(std::move(p), optim::AdamWOptions{.lr = 0.01f, .weight_decay = 0.1f}); }},
         {"sgd", [](std::vector<Tensor> p) { return std::make_unique<optim::SGD>(std::move(p), optim::SGDOptions{.lr = 0.05f, .momentum = 0.9f, .nesterov = true}); }},
@@ -321,8 +322,8 @@ TEST_CASE("optim state round trip: save, resume, and continue bit-exactly") {
     manual_seed(7);
     const Tensor x = Tensor::randn({8, 3});   // (8, 3)
     const Tensor y = Tensor::randn({8, 2});   // (8, 2)
-    for (const auto& [name, make] : makers) {
-        CAPTURE(std::string(name));
+    for (const Maker& m : makers) {
+        CAPTURE(std::string(m.name));
         MLP net(3, 5, 2);
         auto train = [&](optim::Optimizer& opt, int steps) {
             for (int s = 0; s < steps; s++) {
@@ -336,9 +337,9 @@ TEST_CASE("optim state round trip: save, resume, and continue bit-exactly") {
             for (const Tensor& p : net.parameters()) v.push_back(p.to_vector());
             return v;
         };
-        const std::string path = temp_path(std::string("test_optim_roundtrip_") + name);
+        const std::string path = temp_path(std::string("test_optim_roundtrip_") + m.name);
 
-        auto opt = make(net.parameters());
+        auto opt = m.make(net.parameters());
         train(*opt, 3);
         optim::save_optimizer(*opt, path, {{"note", "three steps"}});
         const auto saved_params = snapshot();
@@ -348,7 +349,7 @@ TEST_CASE("optim state round trip: save, resume, and continue bit-exactly") {
         // restore the parameters, resume a fresh optimizer from the file
         std::vector<Tensor> params = net.parameters();
         for (size_t i = 0; i < params.size(); i++) std::copy(saved_params[i].begin(), saved_params[i].end(), params[i].data());
-        auto resumed = make(net.parameters());
+        auto resumed = m.make(net.parameters());
         optim::load_optimizer(*resumed, path);
         CHECK(resumed->step_count() == 3);
         CHECK(resumed->lr() == opt->lr());
@@ -361,7 +362,7 @@ TEST_CASE("optim state round trip: save, resume, and continue bit-exactly") {
         const autograd::io::SafetensorsFile f = autograd::io::load_safetensors(path);
         CHECK(f.metadata.at("note") == "three steps");
         CHECK(f.metadata.at("optim.type") == resumed->name());
-        const std::string buf = std::string(name) == "sgd" ? "sgd.momentum_buffer.0" : std::string(name) + ".m.0";
+        const std::string buf = std::string(m.name) == "sgd" ? "sgd.momentum_buffer.0" : std::string(m.name) + ".m.0";
         REQUIRE(f.find(buf) != nullptr);
         CHECK(f.find(buf)->shape == net.l1.weight.shape());
         CHECK(f.find("optim.step_count") != nullptr);

@@ -147,8 +147,9 @@ void check_against_pytorch(const std::string& path, bool pre_norm) {
     Worst wg;
     double grad_scale = 0.0, key_bias_grad = 0.0;   // largest |gradient| of the model; largest |d b_k|
     std::vector<std::vector<float>> before;         // parameters before the step, for the b_k bound
-    for (auto& [name, p] : params) {
-        Tensor t = p;
+    for (const auto& named : params) {
+        const std::string& name = named.first;   // a plain reference: REQUIRE_MESSAGE's lambda captures it
+        Tensor t = named.second;
         REQUIRE_MESSAGE(t.grad_data(), name << " has no gradient");
         const std::vector<float> want = fixture_f32(f, "grad." + name);
         REQUIRE(static_cast<int64_t>(want.size()) == t.numel());

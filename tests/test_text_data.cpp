@@ -194,7 +194,8 @@ TEST_CASE("Vocab: JSON round trip and validation") {
     SUBCASE("a bad vocabulary throws runtime_error saying what is wrong") {
         const std::string good = R"(["<pad>","<bos>","<eos>","<unk>","hello"])";
         CHECK(data::Vocab::from_json(json::parse(good)).id("hello") == 4);
-        const std::pair<std::string, const char*> cases[] = {   // {JSON text, what the message must say}
+        struct Case { std::string json; const char* message; };   // the JSON text, what the message must say
+        const Case cases[] = {
             {R"({"tokens":[]})", "json: expected an array, got an object"},
             {R"(["<pad>","<bos>","<eos>"])", "3 tokens, fewer than the 4 specials"},
             {R"(["<bos>","<pad>","<eos>","<unk>","hello"])", "id 0: must be <pad>, got '<bos>'"},
@@ -202,9 +203,9 @@ TEST_CASE("Vocab: JSON round trip and validation") {
             {R"(["<pad>","<bos>","<eos>","<unk>",""])", "id 4: empty token"},
             {R"(["<pad>","<bos>","<eos>","<unk>",5])", "id 4: expected a string, got 5"},
         };
-        for (const auto& [bad, message] : cases) {
-            CAPTURE(bad);
-            CHECK_THROWS_WITH_AS(data::Vocab::from_json(json::parse(bad)), doctest::Contains(message), std::runtime_error);
+        for (const Case& c : cases) {
+            CAPTURE(c.json);
+            CHECK_THROWS_WITH_AS(data::Vocab::from_json(json::parse(c.json)), doctest::Contains(c.message), std::runtime_error);
         }
         // JSON text is valid UTF-8, but a value built in memory may not be
         CHECK_THROWS_WITH_AS(data::Vocab::from_json(json::Array{"<pad>", "<bos>", "<eos>", "<unk>", "\xFF"}),

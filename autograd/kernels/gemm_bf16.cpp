@@ -321,7 +321,7 @@ void gemm_bf16_fast(const Args& g) {
     }
 #ifdef _OPENMP
     #pragma omp parallel
-    gemm_bf16_thread(g, Ap, Bp, omp_get_num_threads(), omp_get_thread_num());
+    gemm_bf16_thread(g, Ap, Bp, team_size(), team_index());
 #endif
 }
 

@@ -5,9 +5,7 @@
 #include <cstddef>
 #include <new>
 
-#ifdef _OPENMP
-#include <omp.h>
-#endif
+#include "autograd/kernels/threads.h"
 
 namespace autograd::kernels::gemm_driver {
 
@@ -59,7 +57,7 @@ inline void team_barrier([[maybe_unused]] int nt) {
 // threads can come (OMP_NUM_THREADS=1, or inside a caller's parallel region with nesting off).
 inline bool use_threads([[maybe_unused]] double flops, [[maybe_unused]] double min_flops) {
 #ifdef _OPENMP
-    return flops >= min_flops && omp_get_max_threads() > 1 && omp_get_active_level() < omp_get_max_active_levels();
+    return flops >= min_flops && max_threads() > 1 && active_level() < max_active_levels();
 #else
     return false;
 #endif

@@ -19,10 +19,7 @@
 
 #include "autograd/kernels/allocator.h"
 #include "autograd/kernels/grad_out.h"
-
-#ifdef _OPENMP
-#include <omp.h>
-#endif
+#include "autograd/kernels/threads.h"   // team_size, team_index, max_threads, ...: OpenMP's runtime calls
 
 namespace autograd::kernels {
 
@@ -52,42 +49,6 @@ inline bool worth_threads(int64_t work, int64_t min_work) {
     if (work <= min_work) return false;
     detail::threaded_regions.fetch_add(1, std::memory_order_relaxed);
     return true;
-}
-
-// ---- the OpenMP runtime calls the library makes, each with its serial answer without OpenMP
-
-inline constexpr bool kOpenMP =
-#ifdef _OPENMP
-    true;
-#else
-    false;
-#endif
-
-inline int team_size() {      // threads in the current parallel region (1 outside one)
-#ifdef _OPENMP
-    return omp_get_num_threads();
-#else
-    return 1;
-#endif
-}
-inline int team_index() {     // this thread's number in it, 0 .. team_size() - 1
-#ifdef _OPENMP
-    return omp_get_thread_num();
-#else
-    return 0;
-#endif
-}
-inline int max_threads() {    // threads a new parallel region would get (OMP_NUM_THREADS)
-#ifdef _OPENMP
-    return omp_get_max_threads();
-#else
-    return 1;
-#endif
-}
-inline void set_max_threads([[maybe_unused]] int n) {   // omp_set_num_threads; nothing without OpenMP
-#ifdef _OPENMP
-    omp_set_num_threads(n);
-#endif
 }
 
 // ---- the deterministic column-split reduction

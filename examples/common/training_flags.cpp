@@ -1,10 +1,9 @@
 #include "examples/common/training_flags.h"
 
-#include <omp.h>
-
 #include <cstdio>
 
 #include "autograd/kernels/gemm_bf16.h"
+#include "autograd/kernels/threads.h"
 
 namespace common {
 
@@ -24,7 +23,7 @@ void add_training_flags(ArgParser& p, TrainingFlags& t, const std::string& seed_
 void apply_training_flags(const ArgParser& p, const TrainingFlags& t) {
     if (t.d_model % t.heads != 0)
         p.fail("--d-model (" + std::to_string(t.d_model) + ") must be a multiple of --heads (" + std::to_string(t.heads) + ")");
-    if (t.threads > 0) omp_set_num_threads(t.threads);
+    if (t.threads > 0) autograd::kernels::set_max_threads(t.threads);
     if (t.bf16 && !autograd::kernels::bf16_dot_supported())
         p.fail("--bf16 needs a CPU with AVX512_BF16 (vdpbf16ps), and this one has none");
 }
