@@ -1,3 +1,12 @@
 // The doctest runner: every tests/test_*.cpp file registers its TEST_CASEs here.
-#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
+#define DOCTEST_CONFIG_IMPLEMENT
 #include <doctest/doctest.h>
+
+#include "autograd/kernels/busy_cores.h"
+
+int main(int argc, char** argv) {
+    // A test machine busy with other work must not send the tests of the threaded paths down the
+    // serial one (busy_cores.h); the tests of that watch turn it on for themselves.
+    autograd::kernels::detail::set_busy_cores_watch(false);
+    return doctest::Context(argc, argv).run();
+}

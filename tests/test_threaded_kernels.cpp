@@ -372,3 +372,75 @@ TEST_CASE("threaded Adam and SGD updates: equal to the update rule evaluated in 
         expect_close(got[0], Tensor::from_vector(want, {n}), 1e-5, 1e-6, "parameter after 3 steps");
     }
 }
+
+// ---- busy_cores: teams give way to another program that keeps the cores busy
+
+TEST_CASE("busy_cores: a late team sends kernels to one thread for a while that doubles, then forgets") {
+    constexpr int64_t ms = 1000000, us = 1000;
+    BusyCores watch;
+    // an idle machine's teams: tiny waits, or waits that are a small part of a long region
+    watch.report(0, 20 * us, 5 * us);
+    watch.report(1 * ms, 400 * us, 99 * us);             // under kLateMicroseconds
+    watch.report(2 * ms, 2000 * us, 400 * us);           // over it, but a fifth of the region
+    CHECK_FALSE(watch.busy(2 * ms));
+    CHECK(watch.backoff_ns() == 0);
+
+    watch.report(10 * ms, 1000 * us, 300 * us);          // late: 300 us waited of 1000
+    CHECK(watch.backoff_ns() == BusyCores::kFirstBackoffMs * ms);
+    CHECK(watch.busy(10 * ms));
+    CHECK(watch.busy(10 * ms + BusyCores::kFirstBackoffMs * ms - 1));
+    CHECK_FALSE(watch.busy(10 * ms + BusyCores::kFirstBackoffMs * ms));
+
+    // each late team soon after doubles the while, up to kMaxBackoffMs
+    int64_t t = 100 * ms, expected = BusyCores::kFirstBackoffMs * ms;
+    for (int i = 0; i < 8; i++) {
+        watch.report(t, 5 * ms, 3 * ms);
+        expected = std::min(2 * expected, BusyCores::kMaxBackoffMs * ms);
+        CAPTURE(i);
+        CHECK(watch.backoff_ns() == expected);
+        CHECK(watch.busy(t + expected - 1));
+        CHECK_FALSE(watch.busy(t + expected));
+        t += expected;
+    }
+    CHECK(watch.backoff_ns() == BusyCores::kMaxBackoffMs * ms);
+    // teams on time change nothing; a late one after kForgetMs without any starts over
+    watch.report(t, 1 * ms, 1 * us);
+    CHECK(watch.backoff_ns() == BusyCores::kMaxBackoffMs * ms);
+    t += BusyCores::kForgetMs * ms + 1;
+    watch.report(t, 1 * ms, 900 * us);
+    CHECK(watch.backoff_ns() == BusyCores::kFirstBackoffMs * ms);
+}
+
+TEST_CASE("busy_cores: team_wait_ns adds the late start and the late finish") {
+    // thread 0 starts at 0 and finishes at 50; thread 1 starts at 30 and finishes at 200;
+    // thread 2 starts at 10 and finishes at 120: 30 waited for the last start, 150 for the last finish
+    const int64_t arrive[] = {0, 30, 10}, finish[] = {50, 200, 120};
+    CHECK(team_wait_ns(arrive, finish, 3) == 30 + 150);
+    CHECK(team_wait_ns(arrive, finish, 2) == 30 + 150);
+    CHECK(team_wait_ns(arrive, finish, 1) == 0);
+}
+
+TEST_CASE("busy_cores: while the cores are busy, kernels run on the calling thread, with the same results") {
+    const int64_t C = 128, R = kSoftmaxParallelMin / C + 1;
+    const Tensor x = Tensor::randn({R, C});
+    ThreadCount two(2);
+    const Run on_team = run_on(2, [&] { return std::vector<Tensor>{softmax(x)}; });
+    std::vector<float> a(301 * 203), b(203 * 517), c_team(301 * 517), c_busy(301 * 517);
+    for (std::size_t i = 0; i < a.size(); i++) a[i] = float(i % 7) - 3.0f;
+    for (std::size_t i = 0; i < b.size(); i++) b[i] = float(i % 5) - 2.0f;
+    gemm(false, false, 301, 517, 203, a.data(), 203, b.data(), 517, c_team.data(), 517, false);
+
+    kernels::detail::set_busy_cores_watch(true);
+    kernels::detail::busy_cores_state().report(now_ns(), 2000000, 1500000);   // a team that waited 1.5 ms of 2
+    CHECK(cores_busy());
+    const Run busy = run_on(2, [&] { return std::vector<Tensor>{softmax(x)}; });
+    gemm(false, false, 301, 517, 203, a.data(), 203, b.data(), 517, c_busy.data(), 517, false);
+    kernels::detail::busy_cores_state().reset();
+    CHECK_FALSE(cores_busy());
+    kernels::detail::set_busy_cores_watch(false);
+
+    CHECK(busy.regions == 0);   // one thread did it all
+    if (kOpenMP) CHECK(on_team.regions == 1);
+    CHECK(std::memcmp(busy.tensors[0].data(), on_team.tensors[0].data(), R * C * sizeof(float)) == 0);
+    CHECK(c_busy == c_team);
+}

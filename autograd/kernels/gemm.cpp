@@ -284,8 +284,7 @@ void gemm_using(const Args& g) {
         gemm_thread<Isa>(g, Bp, 1, 0);
         return;
     }
-    #pragma omp parallel
-    gemm_thread<Isa>(g, Bp, team_size(), team_index());
+    run_team([&](int nt, int tid) { gemm_thread<Isa>(g, Bp, nt, tid); });
 }
 
 }  // namespace

@@ -319,10 +319,7 @@ void gemm_bf16_fast(const Args& g) {
         gemm_bf16_thread(g, Ap, Bp, 1, 0);
         return;
     }
-#ifdef _OPENMP
-    #pragma omp parallel
-    gemm_bf16_thread(g, Ap, Bp, team_size(), team_index());
-#endif
+    run_team([&](int nt, int tid) { gemm_bf16_thread(g, Ap, Bp, nt, tid); });
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <new>
 
+#include "autograd/kernels/busy_cores.h"
 #include "autograd/kernels/threads.h"
 
 namespace autograd::kernels::gemm_driver {
@@ -54,13 +55,33 @@ inline void team_barrier([[maybe_unused]] int nt) {
 
 // Is a thread team worth starting for `flops` of work? Not below min_flops: a team costs about a
 // microsecond even when its threads are awake, far more when they sleep. Nor when no more
-// threads can come (OMP_NUM_THREADS=1, or inside a caller's parallel region with nesting off).
+// threads can come (OMP_NUM_THREADS=1, or inside a caller's parallel region with nesting off),
+// nor while another program keeps the cores busy (busy_cores.h).
 inline bool use_threads([[maybe_unused]] double flops, [[maybe_unused]] double min_flops) {
 #ifdef _OPENMP
-    return flops >= min_flops && max_threads() > 1 && active_level() < max_active_levels();
+    return flops >= min_flops && max_threads() > 1 && active_level() < max_active_levels() && !cores_busy();
 #else
     return false;
 #endif
+}
+
+// Runs thread(nt, tid) on every thread of a new team, and tells busy_cores how long the team's
+// threads waited for one another (the clock costs a few tens of nanoseconds per thread).
+template <class ThreadFn>
+void run_team(ThreadFn thread) {
+    constexpr int kTimed = 64;   // threads whose times are kept: plenty to see a late one
+    int64_t arrive[kTimed], finish[kTimed];
+    int team = 1;
+    const int64_t start = now_ns();
+    #pragma omp parallel
+    {
+        const int nt = team_size(), tid = team_index();
+        if (tid < kTimed) arrive[tid] = now_ns();
+        thread(nt, tid);
+        if (tid < kTimed) finish[tid] = now_ns();
+        if (tid == 0) team = nt;
+    }
+    report_team(start, arrive, finish, team < kTimed ? team : kTimed);
 }
 
 struct Args {  // one gemm() or gemm_bf16() call's arguments

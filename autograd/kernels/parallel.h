@@ -18,6 +18,7 @@
 #include <cstdint>
 
 #include "autograd/kernels/allocator.h"
+#include "autograd/kernels/busy_cores.h"
 #include "autograd/kernels/grad_out.h"
 #include "autograd/kernels/threads.h"   // team_size, team_index, max_threads, ...: OpenMP's runtime calls
 
@@ -45,8 +46,9 @@ inline std::atomic<int64_t> threaded_regions{0};
 //     #pragma omp parallel for simd if (parallel: worth_threads(n, kElementwiseParallelMin))
 // On `parallel for simd` the `parallel:` matters: a plain `if` applies to the simd part as well
 // (OpenMP 5.0), so a loop below the threshold would also be asked not to vectorize.
+// While another program keeps the cores busy (busy_cores.h), no loop is: one thread does it all.
 inline bool worth_threads(int64_t work, int64_t min_work) {
-    if (work <= min_work) return false;
+    if (work <= min_work || cores_busy()) return false;
     detail::threaded_regions.fetch_add(1, std::memory_order_relaxed);
     return true;
 }

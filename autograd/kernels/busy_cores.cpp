@@ -1,0 +1,30 @@
+#include "autograd/kernels/busy_cores.h"
+
+#include <chrono>
+
+namespace autograd::kernels {
+
+namespace {
+BusyCores g_busy_cores;
+std::atomic<bool> g_watch{true};
+}  // namespace
+
+int64_t now_ns() {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+bool cores_busy() { return g_watch.load(std::memory_order_relaxed) && g_busy_cores.busy(now_ns()); }
+
+void report_team(int64_t start_ns, const int64_t* arrive_ns, const int64_t* finish_ns, int threads) {
+    if (threads < 2 || !g_watch.load(std::memory_order_relaxed)) return;
+    const int64_t end = now_ns();
+    g_busy_cores.report(end, end - start_ns, team_wait_ns(arrive_ns, finish_ns, threads));
+}
+
+namespace detail {
+void set_busy_cores_watch(bool on) { g_watch.store(on, std::memory_order_relaxed); }
+bool busy_cores_watch() { return g_watch.load(std::memory_order_relaxed); }
+BusyCores& busy_cores_state() { return g_busy_cores; }
+}  // namespace detail
+
+}  // namespace autograd::kernels

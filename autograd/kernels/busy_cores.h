@@ -1,0 +1,88 @@
+// busy_cores: a thread team only helps when its threads have cores to run on.
+//
+// A learner's machine is rarely idle: a browser, an editor, a compiler share its cores. A team of
+// two threads then runs in lockstep with a third program: whenever one thread of the team is off
+// its core, the other waits for it, at the end of each parallel region and at every barrier
+// inside one, and OpenMP runtimes spin while they wait, taking the core the waited-for thread
+// needs. A training step has hundreds of regions, so on 2 cores beside busy programs two threads
+// ran several times slower than one (docs/13 has the measurements).
+//
+// So the GEMM driver times each thread team it starts (the products are most of a step's teams
+// and nearly all of its time) and reports how long the team's threads waited for one another:
+// from the first thread's start to the last one's, plus from the first thread's finish to the
+// last one's. On an idle machine that is a few microseconds. When it is more than
+// kLateMicroseconds and more than a quarter of the region, another program has the cores: for a
+// while every kernel runs on the calling thread alone, as one thread would, and then teams are
+// tried again. The while starts at kFirstBackoffMs and doubles with each late team, up to
+// kMaxBackoffMs; a late team after kForgetMs without one starts over. Being wrong costs little
+// either way: a false alarm on an idle machine runs one thread for 50 ms, a team that finds the
+// cores still busy costs one slow region. Results never change: every kernel gives the same bits
+// on any number of threads.
+#pragma once
+#include <algorithm>
+#include <atomic>
+#include <climits>
+#include <cstdint>
+
+namespace autograd::kernels {
+
+// The policy, as a value with its own clock, so that a test can drive it with made-up times.
+class BusyCores {
+public:
+    static constexpr int64_t kLateMicroseconds = 100;       // waits below this are an idle machine's noise
+    static constexpr int64_t kFirstBackoffMs = 50, kMaxBackoffMs = 2000;
+    static constexpr int64_t kForgetMs = 10000;             // a late team this long ago is forgotten
+
+    // A team's region took region_ns; its threads waited waited_ns for one another; now_ns is
+    // the time at its end (any clock that only goes forward, in nanoseconds).
+    void report(int64_t now_ns, int64_t region_ns, int64_t waited_ns) {
+        if (waited_ns <= kLateMicroseconds * 1000 || 4 * waited_ns <= region_ns) return;   // on time
+        const int64_t last = last_late_ns_.exchange(now_ns, std::memory_order_relaxed);
+        int64_t backoff = backoff_ns_.load(std::memory_order_relaxed);
+        if (now_ns - last > kForgetMs * 1000000) backoff = 0;   // the first late team in a while
+        backoff = std::clamp(2 * backoff, kFirstBackoffMs * 1000000, kMaxBackoffMs * 1000000);
+        backoff_ns_.store(backoff, std::memory_order_relaxed);
+        serial_until_ns_.store(now_ns + backoff, std::memory_order_relaxed);
+    }
+    // Should kernels run on the calling thread alone at now_ns?
+    bool busy(int64_t now_ns) const { return now_ns < serial_until_ns_.load(std::memory_order_relaxed); }
+    int64_t backoff_ns() const { return backoff_ns_.load(std::memory_order_relaxed); }
+    void reset() {
+        serial_until_ns_.store(0, std::memory_order_relaxed);
+        backoff_ns_.store(0, std::memory_order_relaxed);
+        last_late_ns_.store(INT64_MIN / 2, std::memory_order_relaxed);
+    }
+
+private:
+    std::atomic<int64_t> serial_until_ns_{0}, backoff_ns_{0}, last_late_ns_{INT64_MIN / 2};
+};
+
+// How long the threads of a team waited for one another, from the times each one started and
+// finished its share: the first to start waits for the last to start (at the team's first
+// barrier, or for its share of the work), and the first to finish waits for the last.
+inline int64_t team_wait_ns(const int64_t* arrive_ns, const int64_t* finish_ns, int threads) {
+    int64_t first_in = arrive_ns[0], last_in = arrive_ns[0], first_out = finish_ns[0], last_out = finish_ns[0];
+    for (int t = 1; t < threads; t++) {
+        first_in = std::min(first_in, arrive_ns[t]);
+        last_in = std::max(last_in, arrive_ns[t]);
+        first_out = std::min(first_out, finish_ns[t]);
+        last_out = std::max(last_out, finish_ns[t]);
+    }
+    return (last_in - first_in) + (last_out - first_out);
+}
+
+// The process's policy, on the steady clock.
+int64_t now_ns();    // steady clock, nanoseconds
+bool cores_busy();   // kernels ask before they start a team
+// A team started at start_ns; its threads started and finished their shares at these times.
+void report_team(int64_t start_ns, const int64_t* arrive_ns, const int64_t* finish_ns, int threads);
+
+namespace detail {
+// Tests that check a kernel's threaded path turn the watch off, so that a loaded test machine
+// cannot send them down the serial one; the tests of the policy turn it back on.
+void set_busy_cores_watch(bool on);
+bool busy_cores_watch();
+BusyCores& busy_cores_state();
+}  // namespace detail
+
+}  // namespace autograd::kernels
