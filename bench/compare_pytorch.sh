@@ -13,8 +13,12 @@
 # --bf16), and prints the ratio to each.
 #
 # PyTorch: Debian's python3-torch (apt-get install -y python3-torch libopenblas0-openmp), run by
-# /usr/bin/python3 with 2 threads. Set OPENBLAS_CORETYPE (e.g. SkylakeX) in the environment to
-# pick OpenBLAS's kernel on CPUs it does not recognise; it is passed through and printed.
+# /usr/bin/python3 with 2 threads. OpenBLAS picks its kernels by CPU model, and in a VM it may not
+# recognise the CPU and fall back to slow generic ones; so unless OPENBLAS_CORETYPE is set in the
+# environment, this script sets it from the instruction sets the CPU reports: SkylakeX with
+# AVX-512, Haswell with AVX2 (a SkylakeX kernel on a CPU without AVX-512 would crash). It is
+# printed with the results. OPENBLAS_CORETYPE=Haswell on an AVX-512 machine, with ours built with
+# make ARCH=-march=haswell, compares the two AVX2 paths like for like.
 # Peak RSS comes from /usr/bin/time -v (whole process, Python and libraries included for PyTorch).
 set -eu
 torch_script=$(dirname "$0")/torch_copy_task.py
@@ -29,7 +33,12 @@ if ! { ldconfig -p || /sbin/ldconfig -p; } 2>/dev/null | grep -q 'libopenblas\.s
          "install it first (apt-get install -y libopenblas0-openmp)" >&2
     exit 2
 fi
-echo "OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-(unset)}  OMP_NUM_THREADS=2  rounds=$rounds"
+if [ -z "${OPENBLAS_CORETYPE:-}" ]; then
+    if grep -qw avx512f /proc/cpuinfo 2>/dev/null; then export OPENBLAS_CORETYPE=SkylakeX
+    elif grep -qw avx2 /proc/cpuinfo 2>/dev/null; then export OPENBLAS_CORETYPE=Haswell
+    fi
+fi
+echo "OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-(unset: OpenBLAS chooses)}  OMP_NUM_THREADS=2  rounds=$rounds"
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT

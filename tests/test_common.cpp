@@ -13,6 +13,8 @@
 #include "examples/common/heatmap_terminal.h"
 #include "examples/common/progress.h"
 #include "examples/common/svg.h"
+#include "examples/common/training_flags.h"
+#include "optim/optim.h"
 
 using namespace common;
 
@@ -237,6 +239,27 @@ TEST_CASE("ArgParser rejects malformed registrations") {
 
 // ---------------------------------------------------------------------------------------------
 // Progress
+
+TEST_CASE("make_lr_schedule: --schedule cosine ends at 0, noam is the paper's, another name is refused") {
+    autograd::Tensor w = autograd::Tensor::zeros({1}).requires_grad_();
+    optim::Adam opt({w}, {.lr = 0.0f});
+    // the copy task's default: 100 warmup steps to 3e-3, then a cosine down to 0 at step 600
+    const auto cosine = make_lr_schedule(opt, "cosine", 3e-3f, 1.0f, 128, 100, 600);
+    CHECK(cosine->lr_at(1) == doctest::Approx(3e-5));                     // 3e-3 * 1/100
+    CHECK(cosine->lr_at(100) == doctest::Approx(3e-3));                   // the peak, at the end of warmup
+    CHECK(cosine->lr_at(350) == doctest::Approx(1.5e-3));                 // halfway down: cos(pi/2) = 0
+    CHECK(cosine->lr_at(600) == doctest::Approx(0.0).epsilon(1e-12));     // 0 at the last step
+    // noam ignores --lr: factor * D^-0.5 * min(step^-0.5, step * warmup^-1.5), peak at step = warmup
+    const auto noam = make_lr_schedule(opt, "noam", 3e-3f, 0.5f, 512, 400, 600);
+    CHECK(noam->lr_at(400) == doctest::Approx(0.5 / std::sqrt(512.0 * 400.0)));
+    CHECK(noam->lr_at(600) == doctest::Approx(0.5 / std::sqrt(512.0 * 600.0)));   // still far from 0
+    // a run shorter than its warmup is all warmup: the peak at its last step
+    const auto short_run = make_lr_schedule(opt, "cosine", 3e-3f, 1.0f, 128, 100, 30);
+    CHECK(short_run->lr_at(15) == doctest::Approx(1.5e-3));
+    CHECK(short_run->lr_at(30) == doctest::Approx(3e-3));
+    CHECK_THROWS_WITH_AS(make_lr_schedule(opt, "linear", 3e-3f, 1.0f, 128, 100, 600),
+                         doctest::Contains("unknown learning-rate schedule 'linear'"), std::invalid_argument);
+}
 
 TEST_CASE("format_duration") {
     CHECK(format_duration(0.25) == "0.25s");

@@ -1,6 +1,8 @@
 #include "examples/common/training_flags.h"
 
+#include <algorithm>
 #include <cstdio>
+#include <stdexcept>
 
 #include "autograd/kernels/gemm_bf16.h"
 #include "autograd/kernels/threads.h"
@@ -13,7 +15,7 @@ void add_training_flags(ArgParser& p, TrainingFlags& t, const std::string& seed_
     p.add("--heads", &t.heads, "attention heads (h); must divide D").range(1, 256);
     p.add("--d-ff", &t.d_ff, "feed-forward width (F)").range(1, 65536);
     p.add("--dropout", &t.dropout, "dropout probability").range(0, 0.99);
-    p.add("--warmup", &t.warmup, "warmup steps of the Noam schedule").min(1);
+    p.add("--warmup", &t.warmup, "warmup steps of the learning-rate schedule").min(1);
     p.add("--lr-factor", &t.lr_factor, "factor of the Noam schedule").range(0, 100);
     p.add("--seed", &t.seed, seed_help);
     p.add("--threads", &t.threads, "OpenMP threads (0: all cores)").range(0, 1024);
@@ -40,6 +42,16 @@ std::string describe(const models::TransformerConfig& cfg) {
                   autograd::matmul_precision() == autograd::Precision::bf16 ? " bf16" : "");
     if (cfg.tie_weights) return std::string(line) + ", tied embeddings";
     return line;
+}
+
+std::unique_ptr<optim::LRSchedule> make_lr_schedule(optim::Optimizer& opt, const std::string& name, float lr,
+                                                    float lr_factor, int64_t d_model, int warmup, int total_steps) {
+    if (name == "noam") return std::make_unique<optim::NoamSchedule>(opt, d_model, warmup, lr_factor);
+    if (name == "cosine") {
+        const int total = std::max(total_steps, 1);
+        return std::make_unique<optim::WarmupCosineSchedule>(opt, lr, std::min(warmup, total), total);
+    }
+    throw std::invalid_argument("unknown learning-rate schedule '" + name + "' (cosine or noam)");
 }
 
 }  // namespace common

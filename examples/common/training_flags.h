@@ -9,10 +9,12 @@
 //   autograd::MixedPrecisionGuard mixed_precision(t.bf16);  // --bf16: bf16 matrix products
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "examples/common/args.h"
 #include "models/transformer.h"
+#include "optim/lr_schedule.h"
 
 namespace common {
 
@@ -42,5 +44,13 @@ models::TransformerConfig transformer_config(const TrainingFlags& t, int64_t src
 
 // "N=2 D=128 F=256 h=4 dropout=0.1", for the line each example prints before training.
 std::string describe(const models::TransformerConfig& cfg);
+
+// The learning-rate schedule named by a --schedule flag, over a run of total_steps:
+//   "noam":   lr = lr_factor * Noam(d_model, warmup)  (the paper's; it never comes down to 0)
+//   "cosine": warmup steps from 0 to `lr`, then half a cosine down to 0 at total_steps (a run
+//             shorter than its warmup is all warmup)
+// Throws std::invalid_argument for another name.
+std::unique_ptr<optim::LRSchedule> make_lr_schedule(optim::Optimizer& opt, const std::string& name, float lr,
+                                                    float lr_factor, int64_t d_model, int warmup, int total_steps);
 
 }  // namespace common
