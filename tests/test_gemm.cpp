@@ -62,7 +62,7 @@ TEST_CASE("gemm equals gemm_naive on awkward shapes, all transposes, padded, acc
 TEST_CASE("gemm: every transpose and accumulate mode on block-crossing shapes") {
     // shapes that cross the internal block sizes of every micro-kernel: micro-tiles (6 x 8 up to
     // 12 x 32), row blocks (MC = 128 to 192), slices of the sum (KC = 256 or 512: K = 257, 513 and
-    // 1100 take two to five slices), column panels (NC = 3072 or 4096: N = 4099); and N > 512,
+    // 1100 take two to five slices), column panels (NC = 4096: N = 4099); and N > 512,
     // where a transposed A is packed rather than read in place
     struct Dims { int M, N, K; };
     const Dims shapes[] = {{13, 65, 300}, {100, 31, 513}, {64, 64, 256}, {49, 97, 1}, {5, 40, 1100},
@@ -83,6 +83,28 @@ TEST_CASE("gemm: every transpose and accumulate mode on block-crossing shapes") 
                             check_against_naive(Problem(ta, tb, d.M, d.N, d.K, pad, 7), acc, kernel.fn);
                         }
     }
+}
+
+TEST_CASE("gemm: the dW products, read in place or packed, on every micro-kernel") {
+    // Each instruction set either reads A^T and B where they lie or packs them
+    // (kTransposedAInPlace); both ways run here on every kernel. N = 40 and 601 with lda up to
+    // 1031 take both sides of the bounds under which a transposed A is read in place.
+    struct Dims { int M, N, K; };
+    const Dims shapes[] = {{13, 40, 300}, {101, 601, 70}, {1031, 37, 520}, {7, 33, 1}};
+    for (int mode : {1, 0}) {
+        autograd::kernels::detail::set_gemm_tn_in_place(mode);
+        for (const KernelUnderTest& kernel : kernels_under_test())
+            for (const Dims& d : shapes)
+                for (int acc = 0; acc < 2; acc++) {
+                    CAPTURE(mode);
+                    CAPTURE(kernel.name);
+                    CAPTURE(d.M);
+                    CAPTURE(d.N);
+                    CAPTURE(d.K);
+                    check_against_naive(Problem(true, false, d.M, d.N, d.K, 3, 17), acc, kernel.fn);
+                }
+    }
+    autograd::kernels::detail::set_gemm_tn_in_place(-1);
 }
 
 TEST_CASE("gemm with K == 0: zeros, or C unchanged when accumulating") {

@@ -38,7 +38,7 @@
 // 3) Register tiling. The micro-kernel (gemm_micro_kernel.h) keeps an MR x NR tile of C in vector
 //    registers for the whole KC-long sum: for each k it loads the NR floats of B's row, broadcasts
 //    each of the MR floats of A, and does MR * NR / lanes fused multiply-adds. The tile and the
-//    cache blocks follow the instruction set (AVX-512: 12 x 32, AVX2+FMA: 6 x 16, NEON: 8 x 12,
+//    cache blocks follow the instruction set (AVX-512: 12 x 32, AVX2+FMA: 6 x 16, NEON: 8 x 8,
 //    portable vectors: 6 x 8); this driver is the same for all of them.
 //
 // Determinism: the sum for each C element is always done in the same order (the KC slices in
@@ -51,6 +51,7 @@
 #include "autograd/kernels/parallel.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstddef>
 #include <cstring>
 #include <new>
@@ -91,6 +92,15 @@ using namespace gemm_driver;
 // Below this many flops (~10 us of work for one core) a thread team costs more than it saves.
 // To re-measure: bench_gemm's small shapes with OMP_NUM_THREADS=1 and 2.
 constexpr double kMinParallelFlops = 2.0e6;
+
+// Tests force the dW products' in-place reading on or off (detail::set_gemm_tn_in_place), so that
+// both ways run on every instruction set; -1 leaves it to Isa::kTransposedAInPlace.
+std::atomic<int> g_tn_in_place{-1};
+template <class Isa>
+bool tn_in_place() {
+    const int forced = g_tn_in_place.load(std::memory_order_relaxed);
+    return forced < 0 ? Isa::kTransposedAInPlace : forced == 1;
+}
 
 // Each thread's own packing space (gemm_driver.h).
 thread_local PackBuffer<float> tls_pack_a;     // this thread's Ap block
@@ -199,14 +209,15 @@ void gemm_thread(const Args& g, float* Bp, int nt, int tid) {
             const int kc = std::min(KC, g.K - pc);
             const bool add_to_c = g.accumulate || pc > 0;  // later slices add to earlier ones
 
-            // When A is transposed (the dW = dy^T x products) and B is not, the kernel reads
+            // When A is transposed (the dW = dy^T x products) and B is not, the kernel can read
             // full NR-wide slivers of B in place (a row of the sliver is NR consecutive floats
             // of a row of B); only a last, partial sliver is packed, by each thread that needs
-            // it, privately: no B copy and no barriers. NN products already read A in place,
-            // and two unpacked streams are slower at large N, so there, and for transposed B,
-            // all threads pack the B panel together, then wait until it is complete. To
-            // re-measure: bench_gemm's TN rows (the dW products) against NN and NT.
-            const bool b_in_place = g.trans_a && !g.trans_b;
+            // it, privately: no B copy and no barriers. Whether that wins depends on the core
+            // (Isa::kTransposedAInPlace, gemm_micro_kernel.h). Otherwise, and always for NN, NT
+            // and TT products, all threads pack the B panel together, then wait until it is
+            // complete. To re-measure: bench_gemm's TN rows (the dW products) against NN and NT.
+            const bool in_place = tn_in_place<Isa>();
+            const bool b_in_place = in_place && g.trans_a && !g.trans_b;
             const int last = ns - 1;
             const float* edge = nullptr;
             if (!b_in_place) {
@@ -228,14 +239,14 @@ void gemm_thread(const Args& g, float* Bp, int nt, int tid) {
                 // (zero-padded), so the kernel never reads past row M. Packing would cost a copy
                 // of every float of A, which at small N (D = 128) is used by few multiply-adds.
                 // Transposed, the MR floats the kernel needs at each k are contiguous too, a row
-                // of A apart. Reading them in place saves the copy but reads A once per B sliver
-                // (N / NR times) with a stride of lda: it wins while N is small (few re-reads)
-                // and rows are close (the strided reads stay in cache), and packing wins beyond.
-                // The bounds below are where the two met on the machine these were tuned on
-                // (D = 128 dW products: in place faster; N or lda of 2048: packing faster). To
-                // re-measure, run bench_gemm's TN rows with each choice forced.
+                // of A apart. Where the core reads that well (Isa::kTransposedAInPlace), they are
+                // read in place while N is small (few re-reads) and rows are close (the strided
+                // reads stay in cache): the bounds below are where in place and packing met on
+                // the machine that was tuned on (D = 128 dW products: in place faster; N or lda
+                // of 2048: packing faster). To re-measure, run bench_gemm's TN rows with each
+                // choice forced.
                 constexpr int kInPlaceMaxN = 512, kInPlaceMaxLda = 1024;
-                const bool a_in_place = !g.trans_a || (g.N <= kInPlaceMaxN && g.lda <= kInPlaceMaxLda);
+                const bool a_in_place = !g.trans_a || (in_place && g.N <= kInPlaceMaxN && g.lda <= kInPlaceMaxLda);
                 const int full = a_in_place ? mc / MR * MR : 0;  // rows read in place
                 if (full < mc) pack_a<MR>(g.trans_a, g.A, g.lda, i0 + full, mc - full, pc, kc, Ap + idx(full) * kc);
 
@@ -310,13 +321,15 @@ const char* gemm_kernel_name(GemmKernel kernel) {
     switch (kernel) {
         case GemmKernel::avx512: return "AVX-512 (12 x 32 tile)";
         case GemmKernel::avx2_fma: return "AVX2+FMA (6 x 16 tile)";
-        case GemmKernel::neon: return "NEON (8 x 12 tile)";
+        case GemmKernel::neon: return "NEON (8 x 8 tile)";
         case GemmKernel::portable: return "portable vectors (6 x 8 tile)";
     }
     return "?";
 }
 
 namespace detail {
+void set_gemm_tn_in_place(int mode) { g_tn_in_place.store(mode, std::memory_order_relaxed); }
+
 void gemm_with(GemmKernel kernel, bool trans_a, bool trans_b, int M, int N, int K,
                const float* A, int lda, const float* B, int ldb,
                float* C, int ldc, bool accumulate) {

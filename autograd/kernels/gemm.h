@@ -45,6 +45,9 @@ namespace detail {
 void gemm_with(GemmKernel kernel, bool trans_a, bool trans_b, int M, int N, int K,
                const float* A, int lda, const float* B, int ldb,
                float* C, int ldc, bool accumulate);
+// For the tests: the dW products (A transposed, B not) read their operands in place (1), pack
+// them (0), or do as the kernel's instruction set says (-1, the default; gemm_micro_kernel.h).
+void set_gemm_tn_in_place(int mode);
 }  // namespace detail
 
 }  // namespace autograd::kernels

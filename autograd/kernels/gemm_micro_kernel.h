@@ -17,7 +17,8 @@
 //   struct      lanes  registers  tile MR x NR   accumulators + B vectors + 1 broadcast
 //   Avx512        16     32 zmm     12 x 32        24 + 2 + 1 = 27 registers
 //   Avx2Fma        8     16 ymm      6 x 16        12 + 2 + 1 = 15
-//   Neon           4     32 q        8 x 12        24 + 3 + 1 = 28      (aarch64)
+//   Neon           4     32 q        8 x 8         16 + 2 + 8 = 26      (aarch64: A's 8 values loaded
+//                                                                        at once; 8 x 12 spilled)
 //   Portable       4      -          6 x 8         12 + 2 + 1 = 15      (any compiler, any CPU)
 //
 // Why so many accumulators: a fused multiply-add takes about 4 cycles to give its result and a
@@ -53,8 +54,10 @@ using idx = std::ptrdiff_t;
 // ---- the instruction sets. Besides the vector operations, each names its cache blocks (the
 // loop nest in gemm.cpp): KC values of k per slice (a B sliver, KC x NR floats, should stay in L1
 // while the A slivers of a row block pass by), MC rows of A per packed block (MC x KC floats, in
-// L2), NC columns of B per packed panel (KC x NC floats, in L3). To re-tune for another cache,
-// run bench_gemm (make bench) for a few values around these.
+// L2), NC columns of B per packed panel (KC x NC floats, in L3); and kTransposedAInPlace: whether
+// the dW = dy^T x products (A transposed, B not) read their operands where they lie instead of
+// packing them (gemm.cpp says when). Both were measured with bench_gemm on one machine per
+// instruction set; to re-tune for another cache, run it for a few values around these.
 
 #if defined(__AVX512F__)
 struct Avx512 {
@@ -62,6 +65,7 @@ struct Avx512 {
     using V = __m512;
     static constexpr int kLanes = 16, MR = 12, NR = 32;
     static constexpr int KC = 512, MC = 192, NC = 4096;   // tuned on a Zen 5 core: 48 KB L1d, 1 MB L2
+    static constexpr bool kTransposedAInPlace = true;     // there: 1.3x on the D = 128 dW products
     static V zero() { return _mm512_setzero_ps(); }
     static V load(const float* p) { return _mm512_loadu_ps(p); }
     static void store(float* p, V x) { _mm512_storeu_ps(p, x); }
@@ -76,11 +80,15 @@ struct Avx2Fma {
     static constexpr const char* name = "AVX2+FMA";
     using V = __m256;
     static constexpr int kLanes = 8, MR = 6, NR = 16;
-    static constexpr int KC = 256, MC = 144, NC = 4096;   // tuned on a Zen 3 core: 32 KB L1d, 512 KB L2
+    static constexpr int KC = 512, MC = 192, NC = 4096;   // on a Zen 3 core (32 KB L1d): none of
+                                                          // KC 256-768, MC 96-288 was faster
+    static constexpr bool kTransposedAInPlace = false;    // on that core, in place was 1.1-2x slower
     static V zero() { return _mm256_setzero_ps(); }
     static V load(const float* p) { return _mm256_loadu_ps(p); }
     static void store(float* p, V x) { _mm256_storeu_ps(p, x); }
-    static V broadcast(const float* p) { return _mm256_broadcast_ss(p); }   // vbroadcastss
+    // vbroadcastss. Not _mm256_broadcast_ss(p): GCC treats that builtin's read as one that might
+    // touch the accumulators, and then stores all of them to memory at every k.
+    static V broadcast(const float* p) { return _mm256_set1_ps(*p); }
     static V fma(V a, V b, V acc) { return _mm256_fmadd_ps(a, b, acc); }    // vfmadd231ps: acc + a * b
     static V add(V a, V b) { return _mm256_add_ps(a, b); }
 };
@@ -90,13 +98,16 @@ struct Avx2Fma {
 struct Neon {
     static constexpr const char* name = "NEON";
     using V = float32x4_t;
-    static constexpr int kLanes = 4, MR = 8, NR = 12;
-    static constexpr int KC = 256, MC = 128, NC = 3072;   // not tuned on real hardware (tested under an emulator)
+    static constexpr int kLanes = 4, MR = 8, NR = 8;
+    static constexpr int KC = 256, MC = 128, NC = 4096;   // not tuned on real hardware (tested under an emulator)
+    static constexpr bool kTransposedAInPlace = false;
     static V zero() { return vdupq_n_f32(0.0f); }
     static V load(const float* p) { return vld1q_f32(p); }
     static void store(float* p, V x) { vst1q_f32(p, x); }
-    static V broadcast(const float* p) { return vld1q_dup_f32(p); }        // ld1r
-    static V fma(V a, V b, V acc) { return vfmaq_f32(acc, a, b); }         // fmla: acc + a * b
+    static V broadcast(const float* p) { return vdupq_n_f32(*p); }   // ld1r (see Avx2Fma::broadcast)
+    // fmla, written as an expression: with vfmaq_f32 GCC 12 stores every accumulator to memory at
+    // every k, as with _mm256_broadcast_ss. GCC and Clang fuse `acc + a * b` into one fmla.
+    static V fma(V a, V b, V acc) { return acc + a * b; }
     static V add(V a, V b) { return vaddq_f32(a, b); }
 };
 #endif
@@ -105,7 +116,8 @@ struct Portable {
     static constexpr const char* name = "portable";
     typedef float V __attribute__((vector_size(4 * sizeof(float))));
     static constexpr int kLanes = 4, MR = 6, NR = 8;
-    static constexpr int KC = 256, MC = 144, NC = 4096;
+    static constexpr int KC = 512, MC = 192, NC = 4096;   // as Avx2Fma's, not tuned separately
+    static constexpr bool kTransposedAInPlace = false;
     static V zero() { return V{}; }
     static V load(const float* p) { V x; std::memcpy(&x, p, sizeof x); return x; }
     static void store(float* p, V x) { std::memcpy(p, &x, sizeof x); }
@@ -158,8 +170,8 @@ inline void micro_kernel(int kc, const float* __restrict A, idx lda, const float
             }
     } else {   // an edge tile: spill, then copy the part inside C (the same additions)
         alignas(64) float tile[MR][kVectors * W];
-        for (int r = 0; r < MR; r++)
-            for (int v = 0; v < kVectors; v++) Isa::store(&tile[r][v * W], acc[r][v]);
+        static_assert(sizeof(tile) == sizeof(acc), "the tile holds the accumulators, lane by lane");
+        std::memcpy(tile, acc, sizeof(tile));
         for (int r = 0; r < m; r++)
             for (int j = 0; j < n; j++) C[r * ldc + j] = add_to_c ? C[r * ldc + j] + tile[r][j] : tile[r][j];
     }
