@@ -1,4 +1,5 @@
-# make            build the library and every example (optimized, OpenMP, -Wall -Wextra)
+# make            build the library and every example (optimized, -Wall -Wextra, OpenMP when the
+#                 compiler has it)
 # make test       build and run the doctest suite (fetches doctest's header if it is missing)
 # make bench      build and run the benchmarks in bench/
 # make sanitize   run the test suite under AddressSanitizer + UndefinedBehaviorSanitizer
@@ -8,24 +9,66 @@
 # make figures-check   render every SVG of docs/ (needs rsvg-convert, Debian's librsvg2-bin)
 # make docs-check     every link in README.md and docs/ resolves, every code name they cite exists
 # make clean
+#
+# Variables (make VAR=value ...; README says more):
+#   CXX=clang++        the compiler (default g++); give each compiler its own BUILD
+#   BUILD=dir          where objects go (default build/, build-noomp/ with OPENMP=0). The examples
+#                      of build/ are linked into examples/, those of any other BUILD into dir/bin/
+#   ARCH=-march=...    the instruction set; default: this CPU's, none for a cross compiler
+#   OPENMP=0 or 1      without or with OpenMP; default: 1 when $(CXX) compiles and links with it
+#   OMP_CXXFLAGS, OMP_LDFLAGS   how to turn OpenMP on (default -fopenmp), e.g. for Apple clang
+#   EXTRA_CXXFLAGS     added to every compile: -Werror (CI), -I/path/to/include, ...
+#   OPT                optimization flags (default -O3)
+#   TEST_SRCS="tests/main.cpp tests/test_gemm.cpp ..."   build the suite from these files only
 CXX      ?= g++
-ARCH     ?= -march=native
 OPT      ?= -O3
-# OPENMP=0 builds without OpenMP, as with a compiler that lacks it: the pragmas are ignored (and
-# not warned about), every loop runs on one thread, with the same results.
-OPENMP   ?= 1
-ifeq ($(OPENMP),0)
-OMP_FLAGS := -Wno-unknown-pragmas
-OMP_LINK  :=
-BUILD    ?= build-noomp
+EXTRA_CXXFLAGS ?=
+
+# ARCH unset: this CPU's instruction set, -march=native, or -mcpu=native where the compiler spells
+# it so (some ARM compilers), whichever compiles cleanly first; nothing when neither does, or when
+# $(CXX) builds for another CPU than this one (a cross compiler: its -dumpmachine target is not
+# `uname -m`), whose binaries must run elsewhere. ARCH= (empty) builds for the compiler's baseline.
+cpu_name = $(subst amd64,x86_64,$(subst arm64,aarch64,$(1)))
+ifeq ($(origin ARCH),undefined)
+ifeq ($(call cpu_name,$(firstword $(subst -, ,$(shell $(CXX) -dumpmachine)))),$(call cpu_name,$(shell uname -m)))
+ARCH := $(shell for f in -march=native -mcpu=native; do \
+          echo 'int main() {}' | $(CXX) -Werror $$f -x c++ -c - -o /dev/null 2>/dev/null && { echo $$f; break; }; done)
 else
-OMP_FLAGS := -fopenmp
-OMP_LINK  := -fopenmp
-BUILD    ?= build
+ARCH :=
 endif
+endif
+
+# OpenMP: OMP_CXXFLAGS and OMP_LDFLAGS say how to turn it on. OPENMP unset: 1 when $(CXX) compiles
+# and links a call into OpenMP's runtime with them, else 0, and make says so in one line. With
+# OPENMP=0 the pragmas are ignored (and not warned about), every loop runs on one thread, with the
+# same results; <omp.h> is never included (autograd/kernels/threads.h).
+OMP_CXXFLAGS ?= -fopenmp
+OMP_LDFLAGS  ?= -fopenmp
+ifeq ($(origin OPENMP),undefined)
+OPENMP := $(shell echo 'int main() { return omp_get_max_threads(); }' | \
+            $(CXX) $(OMP_CXXFLAGS) -include omp.h -x c++ - $(OMP_LDFLAGS) -o /dev/null 2>/dev/null && echo 1 || echo 0)
+ifeq ($(OPENMP),0)
+$(info make: $(CXX) has no OpenMP: building serially (OPENMP=0); see README)
+endif
+else ifeq ($(OPENMP),0)
+# asked for on a compiler that has OpenMP: kept apart from its build
+BUILD    ?= build-noomp
+endif
+BUILD    ?= build
+ifeq ($(OPENMP),0)
+omp_cxxflags := -Wno-unknown-pragmas
+omp_ldflags  :=
+else
+omp_cxxflags := $(OMP_CXXFLAGS)
+omp_ldflags  := $(OMP_LDFLAGS)
+endif
+
+# clang warns when a `simd` loop does not vectorize (gelu's backward calls erf, which has no
+# vector version): a missed speed-up, not a mistake, so not a warning here.
+warnings := -Wall -Wextra $(if $(findstring clang,$(shell $(CXX) --version 2>/dev/null)),-Wno-pass-failed)
 # -fno-math-errno: sqrt never sets errno, so loops calling it (Adam, LayerNorm) can vectorize
-CXXFLAGS ?= -std=c++20 $(OPT) $(ARCH) -fno-math-errno $(OMP_FLAGS) -Wall -Wextra -I. -MMD -MP
-LDFLAGS  ?= $(OMP_LINK)
+CXXFLAGS ?= $(strip -std=c++20 $(OPT) $(ARCH) -fno-math-errno $(omp_cxxflags) $(warnings) $(EXTRA_CXXFLAGS) -I. -MMD -MP)
+LDFLAGS  ?= $(omp_ldflags)
 
 # Build on every core by default; a -j on the command line (make -j1) takes precedence.
 NPROC    := $(shell nproc 2>/dev/null || getconf _NPROCESSORS_ONLN 2>/dev/null || echo 2)
@@ -36,7 +79,10 @@ LIB_SRCS := $(wildcard autograd/*.cpp autograd/*/*.cpp nn/*.cpp optim/*.cpp mode
 # What the examples use besides the library: argument parsing, progress, SVG (common/), their
 # data (data/), and what they do with a trained model (eval/).
 EXLIB_SRCS := $(wildcard examples/common/*.cpp examples/data/*.cpp examples/eval/*.cpp)
-EXAMPLES := $(patsubst %.cpp,%,$(wildcard examples/*.cpp))
+# The examples of build/ are linked into examples/; any other build's into $(BUILD)/bin/, so a
+# second build (another compiler, a cross compiler, a sanitizer) never overwrites them.
+BIN := $(if $(filter build,$(BUILD)),examples,$(BUILD)/bin)
+EXAMPLES := $(patsubst examples/%.cpp,$(BIN)/%,$(wildcard examples/*.cpp))
 TEST_SRCS := $(wildcard tests/*.cpp)
 BENCHES := $(patsubst bench/%.cpp,$(BUILD)/bench/%,$(wildcard bench/*.cpp))
 
@@ -58,7 +104,8 @@ $(EXLIB): $(EXLIB_SRCS:%.cpp=$(BUILD)/%.o)
 	@rm -f $@
 	ar rcs $@ $^
 
-examples/%: $(BUILD)/examples/%.o $(EXLIB) $(LIB)
+$(BIN)/%: $(BUILD)/examples/%.o $(EXLIB) $(LIB)
+	@mkdir -p $(dir $@)
 	$(CXX) $< $(EXLIB) $(LIB) $(LDFLAGS) -o $@
 
 $(TESTS): $(TEST_SRCS:%.cpp=$(BUILD)/%.o) $(EXLIB) $(LIB)
@@ -69,7 +116,7 @@ $(TESTS): $(TEST_SRCS:%.cpp=$(BUILD)/%.o) $(EXLIB) $(LIB)
 # to do when it cannot). One folder for every build (sanitize, OPENMP=0, ...).
 DOCTEST_DIR ?= build/doctest
 check-doctest:
-	@sh tests/find_doctest.sh "$(CXX)" "$(DOCTEST_DIR)"
+	@sh tests/find_doctest.sh "$(CXX) $(EXTRA_CXXFLAGS)" "$(DOCTEST_DIR)"
 $(TEST_SRCS:%.cpp=$(BUILD)/%.o): TEST_INCLUDES = -I$(DOCTEST_DIR)/usr/include
 $(TEST_SRCS:%.cpp=$(BUILD)/%.o): | check-doctest
 
@@ -89,7 +136,7 @@ bench: $(BENCHES)
 # The whole suite, then a short training run of each example (with a save, a load and a
 # translation), built with ASan + UBSan (+ LeakSanitizer, part of ASan on Linux) in build-sanitize/.
 SAN_FLAGS := OPT="-O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined -DAUTOGRAD_POISON_MEMORY" \
-             LDFLAGS="-fopenmp -fsanitize=address,undefined" BUILD=build-sanitize
+             LDFLAGS="$(omp_ldflags) -fsanitize=address,undefined" BUILD=build-sanitize OPENMP=$(OPENMP)
 sanitize:
 	$(MAKE) $(SAN_FLAGS) test build-sanitize/bin/copy_task build-sanitize/bin/translation
 	build-sanitize/bin/copy_task --steps 30 --eval 20 --save build-sanitize/copy.safetensors > /dev/null
@@ -99,11 +146,6 @@ sanitize:
 	echo "the dog sees the cat ." | build-sanitize/bin/translation --load build-sanitize/tr.safetensors --stdin \
 	    --attention build-sanitize/attn.svg > /dev/null
 	@echo "sanitize: suite and example runs clean"
-
-# examples built into $(BUILD)/bin (used by the sanitizer build, which must not overwrite examples/)
-$(BUILD)/bin/%: $(BUILD)/examples/%.o $(EXLIB) $(LIB)
-	@mkdir -p $(dir $@)
-	$(CXX) $< $(EXLIB) $(LIB) $(LDFLAGS) -o $@
 
 # Every figure of docs/, from today's code: the two examples trained with their default (fixed)
 # seeds, which give the same numbers for any thread count, draw their loss curves and the

@@ -1,12 +1,15 @@
 #!/bin/sh
 # Makes sure the tests can #include <doctest/doctest.h>, the suite's one dependency.
-#   tests/find_doctest.sh CXX DEST
-# 1. If the compiler already finds the header (installed system-wide, or fetched into DEST by an
-#    earlier run), there is nothing to do.
-# 2. Otherwise fetch Debian's doctest-dev package without root: `apt-get download` it and unpack
-#    it with `dpkg-deb -x` into DEST (the Makefile passes -IDEST/usr/include to the tests). As root
-#    on a machine whose package lists are empty, `apt-get update` runs first.
-# 3. Where neither works (no apt-get, no network), say exactly what to do and fail.
+#   tests/find_doctest.sh "CXX [FLAGS]" DEST
+# 1. If the compiler already finds the header (installed system-wide, in a folder FLAGS name with
+#    -I, or fetched into DEST by an earlier run), there is nothing to do.
+# 2. Homebrew's (macOS: brew install doctest) is under `brew --prefix doctest`, which the compiler
+#    does not search on Apple Silicon: link its folder into DEST (the Makefile passes
+#    -IDEST/usr/include to the tests).
+# 3. Otherwise fetch Debian's doctest-dev package without root: `apt-get download` it and unpack
+#    it with `dpkg-deb -x` into DEST. As root on a machine whose package lists are empty,
+#    `apt-get update` runs first.
+# 4. Where none of these works (no apt-get, no network), say exactly what to do and fail.
 # The Makefile runs this before compiling any test; it prints one line when it does something.
 set -u
 CXX=${1:-g++}
@@ -19,14 +22,24 @@ header_found() {
 
 header_found && exit 0
 
+if command -v brew >/dev/null 2>&1; then
+    brewed=$(brew --prefix doctest 2>/dev/null)/include/doctest
+    if [ -f "$brewed/doctest.h" ]; then
+        mkdir -p "$DEST/usr/include" && ln -sfn "$brewed" "$DEST/usr/include/doctest"
+        header_found && { echo "make test: using Homebrew's doctest ($brewed, linked into $DEST)"; exit 0; }
+    fi
+fi
+
 fail() {
     cat >&2 <<EOF
 make test: doctest's header <doctest/doctest.h> was not found, and it could not be fetched ($1).
 Install it and run make test again, either:
   - with the package manager: apt-get install doctest-dev (Debian/Ubuntu), dnf install doctest-devel
-    (Fedora), brew install doctest (macOS); or
+    (Fedora), brew install doctest (macOS: make test then finds it by itself); or
   - by hand: download https://raw.githubusercontent.com/doctest/doctest/v2.4.9/doctest/doctest.h
-    and save it as $DEST/usr/include/doctest/doctest.h
+    and save it as $DEST/usr/include/doctest/doctest.h.
+If it is installed in a folder the compiler does not search, name the folder that holds doctest/:
+  make test EXTRA_CXXFLAGS=-I/that/folder
 EOF
     exit 1
 }
