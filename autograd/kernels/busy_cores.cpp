@@ -15,10 +15,10 @@ int64_t now_ns() {
 
 bool cores_busy() { return g_watch.load(std::memory_order_relaxed) && g_busy_cores.busy(now_ns()); }
 
-void report_team(int64_t start_ns, const int64_t* arrive_ns, const int64_t* finish_ns, int threads) {
+void report_team(int64_t start_ns, const int64_t* arrive_ns, const int64_t* barrier_ns, const int64_t* finish_ns, int threads) {
     if (threads < 2 || !g_watch.load(std::memory_order_relaxed)) return;
     const int64_t end = now_ns();
-    g_busy_cores.report(end, end - start_ns, team_wait_ns(arrive_ns, finish_ns, threads));
+    g_busy_cores.report(end, end - start_ns, team_wait_ns(arrive_ns, barrier_ns, finish_ns, threads));
 }
 
 namespace detail {

@@ -9,8 +9,9 @@
 //
 // So the GEMM driver times each thread team it starts (the products are most of a step's teams
 // and nearly all of its time) and reports how long the team's threads waited for one another:
-// from the first thread's start to the last one's, plus from the first thread's finish to the
-// last one's. On an idle machine that is a few microseconds. When it is more than
+// from the first thread's start to the last one's, at the team's barriers inside (the longest
+// any one thread waited there), and from the first thread's finish to the last one's. On an idle
+// machine that is a few microseconds. When it is more than
 // kLateMicroseconds and more than a quarter of the region, another program has the cores: for a
 // while every kernel runs on the calling thread alone, as one thread would, and then teams are
 // tried again. The while starts at kFirstBackoffMs and doubles with each late team, up to
@@ -58,24 +59,29 @@ private:
 };
 
 // How long the threads of a team waited for one another, from the times each one started and
-// finished its share: the first to start waits for the last to start (at the team's first
-// barrier, or for its share of the work), and the first to finish waits for the last.
-inline int64_t team_wait_ns(const int64_t* arrive_ns, const int64_t* finish_ns, int threads) {
+// finished its share and the time each one spent in the team's barriers: the first to start
+// waits for the last to start, a thread at a barrier for the last to reach it (the barriers are
+// counted by the thread that waited longest in them), and the first to finish for the last.
+inline int64_t team_wait_ns(const int64_t* arrive_ns, const int64_t* barrier_ns, const int64_t* finish_ns, int threads) {
+    if (threads < 2) return 0;   // nobody to wait for
     int64_t first_in = arrive_ns[0], last_in = arrive_ns[0], first_out = finish_ns[0], last_out = finish_ns[0];
+    int64_t at_barriers = barrier_ns[0];
     for (int t = 1; t < threads; t++) {
         first_in = std::min(first_in, arrive_ns[t]);
         last_in = std::max(last_in, arrive_ns[t]);
+        at_barriers = std::max(at_barriers, barrier_ns[t]);
         first_out = std::min(first_out, finish_ns[t]);
         last_out = std::max(last_out, finish_ns[t]);
     }
-    return (last_in - first_in) + (last_out - first_out);
+    return (last_in - first_in) + at_barriers + (last_out - first_out);
 }
 
 // The process's policy, on the steady clock.
 int64_t now_ns();    // steady clock, nanoseconds
 bool cores_busy();   // kernels ask before they start a team
-// A team started at start_ns; its threads started and finished their shares at these times.
-void report_team(int64_t start_ns, const int64_t* arrive_ns, const int64_t* finish_ns, int threads);
+// A team started at start_ns; its threads started and finished their shares at these times and
+// spent barrier_ns in its barriers.
+void report_team(int64_t start_ns, const int64_t* arrive_ns, const int64_t* barrier_ns, const int64_t* finish_ns, int threads);
 
 namespace detail {
 // Tests that check a kernel's threaded path turn the watch off, so that a loaded test machine

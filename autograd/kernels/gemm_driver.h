@@ -42,13 +42,19 @@ struct PackBuffer {
 struct Range { int begin, end; };
 inline Range part(int n, int P, int p) { return {int(idx(n) * p / P), int(idx(n) * (p + 1) / P)}; }
 
+// Where this thread adds up its time in team_barrier, while it runs a share of run_team's team.
+inline thread_local int64_t* tl_barrier_ns = nullptr;
+
 // Wait for the other threads of this GEMM's own team. Only reached with nt > 1, that is inside
 // the parallel region the GEMM opened: an orphaned barrier binds to the innermost parallel
-// region, and when the GEMM runs on one thread that could be a region of the caller's.
+// region, and when the GEMM runs on one thread that could be a region of the caller's. The wait
+// is timed: a thread that is off its core in the middle of a product keeps the others here.
 inline void team_barrier([[maybe_unused]] int nt) {
 #ifdef _OPENMP
     if (nt > 1) {
+        const int64_t before = now_ns();
         #pragma omp barrier
+        if (tl_barrier_ns) *tl_barrier_ns += now_ns() - before;
     }
 #endif
 }
@@ -66,22 +72,22 @@ inline bool use_threads([[maybe_unused]] double flops, [[maybe_unused]] double m
 }
 
 // Runs thread(nt, tid) on every thread of a new team, and tells busy_cores how long the team's
-// threads waited for one another (the clock costs a few tens of nanoseconds per thread).
+// threads waited for one another (the clock costs a few tens of nanoseconds per reading).
 template <class ThreadFn>
 void run_team(ThreadFn thread) {
     constexpr int kTimed = 64;   // threads whose times are kept: plenty to see a late one
-    int64_t arrive[kTimed], finish[kTimed];
+    int64_t arrive[kTimed], at_barriers[kTimed] = {}, finish[kTimed];
     int team = 1;
     const int64_t start = now_ns();
     #pragma omp parallel
     {
         const int nt = team_size(), tid = team_index();
-        if (tid < kTimed) arrive[tid] = now_ns();
+        if (tid < kTimed) arrive[tid] = now_ns(), tl_barrier_ns = &at_barriers[tid];
         thread(nt, tid);
-        if (tid < kTimed) finish[tid] = now_ns();
+        if (tid < kTimed) finish[tid] = now_ns(), tl_barrier_ns = nullptr;
         if (tid == 0) team = nt;
     }
-    report_team(start, arrive, finish, team < kTimed ? team : kTimed);
+    report_team(start, arrive, at_barriers, finish, team < kTimed ? team : kTimed);
 }
 
 struct Args {  // one gemm() or gemm_bf16() call's arguments
