@@ -376,39 +376,46 @@ TEST_CASE("threaded Adam and SGD updates: equal to the update rule evaluated in 
 
 // ---- busy_cores: teams give way to another program that keeps the cores busy
 
-TEST_CASE("busy_cores: a late team sends kernels to one thread for a while that doubles, then forgets") {
-    constexpr int64_t ms = 1000000, us = 1000;
+TEST_CASE("busy_cores: a window of teams that waited over a third of it sends kernels to one thread for a while that doubles, then forgets") {
+    constexpr int64_t ms = 1000000, us = 1000, window = BusyCores::kWindowMs * ms;
     BusyCores watch;
-    // an idle machine's teams: tiny waits, or waits that are a small part of a long region
-    watch.report(0, 20 * us, 5 * us);
-    watch.report(1 * ms, 400 * us, 99 * us);             // under kLateMicroseconds
-    watch.report(2 * ms, 2000 * us, 400 * us);           // over it, but a fifth of the region
-    CHECK_FALSE(watch.busy(2 * ms));
+    // an idle machine's teams: they waited a small share of their time, even with one hiccup
+    int64_t t = 0;
+    for (int i = 0; i < 40; i++) watch.report(t += ms, 500 * us, 60 * us);    // 12%
+    watch.report(t += ms, 4 * ms, 3 * ms);                                       // a 3 ms hiccup
+    for (int i = 0; i < 40; i++) watch.report(t += ms, 500 * us, 60 * us);
+    CHECK_FALSE(watch.busy(t));
     CHECK(watch.backoff_ns() == 0);
 
-    watch.report(10 * ms, 1000 * us, 300 * us);          // late: 300 us waited of 1000
+    // teams that waited 40% of a window: busy, once the window is full
+    watch.reset();   // an empty window
+    watch.report(t += ms, window - 1, 4 * window / 10);
+    CHECK_FALSE(watch.busy(t));                        // not judged yet
+    watch.report(t += ms, 1, 0);
     CHECK(watch.backoff_ns() == BusyCores::kFirstBackoffMs * ms);
-    CHECK(watch.busy(10 * ms));
-    CHECK(watch.busy(10 * ms + BusyCores::kFirstBackoffMs * ms - 1));
-    CHECK_FALSE(watch.busy(10 * ms + BusyCores::kFirstBackoffMs * ms));
+    CHECK(watch.busy(t));
+    CHECK(watch.busy(t + BusyCores::kFirstBackoffMs * ms - 1));
+    CHECK_FALSE(watch.busy(t + BusyCores::kFirstBackoffMs * ms));
 
-    // each late team soon after doubles the while, up to kMaxBackoffMs
-    int64_t t = 100 * ms, expected = BusyCores::kFirstBackoffMs * ms;
+    // each busy window soon after doubles the while, up to kMaxBackoffMs
+    int64_t expected = BusyCores::kFirstBackoffMs * ms;
     for (int i = 0; i < 8; i++) {
-        watch.report(t, 5 * ms, 3 * ms);
+        t += expected;
+        watch.report(t, window, window / 2);
         expected = std::min(2 * expected, BusyCores::kMaxBackoffMs * ms);
         CAPTURE(i);
         CHECK(watch.backoff_ns() == expected);
         CHECK(watch.busy(t + expected - 1));
         CHECK_FALSE(watch.busy(t + expected));
-        t += expected;
     }
     CHECK(watch.backoff_ns() == BusyCores::kMaxBackoffMs * ms);
-    // teams on time change nothing; a late one after kForgetMs without any starts over
-    watch.report(t, 1 * ms, 1 * us);
+    // a window on time changes nothing; a busy one after kForgetMs without any starts over
+    t += expected;
+    watch.report(t, window, window / 4);
+    CHECK_FALSE(watch.busy(t));
     CHECK(watch.backoff_ns() == BusyCores::kMaxBackoffMs * ms);
     t += BusyCores::kForgetMs * ms + 1;
-    watch.report(t, 1 * ms, 900 * us);
+    watch.report(t, window, window / 2);
     CHECK(watch.backoff_ns() == BusyCores::kFirstBackoffMs * ms);
 }
 
@@ -424,8 +431,8 @@ TEST_CASE("busy_cores: team_wait_ns adds the late start, the longest wait at the
 
 TEST_CASE("busy_cores: a thread that is late at a GEMM team's inner barrier is seen") {
     // Both threads start and finish together, but thread 1 reaches the barrier 3 ms after thread
-    // 0 (as when it is taken off its core in the middle of a product): only the barrier's timing
-    // sees it.
+    // 0 (as when it is taken off its core in the middle of a product), in teams that fill a
+    // window: only the barrier's timing sees it.
     if (!kOpenMP) {
         MESSAGE("skipped: built without OpenMP (make OPENMP=0), so no team ever waits");
         return;
@@ -434,14 +441,16 @@ TEST_CASE("busy_cores: a thread that is late at a GEMM team's inner barrier is s
     kernels::detail::busy_cores_state().reset();
     kernels::detail::set_busy_cores_watch(true);
     int team = 0;
-    gemm_driver::run_team([&](int nt, int tid) {
-        if (tid == 1) {
-            const int64_t until = now_ns() + 3000000;
-            while (now_ns() < until) {}
-        }
-        gemm_driver::team_barrier(nt);
-        if (tid == 0) team = nt;
-    });
+    for (int64_t filled = 0; filled <= BusyCores::kWindowMs * 1000000; filled += 3000000) {
+        gemm_driver::run_team([&](int nt, int tid) {
+            if (tid == 1) {
+                const int64_t until = now_ns() + 3000000;
+                while (now_ns() < until) {}
+            }
+            gemm_driver::team_barrier(nt);
+            if (tid == 0) team = nt;
+        });
+    }
     const bool busy = cores_busy();
     kernels::detail::busy_cores_state().reset();
     kernels::detail::set_busy_cores_watch(false);
@@ -460,7 +469,7 @@ TEST_CASE("busy_cores: while the cores are busy, kernels run on the calling thre
     gemm(false, false, 301, 517, 203, a.data(), 203, b.data(), 517, c_team.data(), 517, false);
 
     kernels::detail::set_busy_cores_watch(true);
-    kernels::detail::busy_cores_state().report(now_ns(), 2000000, 1500000);   // a team that waited 1.5 ms of 2
+    kernels::detail::busy_cores_state().report(now_ns(), BusyCores::kWindowMs * 1000000, BusyCores::kWindowMs * 800000);   // teams that waited 80% of a window
     CHECK(cores_busy());
     const Run busy = run_on(2, [&] { return std::vector<Tensor>{softmax(x)}; });
     gemm(false, false, 301, 517, 203, a.data(), 203, b.data(), 517, c_busy.data(), 517, false);

@@ -10,15 +10,16 @@
 // So the GEMM driver times each thread team it starts (the products are most of a step's teams
 // and nearly all of its time) and reports how long the team's threads waited for one another:
 // from the first thread's start to the last one's, at the team's barriers inside (the longest
-// any one thread waited there), and from the first thread's finish to the last one's. On an idle
-// machine that is a few microseconds. When it is more than
-// kLateMicroseconds and more than a quarter of the region, another program has the cores: for a
-// while every kernel runs on the calling thread alone, as one thread would, and then teams are
-// tried again. The while starts at kFirstBackoffMs and doubles with each late team, up to
-// kMaxBackoffMs; a late team after kForgetMs without one starts over. Being wrong costs little
-// either way: a false alarm on an idle machine runs one thread for 50 ms, a team that finds the
-// cores still busy costs one slow region. Results never change: every kernel gives the same bits
-// on any number of threads.
+// any one thread waited there), and from the first thread's finish to the last one's. The teams
+// are judged kWindowMs of regions at a time: when their threads waited more than kBusyShare of
+// that time, another program has the cores. (On the 2-core machine of docs/13 an idle machine's
+// teams waited 10-13% of their time, for uneven shares and the virtual machine's hiccups; beside
+// one or two busy programs, 62-77%.) Then for a while every kernel runs on the calling thread
+// alone, as one thread would, and then teams are tried again. The while starts at
+// kFirstBackoffMs and doubles with each busy window, up to kMaxBackoffMs; a busy window after
+// kForgetMs without one starts over. Being wrong costs little either way: a false alarm on an
+// idle machine runs one thread for 50 ms, a try that finds the cores still busy costs one
+// window. Results never change: every kernel gives the same bits on any number of threads.
 #pragma once
 #include <algorithm>
 #include <atomic>
@@ -30,17 +31,24 @@ namespace autograd::kernels {
 // The policy, as a value with its own clock, so that a test can drive it with made-up times.
 class BusyCores {
 public:
-    static constexpr int64_t kLateMicroseconds = 100;       // waits below this are an idle machine's noise
+    static constexpr int64_t kWindowMs = 20;                // team time judged at once: long enough
+                                                            // that one hiccup of a few ms does not decide
+    static constexpr int64_t kBusyShareNum = 1, kBusyShareDen = 3;   // kBusyShare = 1/3
     static constexpr int64_t kFirstBackoffMs = 50, kMaxBackoffMs = 2000;
-    static constexpr int64_t kForgetMs = 10000;             // a late team this long ago is forgotten
+    static constexpr int64_t kForgetMs = 10000;             // a busy window this long ago is forgotten
 
     // A team's region took region_ns; its threads waited waited_ns for one another; now_ns is
     // the time at its end (any clock that only goes forward, in nanoseconds).
     void report(int64_t now_ns, int64_t region_ns, int64_t waited_ns) {
-        if (waited_ns <= kLateMicroseconds * 1000 || 4 * waited_ns <= region_ns) return;   // on time
-        const int64_t last = last_late_ns_.exchange(now_ns, std::memory_order_relaxed);
+        const int64_t region = region_sum_.fetch_add(region_ns, std::memory_order_relaxed) + region_ns;
+        const int64_t waited = wait_sum_.fetch_add(waited_ns, std::memory_order_relaxed) + waited_ns;
+        if (region < kWindowMs * 1000000) return;            // the window is not full yet
+        region_sum_.store(0, std::memory_order_relaxed);    // (a report racing with this one may
+        wait_sum_.store(0, std::memory_order_relaxed);      //  be lost: it does not matter)
+        if (kBusyShareDen * waited <= kBusyShareNum * region) return;   // the cores were there
+        const int64_t last = last_busy_ns_.exchange(now_ns, std::memory_order_relaxed);
         int64_t backoff = backoff_ns_.load(std::memory_order_relaxed);
-        if (now_ns - last > kForgetMs * 1000000) backoff = 0;   // the first late team in a while
+        if (now_ns - last > kForgetMs * 1000000) backoff = 0;   // the first busy window in a while
         backoff = std::clamp(2 * backoff, kFirstBackoffMs * 1000000, kMaxBackoffMs * 1000000);
         backoff_ns_.store(backoff, std::memory_order_relaxed);
         serial_until_ns_.store(now_ns + backoff, std::memory_order_relaxed);
@@ -51,11 +59,14 @@ public:
     void reset() {
         serial_until_ns_.store(0, std::memory_order_relaxed);
         backoff_ns_.store(0, std::memory_order_relaxed);
-        last_late_ns_.store(INT64_MIN / 2, std::memory_order_relaxed);
+        last_busy_ns_.store(INT64_MIN / 2, std::memory_order_relaxed);
+        region_sum_.store(0, std::memory_order_relaxed);
+        wait_sum_.store(0, std::memory_order_relaxed);
     }
 
 private:
-    std::atomic<int64_t> serial_until_ns_{0}, backoff_ns_{0}, last_late_ns_{INT64_MIN / 2};
+    std::atomic<int64_t> serial_until_ns_{0}, backoff_ns_{0}, last_busy_ns_{INT64_MIN / 2};
+    std::atomic<int64_t> region_sum_{0}, wait_sum_{0};   // the window being filled
 };
 
 // How long the threads of a team waited for one another, from the times each one started and
