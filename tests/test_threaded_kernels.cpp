@@ -389,9 +389,9 @@ TEST_CASE("busy_cores: a window of teams that waited over a third of it sends ke
 
     // teams that waited 40% of a window: busy, once the window is full
     watch.reset();   // an empty window
-    watch.report(t += ms, window - 1, 4 * window / 10);
+    watch.report(t += ms, window / 2, window / 5);
     CHECK_FALSE(watch.busy(t));                        // not judged yet
-    watch.report(t += ms, 1, 0);
+    watch.report(t += ms, window / 2, window / 5);
     CHECK(watch.backoff_ns() == BusyCores::kFirstBackoffMs * ms);
     CHECK(watch.busy(t));
     CHECK(watch.busy(t + BusyCores::kFirstBackoffMs * ms - 1));
@@ -417,6 +417,18 @@ TEST_CASE("busy_cores: a window of teams that waited over a third of it sends ke
     t += BusyCores::kForgetMs * ms + 1;
     watch.report(t, window, window / 2);
     CHECK(watch.backoff_ns() == BusyCores::kFirstBackoffMs * ms);
+
+    // waits over a third of a whole window decide before the window is full
+    watch.reset();
+    watch.report(t, window / 4, window / 4);       // 5 of 20 ms: not yet
+    CHECK_FALSE(watch.busy(t));
+    watch.report(t, window / 4, window / 8);       // 7.5 ms: over a third of 20
+    CHECK(watch.busy(t));
+    watch.reset();
+    for (int i = 0; i < 2; i++) watch.report(t, 4 * ms, 3 * ms);
+    CHECK_FALSE(watch.busy(t));                    // 6 ms
+    watch.report(t, 4 * ms, 3 * ms);
+    CHECK(watch.busy(t));                          // 9 ms
 }
 
 TEST_CASE("busy_cores: team_wait_ns adds the late start, the longest wait at the barriers and the late finish") {

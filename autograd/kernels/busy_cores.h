@@ -42,7 +42,9 @@ public:
     void report(int64_t now_ns, int64_t region_ns, int64_t waited_ns) {
         const int64_t region = region_sum_.fetch_add(region_ns, std::memory_order_relaxed) + region_ns;
         const int64_t waited = wait_sum_.fetch_add(waited_ns, std::memory_order_relaxed) + waited_ns;
-        if (region < kWindowMs * 1000000) return;            // the window is not full yet
+        // Judged when the window is full, or sooner when its waits alone are over the share of a
+        // full window: then the answer is known, and a try on busy cores ends sooner.
+        if (region < kWindowMs * 1000000 && kBusyShareDen * waited <= kBusyShareNum * kWindowMs * 1000000) return;
         region_sum_.store(0, std::memory_order_relaxed);    // (a report racing with this one may
         wait_sum_.store(0, std::memory_order_relaxed);      //  be lost: it does not matter)
         if (kBusyShareDen * waited <= kBusyShareNum * region) return;   // the cores were there
