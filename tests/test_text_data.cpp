@@ -251,6 +251,9 @@ TEST_CASE("parse_tsv: malformed lines are skipped, counted and reported with lin
     CHECK(r.warnings[1].rfind("in.tsv:3: ", 0) == 0);
     CHECK(r.warnings[2].rfind("in.tsv:4: ", 0) == 0);
     CHECK(r.warnings[3].rfind("in.tsv:5: ", 0) == 0);
+    CHECK(contains(r.warnings[0], "no tab between source and target"));
+    CHECK(contains(r.warnings[1], "empty source"));
+    CHECK(contains(r.warnings[2], "empty target"));
     CHECK(contains(r.warnings[3], "UTF-8"));
 
     SUBCASE("only the first few warnings are kept") {
