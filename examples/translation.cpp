@@ -303,7 +303,8 @@ int main(int argc, char** argv) {
         if (!o.load.empty()) return translate_with_checkpoint(o);
 
         // 1) data: sentence pairs -> vocabularies -> id sequences -> batches of similar length
-        const data::TranslationData d = data::load_translation_data(o.corpus);
+        const data::TranslationData d = data::load_translation_data(o.corpus);   // refuses splits too small to mean anything
+        if (o.batch_tokens == 0) data::check_batch_fits(d, o.corpus, o.batch);
         if (o.epochs < 0) o.epochs = o.corpus.data.empty() ? 10 : default_epochs(d.train.size());
         autograd::Rng shuffle_rng(o.train.seed ^ 0x5eedULL);   // batch composition and order, every epoch
         auto make_batches = [&] {

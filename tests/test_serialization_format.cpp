@@ -83,6 +83,28 @@ autograd::io::SafetensorsFile load_built(const std::string& header, const std::v
     return autograd::io::load_safetensors(path);
 }
 
+// One header entry: "name":{"dtype":"U8","shape":[2],"data_offsets":[begin,end]}.
+std::string entry(const std::string& name, const std::string& dtype, const std::string& shape,
+                  int begin, int end) {
+    return "\"" + name + "\":{\"dtype\":\"" + dtype + "\",\"shape\":" + shape +
+           ",\"data_offsets\":[" + std::to_string(begin) + "," + std::to_string(end) + "]}";
+}
+
+// A U8 tensor over data bytes [begin, end): its shape always fits its offsets.
+std::string u8(const std::string& name, int begin, int end) {
+    std::string shape = "[";                    // (appended, not "[" + ...: g++ 12 -O3 warns there)
+    shape += std::to_string(end - begin);
+    shape += "]";
+    return entry(name, "U8", shape, begin, end);
+}
+
+// "{e1,e2,...}"
+std::string header_of(const std::vector<std::string>& entries) {
+    std::string h = "{";
+    for (size_t i = 0; i < entries.size(); i++) h += (i ? "," : "") + entries[i];
+    return h + "}";
+}
+
 // Check that `expr` throws a std::runtime_error whose message contains `part`.
 #define CHECK_FAILS_WITH(expr, part) \
     CHECK_THROWS_WITH_AS(expr, doctest::Contains(part), std::runtime_error)
@@ -310,6 +332,14 @@ TEST_CASE("safetensors: each kind of corruption gets its own message") {
     }
     SUBCASE("duplicate names") {
         CHECK_FAILS_WITH(load_built("{" + good + "," + good + "}", data8), "duplicate key \"w\"");
+        // The same name for two readings of the same 4 bytes (U8 [4] and F32 [1]): a reader that
+        // keeps the first or the last entry would load either one. The format forbids duplicate
+        // keys (safetensors README, "Format", notes), so both must be refused. The second "w" starts
+        // at byte 53 of the header: after "{" (1 byte), the first entry (51) and "," (1).
+        const std::string twice = header_of({entry("w", "U8", "[4]", 0, 4), entry("w", "F32", "[1]", 0, 4)});
+        REQUIRE(twice.find(",\"w\"") + 1 == 53);
+        CHECK_FAILS_WITH(load_built(twice, {0, 0, 0x80, 0x3F}),
+                         "bad JSON header: json: duplicate key \"w\" at byte 53");
     }
     SUBCASE("metadata that isn't string to string") {
         CHECK_FAILS_WITH(load_built(R"({"__metadata__":{"a":1}})", {}),
@@ -333,6 +363,11 @@ TEST_CASE("safetensors: each kind of corruption gets its own message") {
     SUBCASE("unknown dtype") {
         CHECK_FAILS_WITH(load_built(w(R"("dtype":"F99","shape":[2],"data_offsets":[0,8])"), data8),
                          "tensor \"w\": unknown dtype \"F99\"");
+        // dtype names are case-sensitive upper case in the format ("F32", never "f32")
+        CHECK_FAILS_WITH(load_built(w(R"("dtype":"f32","shape":[2],"data_offsets":[0,8])"), data8),
+                         "tensor \"w\": unknown dtype \"f32\"");
+        CHECK_FAILS_WITH(load_built(w(R"("dtype":"","shape":[2],"data_offsets":[0,8])"), data8),
+                         "tensor \"w\": unknown dtype \"\"");
     }
     SUBCASE("negative, fractional or overflowing shape") {
         CHECK_FAILS_WITH(load_built(w(R"("dtype":"F32","shape":[-2],"data_offsets":[0,8])"), data8),
@@ -359,18 +394,99 @@ TEST_CASE("safetensors: each kind of corruption gets its own message") {
     SUBCASE("byte size doesn't match the shape") {
         CHECK_FAILS_WITH(load_built(w(R"("dtype":"F32","shape":[3],"data_offsets":[0,8])"), data8),
                          "tensor \"w\": has 8 bytes, but shape [3] of F32 needs 12");
+        // end - begin would fit the same shape in another dtype: the element size is the dtype's
+        // (format spec: F16 2 bytes, I64 8, BOOL 1), not guessed from the offsets
+        CHECK_FAILS_WITH(load_built(w(R"("dtype":"F16","shape":[2],"data_offsets":[0,8])"), data8),
+                         "tensor \"w\": has 8 bytes, but shape [2] of F16 needs 4");
+        CHECK_FAILS_WITH(load_built(w(R"("dtype":"I64","shape":[2],"data_offsets":[0,8])"), std::vector<uint8_t>(16)),
+                         "tensor \"w\": has 8 bytes, but shape [2] of I64 needs 16");
+        CHECK_FAILS_WITH(load_built(w(R"("dtype":"BOOL","shape":[2, 1],"data_offsets":[0,8])"), data8),
+                         "tensor \"w\": has 8 bytes, but shape [2, 1] of BOOL needs 2");
+        // and the right sizes load: 4 F16, 1 I64, 8 BOOL in the same 8 bytes
+        CHECK(load_built(w(R"("dtype":"F16","shape":[4],"data_offsets":[0,8])"), data8).tensors.size() == 1);
+        CHECK(load_built(w(R"("dtype":"I64","shape":[],"data_offsets":[0,8])"), data8).tensors.size() == 1);
+        CHECK(load_built(w(R"("dtype":"BOOL","shape":[2,4],"data_offsets":[0,8])"), data8).tensors.size() == 1);
     }
-    SUBCASE("data not covered exactly: overlap, hole, trailing bytes") {
-        const std::string a = R"("a":{"dtype":"U8","shape":[4],"data_offsets":[0,4]})";
-        const std::string overlap = R"("b":{"dtype":"U8","shape":[4],"data_offsets":[2,6]})";
-        const std::string hole = R"("b":{"dtype":"U8","shape":[2],"data_offsets":[6,8]})";
-        CHECK_FAILS_WITH(load_built("{" + a + "," + overlap + "}", std::vector<uint8_t>(6)),
-                         "tensor \"b\" overlaps the previous tensor (starts at byte 2, "
-                         "previous ends at 4)");
-        CHECK_FAILS_WITH(load_built("{" + a + "," + hole + "}", std::vector<uint8_t>(8)),
-                         "data section has a hole: bytes [4, 6) belong to no tensor");
-        CHECK_FAILS_WITH(load_built("{" + a + "}", std::vector<uint8_t>(7)),
-                         "data section has 3 trailing bytes that belong to no tensor");
+}
+
+// The reference implementation (Metadata::validate) sorts the entries by offsets and requires each
+// to start where the previous one ended, and the last to end where the data section ends: no hole,
+// no overlap, no byte left over, whatever order the header lists them in. Each refusal names the
+// tensors and the offsets, so the entry to fix can be found in the header.
+TEST_CASE("safetensors: the tensors must tile the data section: holes, overlaps, leftover bytes are refused") {
+    auto load_msg = [](const std::vector<std::string>& entries, size_t data_bytes) {
+        return error_of([&] { load_built(header_of(entries), std::vector<uint8_t>(data_bytes, 7)); });
+    };
+    auto contains = [](const std::string& msg, const std::string& part) {
+        INFO("message: " << msg);
+        CHECK(msg.find(part) != std::string::npos);
+    };
+
+    SUBCASE("sanity: tiled exactly, in any header order, with zero-size tensors at the joins") {
+        // "z0" [0,0], "z4" [4,4] and "z7" [7,7] hold no bytes: they sit at a join (or an end)
+        const autograd::io::SafetensorsFile f = load_built(
+            header_of({u8("b", 4, 7), u8("z4", 4, 4), u8("a", 0, 4), u8("z0", 0, 0), u8("z7", 7, 7)}),
+            {1, 2, 3, 4, 5, 6, 7});
+        REQUIRE(f.tensors.size() == 5);
+        std::vector<std::string> names;
+        for (const auto& t : f.tensors) names.push_back(t.name);
+        CHECK(names == std::vector<std::string>{"z0", "a", "z4", "b", "z7"});   // file order
+        CHECK(f.find("b")->bytes == std::vector<uint8_t>{5, 6, 7});
+    }
+    SUBCASE("a hole between two tensors") {
+        const std::string msg = load_msg({u8("a", 0, 4), u8("b", 6, 8)}, 8);
+        contains(msg, "data section has a hole: bytes [4, 6) belong to no tensor");
+        contains(msg, "tensor \"a\" ends at 4, tensor \"b\" starts at 6");
+    }
+    SUBCASE("a hole before the first tensor") {
+        const std::string msg = load_msg({u8("a", 2, 6)}, 6);
+        contains(msg, "data section has a hole: bytes [0, 2) belong to no tensor");
+        contains(msg, "the first tensor, \"a\", starts at 2");
+    }
+    SUBCASE("offsets out of header order that leave a hole") {
+        // listed b, c, a; in data order a [0,2), c [3,5), b [5,8): byte 2 is nobody's
+        const std::string msg = load_msg({u8("b", 5, 8), u8("c", 3, 5), u8("a", 0, 2)}, 8);
+        contains(msg, "bytes [2, 3) belong to no tensor");
+        contains(msg, "tensor \"a\" ends at 2, tensor \"c\" starts at 3");
+    }
+    SUBCASE("two tensors overlapping") {
+        const std::string msg = load_msg({u8("a", 0, 4), u8("b", 2, 6)}, 6);
+        contains(msg, "tensor \"b\" (data_offsets [2, 6]) overlaps tensor \"a\" (data_offsets [0, 4])");
+        contains(msg, "it starts at byte 2, before the other ends at 4");
+    }
+    SUBCASE("offsets out of header order that overlap") {
+        // listed c, b, a; in data order a [0,3), b [3,6), c [5,8): c starts inside b
+        const std::string msg = load_msg({u8("c", 5, 8), u8("b", 3, 6), u8("a", 0, 3)}, 8);
+        contains(msg, "tensor \"c\" (data_offsets [5, 8]) overlaps tensor \"b\" (data_offsets [3, 6])");
+    }
+    SUBCASE("one tensor inside another, and two on the same bytes") {
+        contains(load_msg({u8("a", 0, 6), u8("b", 2, 4)}, 6),
+                 "tensor \"b\" (data_offsets [2, 4]) overlaps tensor \"a\" (data_offsets [0, 6])");
+        // same begin: the shorter sorts first, so the longer one is the one that overlaps
+        contains(load_msg({u8("a", 0, 6), u8("b", 0, 2)}, 6),
+                 "tensor \"a\" (data_offsets [0, 6]) overlaps tensor \"b\" (data_offsets [0, 2])");
+        contains(load_msg({u8("a", 0, 4), u8("b", 0, 4)}, 4),
+                 "tensor \"b\" (data_offsets [0, 4]) overlaps tensor \"a\" (data_offsets [0, 4])");
+        // a zero-size tensor strictly inside another: it would alias the other's bytes
+        contains(load_msg({u8("a", 0, 4), u8("z", 2, 2)}, 4),
+                 "tensor \"z\" (data_offsets [2, 2]) overlaps tensor \"a\" (data_offsets [0, 4])");
+    }
+    SUBCASE("bytes after the last tensor") {
+        const std::string msg = load_msg({u8("a", 0, 4)}, 7);
+        contains(msg, "data section has 3 trailing bytes that belong to no tensor: bytes [4, 7)");
+        contains(msg, "the last tensor, \"a\", ends at 4; the data section is 7 bytes");
+    }
+    SUBCASE("bytes and no tensor at all") {
+        const std::string msg = load_msg({}, 3);
+        contains(msg, "data section has 3 trailing bytes that belong to no tensor: bytes [0, 3)");
+        contains(msg, "the header lists no tensors");
+    }
+    SUBCASE("the message names the file") {
+        TempDir dir;
+        const std::string path = dir.file("holey.safetensors");
+        write_bytes(path, make_file(header_of({u8("a", 1, 2)}), {0, 0}));
+        CHECK(error_of([&] { autograd::io::load_safetensors(path); })
+                  .rfind("load_safetensors: '" + path + "': data section has a hole", 0) == 0);
     }
 }
 
@@ -394,6 +510,17 @@ TEST_CASE("safetensors: file-level problems name the file") {
         write_bytes(path, f);
         CHECK(load_msg() == prefix + "header length 200 is larger than the rest of the file "
                                      "(2 bytes): truncated file?");
+    }
+    SUBCASE("header length one past the end, and exactly at the end") {
+        std::vector<uint8_t> f = make_file("{}", {});        // 8 + 2 bytes, no data
+        f[0] = 3;                                             // one byte more than there is
+        write_bytes(path, f);
+        CHECK(load_msg() == prefix + "header length 3 is larger than the rest of the file "
+                                     "(2 bytes): truncated file?");
+        f[0] = 2;                                             // all of it: an empty data section
+        write_bytes(path, f);
+        CHECK(load_msg().empty());
+        CHECK(autograd::io::load_safetensors(path).tensors.empty());
     }
     SUBCASE("absurd header length") {
         std::vector<uint8_t> f = make_file("{}", {});

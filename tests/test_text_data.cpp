@@ -19,6 +19,7 @@
 #include "examples/data/bleu.h"
 #include "examples/data/tokenizer.h"
 #include "examples/data/toy_grammar.h"
+#include "examples/data/translation_data.h"
 #include "examples/data/tsv.h"
 #include "examples/data/vocab.h"
 
@@ -251,6 +252,9 @@ TEST_CASE("parse_tsv: malformed lines are skipped, counted and reported with lin
     CHECK(r.warnings[1].rfind("in.tsv:3: ", 0) == 0);
     CHECK(r.warnings[2].rfind("in.tsv:4: ", 0) == 0);
     CHECK(r.warnings[3].rfind("in.tsv:5: ", 0) == 0);
+    CHECK(contains(r.warnings[0], "no tab between source and target"));
+    CHECK(contains(r.warnings[1], "empty source"));
+    CHECK(contains(r.warnings[2], "empty target"));
     CHECK(contains(r.warnings[3], "UTF-8"));
 
     SUBCASE("only the first few warnings are kept") {
@@ -325,6 +329,187 @@ TEST_CASE("split_pairs: deterministic, complete, a source sentence lands in one 
 
     CHECK_THROWS_WITH_AS(data::split_pairs(pairs, 1, 0.6, 0.6), doctest::Contains("valid_frac + test_frac <= 1"), std::invalid_argument);
     CHECK_THROWS_WITH_AS(data::split_pairs(pairs, 1, -0.1, 0.1), doctest::Contains("need 0 <= valid_frac"), std::invalid_argument);
+}
+
+// ---- the translation example's corpus: splits too small to mean anything are refused ---------
+
+namespace {
+
+// A directory of TSV files for one test, removed at scope exit.
+struct TsvDir {
+    std::filesystem::path dir;
+    TsvDir() {
+        static int counter = 0;
+        dir = std::filesystem::temp_directory_path() /
+              ("test_text_data_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
+        std::filesystem::create_directories(dir);
+    }
+    ~TsvDir() {
+        std::error_code ec;
+        std::filesystem::remove_all(dir, ec);
+    }
+    std::string write(const std::string& name, const std::string& text) const {
+        const std::string path = (dir / name).string();
+        std::ofstream(path, std::ios::binary) << text;
+        return path;
+    }
+};
+
+// "s0\tt0\ns1\tt1\n...": n pairs with n distinct sources.
+std::string numbered_pairs(int n) {
+    std::string text;
+    for (int i = 0; i < n; i++) {   // appended piece by piece: "s" + ... makes g++ 12 -O3 warn
+        const std::string k = std::to_string(i);
+        text += 's';
+        text += k;
+        text += "\tt";
+        text += k;
+        text += '\n';
+    }
+    return text;
+}
+
+// The message of the std::runtime_error fn throws ("" if none).
+template <class Fn>
+std::string error_of(Fn fn) {
+    try {
+        fn();
+    } catch (const std::runtime_error& e) {
+        return e.what();
+    }
+    return "";
+}
+
+// What fn writes to stderr (file descriptor 2, redirected to a temp file meanwhile).
+template <class Fn>
+std::string stderr_of(Fn fn) {
+    std::fflush(stderr);
+    std::FILE* tmp = std::tmpfile();
+    REQUIRE(tmp);
+    const int saved = ::dup(2);
+    ::dup2(::fileno(tmp), 2);
+    struct Restore {   // also when fn throws
+        int saved;
+        ~Restore() {
+            std::fflush(stderr);
+            ::dup2(saved, 2);
+            ::close(saved);
+        }
+    };
+    {
+        Restore restore{saved};
+        fn();
+    }
+    std::rewind(tmp);
+    std::string out;
+    for (int c; (c = std::fgetc(tmp)) != EOF;) out += static_cast<char>(c);
+    std::fclose(tmp);
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("load_translation_data: --data too small to split off valid and test is refused, naming file, counts and flags") {
+    // Valid and test each get round(5% of the distinct sources): round(0.45) = 0 for 9 sources,
+    // round(0.5) = 1 (half rounds up) for 10. So 10 distinct sources is the least --data can have.
+    TsvDir dir;
+    data::CorpusOptions o;
+
+    SUBCASE("the one-pair file of the issue") {
+        o.data = dir.write("one.tsv", "Hello .\tHallo .\n");
+        const std::string msg = error_of([&] { data::load_translation_data(o); });
+        CHECK(contains(msg, "'" + o.data + "' has 1 sentence pair (1 distinct source sentence), "
+                            "split into train 1, valid 0, test 0: too few to validate and test on"));
+        CHECK(contains(msg, "the file needs at least 10 of them"));
+        CHECK(contains(msg, "pass --valid FILE --test FILE, or use more data"));
+    }
+    SUBCASE("9 distinct sources: still none for valid or test") {
+        o.data = dir.write("nine.tsv", numbered_pairs(9));
+        CHECK(contains(error_of([&] { data::load_translation_data(o); }),
+                       "has 9 sentence pairs (9 distinct source sentences), split into train 9, valid 0, test 0"));
+    }
+    SUBCASE("12 pairs but 9 distinct sources: a source's translations stay together, so 9 count") {
+        o.data = dir.write("twelve.tsv", numbered_pairs(9) + "s0\tu0\ns1\tu1\ns2\tu2\n");
+        CHECK(contains(error_of([&] { data::load_translation_data(o); }),
+                       "has 12 sentence pairs (9 distinct source sentences), split into train 12, valid 0, test 0"));
+    }
+    SUBCASE("10 distinct sources: one valid pair, one test pair, 8 to train") {
+        o.data = dir.write("ten.tsv", numbered_pairs(10));
+        const data::TranslationData d = data::load_translation_data(o);
+        CHECK(d.train.size() == 8);
+        CHECK(d.valid.size() == 1);
+        CHECK(d.text.test.size() == 1);
+    }
+    SUBCASE("the same one pair with --valid and --test given: now the training split is too small") {
+        o.data = dir.write("one.tsv", "Hello .\tHallo .\n");
+        o.valid = dir.write("valid.tsv", "Good day .\tGuten Tag .\n");
+        o.test = dir.write("test.tsv", "Bye .\tTschüss .\n");
+        CHECK(error_of([&] { data::load_translation_data(o); }) ==
+              "'" + o.data + "': 1 training pair; at least 2 are needed: use more data");
+        o.data = dir.write("two.tsv", "Hello .\tHallo .\nYes .\tJa .\n");
+        CHECK(data::load_translation_data(o).train.size() == 2);
+    }
+    SUBCASE("--valid without --test (or the reverse) is refused") {
+        o.data = dir.write("ten.tsv", numbered_pairs(10));
+        o.valid = dir.write("valid.tsv", "a\tb\n");
+        CHECK(error_of([&] { data::load_translation_data(o); }) == "--valid and --test go together");
+    }
+}
+
+TEST_CASE("load_translation_data: fewer than 2 training pairs left after --max-len, or no usable validation pair, is refused") {
+    TsvDir dir;
+    data::CorpusOptions o;
+    o.valid = dir.write("valid.tsv", "Good day .\tGuten Tag .\n");
+    o.test = dir.write("test.tsv", "Bye .\tTschüss .\n");
+
+    SUBCASE("--max-len drops all but one") {
+        // "Yes ." is 2 tokens a side; "Hello there , friend ." is 5 on the source side
+        o.data = dir.write("train.tsv", "Yes .\tJa .\nHello there , friend .\tHallo .\n");
+        o.max_len = 4;
+        CHECK(error_of([&] { data::load_translation_data(o); }) ==
+              "'" + o.data + "': 1 training pair left of 2 (1 dropped: over --max-len 4 tokens, or no token on a side); "
+                             "at least 2 are needed: raise --max-len, or use more data");
+        o.max_len = 5;
+        CHECK(data::load_translation_data(o).train.size() == 2);
+    }
+    SUBCASE("the built-in toy corpus is named as such") {
+        data::CorpusOptions toy;
+        toy.max_len = 1;   // every toy sentence has a word and a full stop
+        CHECK(contains(error_of([&] { data::load_translation_data(toy); }), "the toy corpus: 0 training pairs left of "));
+    }
+    SUBCASE("validation pairs whose side is only wide spaces: no token, so no validation loss") {
+        o.data = dir.write("train.tsv", "Yes .\tJa .\nNo .\tNein .\n");
+        // U+3000 (ideographic space) is not ASCII whitespace, so the TSV reader keeps the pair,
+        // but the tokenizer finds no token in it
+        o.valid = dir.write("spaces.tsv", "\xE3\x80\x80\tGuten Tag .\n");
+        CHECK(contains(error_of([&] { data::load_translation_data(o); }),
+                       "'" + o.valid + "': no validation pair has a token on both sides (1 pair read"));
+    }
+}
+
+TEST_CASE("load_translation_data: malformed lines of --data, --valid and --test are reported with file and line") {
+    TsvDir dir;
+    data::CorpusOptions o;
+    o.data = dir.write("train.tsv", "Yes .\tJa .\nno tab here\nNo .\tNein .\n");
+    o.valid = dir.write("valid.tsv", "Good day .\tGuten Tag .\n\t  Hallo\n");
+    o.test = dir.write("test.tsv", "Bye .\tTschüss .\nThanks .\t \n");
+    const std::string err = stderr_of([&] { data::load_translation_data(o); });
+    CHECK(contains(err, o.data + ":2: no tab between source and target, line skipped"));
+    CHECK(contains(err, o.valid + ":2: empty source, line skipped"));
+    CHECK(contains(err, o.test + ":2: empty target, line skipped"));
+}
+
+TEST_CASE("check_batch_fits: a training split smaller than one --batch is refused, naming both counts") {
+    TsvDir dir;
+    data::CorpusOptions o;
+    o.data = dir.write("ten.tsv", numbered_pairs(10));   // 8 pairs to train (see the split test above)
+    const data::TranslationData d = data::load_translation_data(o);
+    REQUIRE(d.train.size() == 8);
+    CHECK(error_of([&] { data::check_batch_fits(d, o, 9); }) ==
+          "'" + o.data + "': the training split has 8 pairs, fewer than one batch (--batch 9): every epoch would be "
+                         "the same single step. Pass --batch 8 or less, or use more data");
+    CHECK(error_of([&] { data::check_batch_fits(d, o, 8); }).empty());
+    CHECK(error_of([&] { data::check_batch_fits(d, o, 1); }).empty());
 }
 
 // ---- BLEU -----------------------------------------------------------------------------------

@@ -289,7 +289,10 @@ static Span parse_entry(const std::string& name, const json::Value& entry, uint6
 }
 
 // The spec requires the tensors to tile the data section exactly: sorted by offset, each one
-// starts where the previous ended, and the last ends at the end of the file. Sorts `order`.
+// starts where the previous ended, and the last ends at the end of the file (the reference
+// implementation's Metadata::validate does the same walk). Sorts `order`. Each message names the
+// tensors and the offsets involved, as written in the header ([begin, end] relative to the data
+// section), so the broken entry can be found in the file.
 static void check_coverage(const std::vector<TensorRecord>& recs, const std::vector<Span>& spans,
                            std::vector<size_t>& order, uint64_t data_size) {
     order.resize(spans.size());
@@ -298,21 +301,37 @@ static void check_coverage(const std::vector<TensorRecord>& recs, const std::vec
         return spans[a].begin != spans[b].begin ? spans[a].begin < spans[b].begin
                                                 : spans[a].end < spans[b].end;
     });
+    auto num = [](uint64_t x) { return std::to_string(x); };
+    auto offsets = [&](size_t i) {                            // "[2, 6]", as the header writes it
+        return std::string("[") + num(spans[i].begin) + ", " + num(spans[i].end) + "]";
+    };
     uint64_t covered = 0;                                     // bytes [0, covered) are tiled
+    const size_t none = spans.size();
+    size_t prev = none;                                       // the tensor that ends at `covered`
     for (size_t i : order) {
         const std::string t = "tensor " + name_text(recs[i].name);
-        if (spans[i].begin < covered)
-            bad(t + " overlaps the previous tensor (starts at byte " +
-                std::to_string(spans[i].begin) + ", previous ends at " +
-                std::to_string(covered) + ")");
-        if (spans[i].begin > covered)
-            bad("data section has a hole: bytes [" + std::to_string(covered) + ", " +
-                std::to_string(spans[i].begin) + ") belong to no tensor");
+        if (spans[i].begin < covered)                         // sorted by begin: i starts inside prev
+            bad(t + " (data_offsets " + offsets(i) + ") overlaps tensor " + name_text(recs[prev].name) +
+                " (data_offsets " + offsets(prev) + "): it starts at byte " + num(spans[i].begin) +
+                ", before the other ends at " + num(covered));
+        if (spans[i].begin > covered) {
+            const std::string around = prev == none
+                ? "the first tensor, " + name_text(recs[i].name) + ","
+                : "tensor " + name_text(recs[prev].name) + " ends at " + num(covered) + ", " + t;
+            bad("data section has a hole: bytes [" + num(covered) + ", " + num(spans[i].begin) +
+                ") belong to no tensor (" + around + " starts at " + num(spans[i].begin) + ")");
+        }
         covered = spans[i].end;
+        prev = i;
     }
-    if (covered != data_size)
-        bad("data section has " + std::to_string(data_size - covered) +
-            " trailing bytes that belong to no tensor");
+    if (covered != data_size) {
+        const std::string last = prev == none
+            ? std::string("the header lists no tensors")
+            : "the last tensor, " + name_text(recs[prev].name) + ", ends at " + num(covered);
+        bad("data section has " + num(data_size - covered) + " trailing bytes that belong to no tensor: bytes [" +
+            num(covered) + ", " + num(data_size) + ") (" + last + "; the data section is " + num(data_size) +
+            " bytes)");
+    }
 }
 
 static SafetensorsFile load_unprefixed(const std::string& path) {

@@ -1,10 +1,12 @@
 #include "examples/data/translation_data.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <numeric>
 #include <stdexcept>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "examples/data/tokenizer.h"
 #include "examples/data/toy_grammar.h"
@@ -51,15 +53,43 @@ TextCodec read_codec(const nn::Metadata& metadata, const std::string& file) {
 
 namespace {
 
+// How messages name the corpus: the --data file, or the built-in one.
+std::string corpus_name(const CorpusOptions& o) { return o.data.empty() ? "the toy corpus" : "'" + o.data + "'"; }
+
+std::string plural(size_t n, const std::string& word) { return std::to_string(n) + " " + word + (n == 1 ? "" : "s"); }
+
+// Reads one TSV file; its warnings go to stderr, each as "file:line: reason".
+TsvResult read_tsv_with_warnings(const std::string& path) {
+    TsvResult r = read_tsv(path);
+    for (const std::string& w : r.warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
+    if (r.skipped) std::fprintf(stderr, "%s: skipped %zu malformed line(s)\n", path.c_str(), r.skipped);
+    return r;
+}
+
+// --data split into train/valid/test: refused when valid or test comes out empty.
+DataSplits split_data(const std::vector<Pair>& pairs, const CorpusOptions& o) {
+    DataSplits s = split_pairs(pairs, o.seed, kHeldOutShare, kHeldOutShare);
+    if (s.valid.size() >= kMinValidPairs && s.test.size() >= kMinTestPairs) return s;
+    std::unordered_set<std::string> sources;
+    for (const Pair& p : pairs) sources.insert(p.src);
+    size_t need = 1;                                          // fewest distinct sources that give one of each
+    while (std::llround(kHeldOutShare * static_cast<double>(need)) < 1) need++;
+    throw std::runtime_error(
+        corpus_name(o) + " has " + plural(pairs.size(), "sentence pair") + " (" +
+        plural(sources.size(), "distinct source sentence") + "), split into train " + std::to_string(s.train.size()) +
+        ", valid " + std::to_string(s.valid.size()) + ", test " + std::to_string(s.test.size()) +
+        ": too few to validate and test on. Valid and test each get " +
+        std::to_string(std::lround(kHeldOutShare * 100)) + "% of the distinct source sentences, so the file needs at least " +
+        std::to_string(need) + " of them; pass --valid FILE --test FILE, or use more data");
+}
+
 // The toy corpus, or --data split into train/valid/test (or --valid and --test given apart).
 DataSplits read_pairs(const CorpusOptions& o) {
     if (o.data.empty()) return make_toy_corpus(o.seed);
-    const TsvResult r = read_tsv(o.data);
-    for (const std::string& w : r.warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
-    if (r.skipped) std::fprintf(stderr, "%s: skipped %zu malformed line(s)\n", o.data.c_str(), r.skipped);
     if (o.valid.empty() != o.test.empty()) throw std::runtime_error("--valid and --test go together");
-    if (o.valid.empty()) return split_pairs(r.pairs, o.seed, 0.05, 0.05);
-    return {r.pairs, read_tsv(o.valid).pairs, read_tsv(o.test).pairs};
+    const TsvResult r = read_tsv_with_warnings(o.data);
+    if (o.valid.empty()) return split_data(r.pairs, o);
+    return {r.pairs, read_tsv_with_warnings(o.valid).pairs, read_tsv_with_warnings(o.test).pairs};
 }
 
 }  // namespace
@@ -112,8 +142,14 @@ TranslationData load_translation_data(const CorpusOptions& o) {
     }
     src_tokens.resize(kept);
     tgt_tokens.resize(kept);
-    if (src_tokens.empty())
-        throw std::runtime_error("no training pairs left after the length filter (--max-len " + std::to_string(o.max_len) + ")");
+    if (kept < kMinTrainPairs) {
+        std::string what = corpus_name(o) + ": " + plural(kept, "training pair");
+        if (d.dropped)
+            what += " left of " + std::to_string(d.text.train.size()) + " (" + std::to_string(d.dropped) +
+                    " dropped: over --max-len " + std::to_string(o.max_len) + " tokens, or no token on a side)";
+        throw std::runtime_error(what + "; at least " + std::to_string(kMinTrainPairs) + " are needed: " +
+                                 (d.dropped ? "raise --max-len, or use more data" : "use more data"));
+    }
 
     // 4) vocabularies from the training pairs, then every pair as ids. A subword vocabulary is
     //    shared by both sides and holds the byte tokens, so any text can be encoded.
@@ -137,7 +173,20 @@ TranslationData load_translation_data(const CorpusOptions& o) {
         const auto s = d.codec.tokenize(p.src), t = d.codec.tokenize(p.tgt);
         if (!s.empty() && !t.empty()) d.valid.push_back({d.codec.encode_source(s), d.codec.encode_target(t)});
     }
+    if (d.valid.size() < kMinValidPairs)   // every pair has a side of spaces only (U+3000, ...)
+        throw std::runtime_error((o.valid.empty() ? corpus_name(o) : "'" + o.valid + "'") +
+                                 ": no validation pair has a token on both sides (" +
+                                 plural(d.text.valid.size(), "pair") + " read; a side of spaces only, such as "
+                                 "U+3000, has none); pass a --valid FILE with text on both sides");
     return d;
+}
+
+void check_batch_fits(const TranslationData& d, const CorpusOptions& o, int batch) {
+    if (d.train.size() >= static_cast<size_t>(batch)) return;
+    throw std::runtime_error(corpus_name(o) + ": the training split has " + plural(d.train.size(), "pair") +
+                             ", fewer than one batch (--batch " + std::to_string(batch) +
+                             "): every epoch would be the same single step. Pass --batch " +
+                             std::to_string(d.train.size()) + " or less, or use more data");
 }
 
 std::vector<std::vector<size_t>> length_batches(const std::vector<Example>& examples, int batch) {

@@ -50,6 +50,15 @@ struct Example {
 
 constexpr int kAutoMerges = -1;
 
+// Without --valid and --test, each of the validation and test splits gets this share of --data's
+// distinct source sentences (split_pairs rounds it: one of each needs 10 distinct sources).
+inline constexpr double kHeldOutShare = 0.05;
+
+// The smallest splits the example trains on. Fewer mean nothing: with no validation pair the
+// "valid loss" is 0 and the first epoch is kept as the best, with no test pair the BLEU is 0, and
+// a single training pair is memorised, not learned from.
+inline constexpr size_t kMinTrainPairs = 2, kMinValidPairs = 1, kMinTestPairs = 1;
+
 struct CorpusOptions {
     std::string data, valid, test;   // TSV files; data empty: the built-in toy corpus
     bool lowercase = false;
@@ -69,8 +78,17 @@ struct TranslationData {
     Bpe::LearnStats bpe_stats;     // what learning the merges took (bpe > 0)
 };
 
-// Reads (or generates) the corpus and prepares it as above. TSV warnings go to stderr.
+// Reads (or generates) the corpus and prepares it as above. TSV warnings (file:line: reason) go
+// to stderr, for --valid and --test as for --data. Throws std::runtime_error before anything is
+// learned when a split is smaller than the minimums above, e.g. for a one-pair --data:
+//   "'one.tsv' has 1 sentence pair (1 distinct source sentence), split into train 1, valid 0,
+//    test 0: too few to validate and test on. ... pass --valid FILE --test FILE, or use more data"
 TranslationData load_translation_data(const CorpusOptions& o);
+
+// With batches of `batch` sentence pairs (--batch, when not batching by tokens): throws
+// std::runtime_error, naming the corpus (o.data) and both counts, if the training split holds
+// fewer pairs than one batch, so that every epoch would be the same single step.
+void check_batch_fits(const TranslationData& d, const CorpusOptions& o, int batch);
 
 // Batches of example indices, sorted by length so each batch holds sentences of about the same
 // length: little padding, so little compute spent on it.
