@@ -10,6 +10,8 @@
 #include <memory>
 #include <string>
 
+#include "examples/data/vocab.h"
+#include "examples/eval/translation_eval.h"
 #include "models/batch.h"
 #include "models/decoder_cache.h"
 #include "models/decoding.h"
@@ -274,11 +276,12 @@ std::vector<Scored> brute_force(Transformer& model, const Tokens& src, int64_t m
     return ranked;
 }
 
+// "<bos> 3 0 <eos>": a hypothesis in a failure message
 std::string str(const std::vector<int32_t>& tokens) {
     std::string s;
-    for (int32_t t : tokens) {
-        if (!s.empty()) s += ' ';
-        s += t == kEos ? "<eos>" : std::to_string(t);
+    for (size_t i = 0; i < tokens.size(); i++) {
+        if (i) s += ' ';
+        s += i == 0 && tokens[i] == kBos ? "<bos>" : tokens[i] == kEos ? "<eos>" : std::to_string(tokens[i]);
     }
     return s;
 }
@@ -515,5 +518,78 @@ TEST_CASE("greedy_decode: after eos a row is pad at every position, and a row th
     for (int64_t b = 0; b < B; b++) {
         const std::vector<int32_t> row(no_eos.data.begin() + b * max_len, no_eos.data.begin() + (b + 1) * max_len);
         CHECK(row == plain_greedy(*model, Tokens(sources[b], {1, static_cast<int64_t>(sources[b].size())}), max_len, -1));
+    }
+}
+
+// kv_cache = false (--no-kv-cache) gives the same outputs by design (the tests above), so what
+// shows which path ran is the work it did. Recomputing runs every decoder layer's self-attention
+// module over the whole prefix, and the module keeps the weights of its last call
+// (last_attention (n, H, t, t)); the cached step reads the cache with one query per row.
+TEST_CASE("kv_cache = false recomputes the whole prefix at every step; true runs one position per step") {
+    auto model = tiny_model(35, 1.0f);
+    nn::MultiHeadAttention& self_attn = *(*model->decoder->layers)[0].self_attn;
+    const Mask m = models::padding_mask(kSrc, 0);
+    const int64_t max_len = 6, H = model->cfg.heads;   // the last step reads a prefix of 5 tokens
+    for (bool kv_cache : {false, true}) {
+        CAPTURE(kv_cache);
+        self_attn.last_attention = Tensor();
+        models::greedy_decode(*model, kSrc, m, {.max_len = max_len, .bos = kBos, .eos = -1, .kv_cache = kv_cache});
+        const Tensor& greedy_weights = self_attn.last_attention;
+        if (kv_cache) CHECK((!greedy_weights.defined() || greedy_weights.size(2) == 1));
+        else CHECK(greedy_weights.shape() == Shape{1, H, max_len - 1, max_len - 1});
+        self_attn.last_attention = Tensor();
+        models::beam_search(*model, kSrc, m, {.beam_size = 3, .max_len = max_len, .bos = kBos, .eos = -1, .kv_cache = kv_cache});
+        const Tensor& beam_weights = self_attn.last_attention;
+        if (kv_cache) CHECK((!beam_weights.defined() || beam_weights.size(2) == 1));
+        else CHECK(beam_weights.shape() == Shape{3, H, max_len - 1, max_len - 1});   // 3 live hypotheses
+    }
+}
+
+// The translation example decodes through eval::translate_ids: --beam K sets the beam (0:
+// greedy), with the length penalty alpha = 0.6 of docs/12, and --no-kv-cache the path. Expected:
+// greedy by the textbook, a narrow beam by the plain reference search, a beam of 40 (as many as
+// the hypotheses) by the brute force at alpha 0.6.
+// The model's 4 ids are the vocabulary's specials: 0 <pad>, 1 <bos>, 2 <eos>, 3 <unk>.
+TEST_CASE("eval::translate_ids: --beam 0 is greedy, --beam K keeps K, and a beam holding every hypothesis finds the best at alpha 0.6") {
+    static_assert(data::Vocab::PAD == 0 && data::Vocab::BOS == kBos && data::Vocab::EOS == kEos);
+    auto model = tiny_model(424, 1.0f);
+    const std::vector<std::vector<int32_t>> srcs = {{3, 1, 2}, {2, 3, 3, 1}};
+    const int64_t max_len = 4;
+    const std::vector<int> beams = {0, 2, 3, 40};
+    std::vector<std::vector<std::vector<int32_t>>> expected(srcs.size());   // [sentence][beam]
+    for (size_t i = 0; i < srcs.size(); i++) {
+        const Tokens src(srcs[i], {1, static_cast<int64_t>(srcs[i].size())});
+        const std::vector<Scored> ranked = brute_force(*model, src, max_len, kEos, 0.6);
+        REQUIRE(ranked[0].score - ranked[1].score > 1e-4);
+        expected[i] = {plain_greedy(*model, src, max_len, kEos), reference_beam(*model, src, 2, max_len, 0.6, true).tokens,
+                       reference_beam(*model, src, 3, max_len, 0.6, true).tokens, ranked[0].tokens};
+    }
+    // the case this test is for: in sentence 1 each beam width gives another output than the
+    // next, and alpha 0 would pick another best than alpha 0.6
+    const std::vector<std::vector<int32_t>>& e = expected[1];
+    INFO("sentence 1: greedy " << str(e[0]) << ", beam 2 " << str(e[1]) << ", beam 3 " << str(e[2]) << ", beam 40 " << str(e[3]));
+    REQUIRE((e[0] != e[1] && e[1] != e[2] && e[2] != e[3]));
+    REQUIRE(brute_force(*model, Tokens(srcs[1], {1, 4}), max_len, kEos, 0.0)[0].tokens != e[3]);
+
+    nn::MultiHeadAttention& self_attn = *(*model->decoder->layers)[0].self_attn;
+    // which path ran (see the test above): recomputing leaves a square self-attention map of the
+    // last prefix; the cache none, or one query per row
+    auto ran_path = [&](bool kv_cache) {
+        const Tensor& w = self_attn.last_attention;
+        return kv_cache ? (!w.defined() || w.size(2) == 1) : (w.defined() && w.size(2) > 1 && w.size(2) == w.size(3));
+    };
+    for (bool kv_cache : {true, false}) {
+        for (size_t k = 0; k < beams.size(); k++) {
+            CAPTURE(kv_cache);
+            CAPTURE(beams[k]);
+            self_attn.last_attention = Tensor();
+            const std::vector<std::vector<int32_t>> out = eval::translate_ids(*model, srcs, beams[k], max_len, kv_cache);
+            CHECK(ran_path(kv_cache));
+            REQUIRE(out.size() == srcs.size());
+            for (size_t i = 0; i < srcs.size(); i++) {
+                CAPTURE(i);
+                CHECK(str(out[i]) == str(expected[i][k]));
+            }
+        }
     }
 }
