@@ -11,6 +11,7 @@
 #include <string>
 
 #include "examples/data/vocab.h"
+#include "examples/eval/copy_task_eval.h"
 #include "examples/eval/translation_eval.h"
 #include "models/batch.h"
 #include "models/decoder_cache.h"
@@ -407,9 +408,10 @@ namespace {
 // Beam search as docs/12-decoding.md describes it, written plainly: one hypothesis at a time, each
 // step's log-probabilities from a whole-prefix decoder pass. Keep the K best (hypothesis, token)
 // pairs by log-probability (ties: lower beam index, then lower id); those ending in eos are
-// finished. Stop at max_len, when no hypothesis is live, or (stop_at_k_finished) when K have
+// finished (eos = -1: none). Stop at max_len, when no hypothesis is live, or (stop_at_k_finished) when K have
 // finished; if fewer than K finished, the live ones join them. Return the best score.
-Scored reference_beam(Transformer& model, const Tokens& src, size_t K, int64_t max_len, double alpha, bool stop_at_k_finished) {
+Scored reference_beam(Transformer& model, const Tokens& src, size_t K, int64_t max_len, int32_t eos, double alpha,
+                      bool stop_at_k_finished) {
     std::vector<Scored> live{{{kBos}, 0.0, 0.0}}, finished;
     for (int64_t t = 1; t < max_len && !live.empty() && !(stop_at_k_finished && finished.size() >= K); t++) {
         struct Candidate {
@@ -429,7 +431,7 @@ Scored reference_beam(Transformer& model, const Tokens& src, size_t K, int64_t m
             Scored h{live[candidates[c].beam].tokens, candidates[c].log_prob, 0.0};
             h.tokens.push_back(candidates[c].token);
             h.score = gnmt_score(h.log_prob, h.tokens.size() - 1, alpha);
-            (h.tokens.back() == kEos ? finished : next).push_back(h);
+            (h.tokens.back() == eos ? finished : next).push_back(h);
         }
         live = next;
     }
@@ -456,14 +458,14 @@ TEST_CASE("beam search with a narrow beam: keeps K, stops when K have finished, 
                     CAPTURE(K);
                     CAPTURE(alpha);
                     const int64_t max_len = 6;
-                    const Scored expected = reference_beam(*model, kSrc, K, max_len, alpha, true);
+                    const Scored expected = reference_beam(*model, kSrc, K, max_len, kEos, alpha, true);
                     const models::Hypothesis h = models::beam_search(
                         *model, kSrc, models::padding_mask(kSrc, 0),
                         {.beam_size = K, .max_len = max_len, .bos = kBos, .eos = kEos, .length_penalty = static_cast<float>(alpha)});
                     CHECK(str(h.tokens) == str(expected.tokens));
                     CHECK(h.log_prob == doctest::Approx(expected.log_prob).epsilon(1e-5));
                     CHECK(h.score == doctest::Approx(expected.score).epsilon(1e-5));
-                    stopping_mattered = stopping_mattered || reference_beam(*model, kSrc, K, max_len, alpha, false).tokens != expected.tokens;
+                    stopping_mattered = stopping_mattered || reference_beam(*model, kSrc, K, max_len, kEos, alpha, false).tokens != expected.tokens;
                     live_won = live_won || expected.tokens.back() != kEos;
                 }
             }
@@ -561,8 +563,8 @@ TEST_CASE("eval::translate_ids: --beam 0 is greedy, --beam K keeps K, and a beam
         const Tokens src(srcs[i], {1, static_cast<int64_t>(srcs[i].size())});
         const std::vector<Scored> ranked = brute_force(*model, src, max_len, kEos, 0.6);
         REQUIRE(ranked[0].score - ranked[1].score > 1e-4);
-        expected[i] = {plain_greedy(*model, src, max_len, kEos), reference_beam(*model, src, 2, max_len, 0.6, true).tokens,
-                       reference_beam(*model, src, 3, max_len, 0.6, true).tokens, ranked[0].tokens};
+        expected[i] = {plain_greedy(*model, src, max_len, kEos), reference_beam(*model, src, 2, max_len, kEos, 0.6, true).tokens,
+                       reference_beam(*model, src, 3, max_len, kEos, 0.6, true).tokens, ranked[0].tokens};
     }
     // the case this test is for: in sentence 1 each beam width gives another output than the
     // next, and alpha 0 would pick another best than alpha 0.6
@@ -590,6 +592,57 @@ TEST_CASE("eval::translate_ids: --beam 0 is greedy, --beam K keeps K, and a beam
                 CAPTURE(i);
                 CHECK(str(out[i]) == str(expected[i][k]));
             }
+        }
+    }
+}
+
+// The copy task decodes through eval::exact_match: --beam K (0: greedy), no eos and alpha 0
+// (docs/12), --no-kv-cache the path. Expected, for each sequence the function draws (the same
+// draws from a generator in the same state): greedy by the textbook, a narrow beam by the plain
+// reference search, a beam of 64 (every sequence of 3 symbols after the start) by the brute force.
+TEST_CASE("eval::exact_match (copy task): --beam 0 is greedy, --beam K keeps K, a beam holding every sequence finds the best") {
+    static_assert(data::COPY_START == kBos);
+    auto model = tiny_model(69, 1.0f);
+    const int64_t L = 4, n = 40;   // 40 sequences 1 x x x over the symbols 1..3
+    Rng draws(17);
+    const Tokens src = data::random_sequences(draws, kV, n, L);   // what exact_match draws from Rng(17)
+    const std::vector<int> beams = {0, 2, 3, 64};
+    std::vector<std::vector<std::vector<int32_t>>> expected(beams.size());   // [beam][sequence]
+    for (int64_t i = 0; i < n; i++) {
+        const Tokens one(std::vector<int32_t>(src.data.begin() + i * L, src.data.begin() + (i + 1) * L), {1, L});
+        const std::vector<Scored> ranked = brute_force(*model, one, L, /*eos=*/-1, 0.0);
+        REQUIRE(ranked[0].score - ranked[1].score > 1e-4);
+        expected[0].push_back(plain_greedy(*model, one, L, -1));
+        expected[1].push_back(reference_beam(*model, one, 2, L, -1, 0.0, true).tokens);
+        expected[2].push_back(reference_beam(*model, one, 3, L, -1, 0.0, true).tokens);
+        expected[3].push_back(ranked[0].tokens);
+    }
+    // the case this test is for: each beam width gives another output than the next, on some sequence
+    for (size_t k = 0; k + 1 < beams.size(); k++) {
+        CAPTURE(beams[k]);
+        REQUIRE(expected[k] != expected[k + 1]);
+    }
+    nn::MultiHeadAttention& self_attn = *(*model->decoder->layers)[0].self_attn;
+    for (bool kv_cache : {true, false}) {
+        for (size_t k = 0; k < beams.size(); k++) {
+            CAPTURE(kv_cache);
+            CAPTURE(beams[k]);
+            self_attn.last_attention = Tensor();
+            Rng rng(17);
+            const eval::ExactMatch r = eval::exact_match(*model, rng, kV, L, static_cast<int>(n), beams[k], kv_cache);
+            const Tensor& w = self_attn.last_attention;   // which path ran (see the kv_cache test above)
+            if (kv_cache) CHECK((!w.defined() || w.size(2) == 1));
+            else CHECK((w.defined() && w.size(2) == L - 1 && w.size(3) == L - 1));
+            REQUIRE(r.shown_src.data == src.data);
+            REQUIRE(r.shown_out.shape == Shape{n, L});
+            int correct = 0;   // outputs equal to their sources, counted here
+            for (int64_t i = 0; i < n; i++) {
+                CAPTURE(i);
+                const std::vector<int32_t> out(r.shown_out.data.begin() + i * L, r.shown_out.data.begin() + (i + 1) * L);
+                CHECK(str(out) == str(expected[k][i]));
+                correct += std::equal(out.begin(), out.end(), src.data.begin() + i * L);
+            }
+            CHECK(r.correct == correct);
         }
     }
 }
