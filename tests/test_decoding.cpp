@@ -487,11 +487,13 @@ TEST_CASE("greedy_decode: after eos a row is pad at every position, and a row th
     const int32_t pad = 3;   // not 0, so that a pad other than the one asked for shows
     std::vector<std::vector<int32_t>> alone;   // each sentence decoded alone, by the textbook
     size_t L = 0;
+    std::string shown;   // for a failure message
     for (const auto& s : sources) {
         alone.push_back(plain_greedy(*model, Tokens(s, {1, static_cast<int64_t>(s.size())}), max_len, kEos));
         L = std::max(L, alone.back().size());
-        INFO("alone: " << str(alone.back()));
+        shown += "\n  " + str(alone.back());
     }
+    INFO("each sentence alone:" << shown);
     std::vector<int32_t> expected;   // (B, L): each row, then pad to L
     bool pad_hides_something = false;
     for (size_t b = 0; b < alone.size(); b++) {
