@@ -21,6 +21,7 @@
 #include "autograd/autograd.h"
 #include "autograd/kernels/threads.h"
 #include "examples/common/args.h"
+#include "examples/common/last_epochs.h"
 #include "examples/common/progress.h"
 #include "examples/common/svg.h"
 #include "examples/common/training_flags.h"
@@ -215,40 +216,6 @@ private:
     std::vector<std::vector<float>> params_;
 };
 
-// The parameters of the last K epochs, and their average (section 6.1: "for the base models, we
-// used a single model obtained by averaging the last 5 checkpoints, which were written at
-// 10-minute intervals"). Kept in memory: K copies of the parameters.
-class LastEpochs {
-public:
-    explicit LastEpochs(int k) : k_(k) {}
-
-    void add(const models::Transformer& model) {
-        if (k_ <= 0) return;
-        std::vector<std::vector<float>> params;
-        for (const Tensor& t : model.parameters()) params.push_back(t.to_vector());
-        kept_.push_back(std::move(params));
-        if (static_cast<int>(kept_.size()) > k_) kept_.erase(kept_.begin());
-    }
-
-    // Puts the element-wise mean of the kept epochs' parameters into the model.
-    void average_into(models::Transformer& model) const {
-        auto params = model.parameters();
-        for (size_t i = 0; i < params.size(); i++) {
-            float* p = params[i].data();
-            std::fill(p, p + params[i].numel(), 0.0f);
-            for (const auto& epoch : kept_)
-                for (int64_t j = 0; j < params[i].numel(); j++) p[j] += epoch[i][j] / static_cast<float>(kept_.size());
-        }
-        std::printf("averaged the parameters of the last %zu epochs\n", kept_.size());
-    }
-
-    bool empty() const { return kept_.empty(); }
-
-private:
-    int k_;
-    std::vector<std::vector<std::vector<float>>> kept_;   // [epoch][parameter][element]
-};
-
 // BLEU and exact match on the test split, greedy and (with --beam) beam search. `what` names the
 // model scored ("test": the best epoch's; "averaged test": --average-last).
 void report_test(models::Transformer& model, const data::TranslationData& d, const Options& o, const TrainingLog& log,
@@ -326,7 +293,7 @@ int main(int argc, char** argv) {
         // 3) train; keep the parameters of the epoch with the best validation loss
         TrainingLog log(o.epochs, batches.size());
         BestEpoch best(d.codec, o.save);
-        LastEpochs last(o.average_last);
+        common::LastEpochs last(o.average_last);   // --average-last K
         for (int epoch = 1; epoch <= o.epochs; epoch++) {
             model.train();
             if (epoch > 1 && o.batch_tokens > 0) batches = make_batches();
@@ -352,6 +319,7 @@ int main(int argc, char** argv) {
         report_test(model, d, o, log);
         if (!last.empty()) {
             last.average_into(model);
+            std::printf("averaged the parameters of the last %zu epochs\n", last.size());
             report_test(model, d, o, log, "averaged test");
         }
     } catch (const std::exception& e) {

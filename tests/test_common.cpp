@@ -1,5 +1,5 @@
-// The example programs' shared utilities: argument parsing, progress lines, SVG charts and
-// terminal heatmaps.
+// The example programs' shared utilities: argument parsing, progress lines, SVG charts, terminal
+// heatmaps and checkpoint averaging.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -11,9 +11,11 @@
 
 #include "examples/common/args.h"
 #include "examples/common/heatmap_terminal.h"
+#include "examples/common/last_epochs.h"
 #include "examples/common/progress.h"
 #include "examples/common/svg.h"
 #include "examples/common/training_flags.h"
+#include "nn/nn.h"
 #include "optim/optim.h"
 
 using namespace common;
@@ -466,4 +468,44 @@ TEST_CASE("terminal_heatmap: a title line, vertical column labels, then one line
     CHECK(lines_of(colored).size() == 5);
     CHECK(colored.find("\x1b[48;5;231m") != std::string::npos);   // white for 0
     CHECK(colored.find("\x1b[0m\n") != std::string::npos);        // reset at the end of a row
+}
+
+// --average-last K of the translation example. The epochs' parameter values are written here, and
+// so are their means: epoch e sets weight element j to (j + 1) * w[e] and bias element j to
+// (j + 1) * b[e], with w = 1, 4, 16, 64 and b = -3, 6, -9, 30 for epochs 1..4.
+TEST_CASE("LastEpochs (--average-last K): each parameter becomes the mean of the last K epochs' values, K = 1, 2, 3") {
+    nn::Linear layer(2, 3);   // weight (3, 2), bias (3)
+    auto set_epoch = [&](float w, float b) {
+        for (int64_t j = 0; j < layer.weight.numel(); j++) layer.weight.data()[j] = static_cast<float>(j + 1) * w;
+        for (int64_t j = 0; j < layer.bias.numel(); j++) layer.bias.data()[j] = static_cast<float>(j + 1) * b;
+    };
+    const float w[] = {1, 4, 16, 64}, b[] = {-3, 6, -9, 30};
+    struct Case {
+        int k;
+        size_t kept;
+        float weight_mean, bias_mean;   // by hand, over the last min(k, 4) epochs
+    };
+    for (const Case c : {Case{1, 1, 64.0f, 30.0f},                         // epoch 4 alone
+                         Case{2, 2, (16 + 64) / 2.0f, (-9 + 30) / 2.0f},   // 40, 10.5
+                         Case{3, 3, (4 + 16 + 64) / 3.0f, (6 - 9 + 30) / 3.0f},   // 28, 9
+                         Case{5, 4, (1 + 4 + 16 + 64) / 4.0f, (-3 + 6 - 9 + 30) / 4.0f}}) {   // fewer epochs than K: all 4
+        CAPTURE(c.k);
+        common::LastEpochs last(c.k);
+        for (int e = 0; e < 4; e++) {
+            set_epoch(w[e], b[e]);
+            last.add(layer);
+        }
+        set_epoch(1000.0f, 1000.0f);   // what the layer holds before averaging must not count
+        last.average_into(layer);
+        CHECK(last.size() == c.kept);
+        for (int64_t j = 0; j < layer.weight.numel(); j++) CHECK(layer.weight.data()[j] == doctest::Approx((j + 1) * c.weight_mean).epsilon(1e-6));
+        for (int64_t j = 0; j < layer.bias.numel(); j++) CHECK(layer.bias.data()[j] == doctest::Approx((j + 1) * c.bias_mean).epsilon(1e-6));
+    }
+    common::LastEpochs none(0);   // --average-last 0, the default: nothing kept, nothing averaged
+    none.add(layer);
+    CHECK(none.empty());
+    common::LastEpochs two(2);
+    two.add(layer);
+    nn::Linear other(3, 2);   // another shape: refused, not read out of bounds
+    CHECK_THROWS_WITH_AS(two.average_into(other), doctest::Contains("not those of the epochs kept"), std::invalid_argument);
 }

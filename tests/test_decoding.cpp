@@ -1,9 +1,18 @@
 // models/decoder_cache.h and models/decoding.h: the key/value cache gives what recomputing the
-// whole prefix gives, and a batch of sentences decodes as each sentence does alone.
+// whole prefix gives, and a batch of sentences decodes as each sentence does alone; what greedy
+// and beam search choose (length penalty, beam size, stopping, what follows eos) against a brute
+// force over every output of a tiny model.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <memory>
+#include <string>
 
+#include "examples/data/vocab.h"
+#include "examples/eval/copy_task_eval.h"
+#include "examples/eval/translation_eval.h"
 #include "models/batch.h"
 #include "models/decoder_cache.h"
 #include "models/decoding.h"
@@ -166,6 +175,476 @@ TEST_CASE("beam_search_batch: each sentence of a padded batch gets the hypothesi
                 CHECK(batch[i].log_prob == alone.log_prob);
                 CHECK(batch[i].score == alone.score);
             }
+        }
+    }
+}
+
+// ---- the decoders' choices against a brute force ---------------------------------------------
+//
+// The tests above hold the fast paths equal to the slow ones, which cannot see a mistake both
+// share. These check what the decoders choose: every hypothesis a tiny model can produce is
+// enumerated and scored here, with plain teacher-forced decoder passes (none of the decoders'
+// machinery), and the length penalty is written here again from its documentation.
+
+namespace {
+
+constexpr int64_t kV = 4;                  // ids 0..3, every one of them a possible output token
+constexpr int32_t kBos = 1, kEos = 2;
+
+// A 1-layer model over kV tokens with the random weights of `seed`. `sharpness` multiplies the
+// output projection (weights and bias): above 1 the next-token distributions get peaked, as a
+// trained model's are, so that some continuations are nearly certain.
+std::unique_ptr<Transformer> tiny_model(uint64_t seed, float sharpness) {
+    manual_seed(seed);
+    auto model = std::make_unique<Transformer>(models::TransformerConfig{
+        .src_vocab = kV, .tgt_vocab = kV, .layers = 1, .d_model = 8, .d_ff = 16, .heads = 2, .dropout = 0.0f});
+    model->eval();
+    for (Tensor& p : model->generator->parameters())
+        for (int64_t i = 0; i < p.numel(); i++) p.data()[i] *= sharpness;
+    return model;
+}
+
+// log p(v | prefix, src) for every token v: the decoder over the whole prefix (bos first), its
+// last position, log-softmax. The textbook step, one sentence at a time.
+std::vector<double> plain_next_log_probs(Transformer& model, const Tokens& src, const std::vector<int32_t>& prefix) {
+    NoGradGuard no_grad;
+    const Mask src_mask = models::padding_mask(src, 0);
+    const int64_t t = static_cast<int64_t>(prefix.size());
+    const Tokens ys(prefix, {1, t});
+    const Tensor lp = model.generator->log_probs(model.decode(model.encode(src, src_mask), src_mask, ys, models::subsequent_mask(t)));
+    const float* last = lp.data() + (t - 1) * kV;   // lp (1, t, V): the last position's row
+    return std::vector<double>(last, last + kV);
+}
+
+// log p(tokens[1:] | tokens[0] = bos, src): one teacher-forced pass, summing each next token's log-probability.
+double plain_log_prob(Transformer& model, const Tokens& src, const std::vector<int32_t>& tokens) {
+    NoGradGuard no_grad;
+    const Mask src_mask = models::padding_mask(src, 0);
+    const int64_t t = static_cast<int64_t>(tokens.size()) - 1;
+    const Tokens ys(std::vector<int32_t>(tokens.begin(), tokens.end() - 1), {1, t});
+    const Tensor lp = model.generator->log_probs(model.decode(model.encode(src, src_mask), src_mask, ys, models::subsequent_mask(t)));
+    double sum = 0.0;
+    for (int64_t i = 0; i < t; i++) sum += lp.data()[i * kV + tokens[i + 1]];
+    return sum;
+}
+
+// Greedy by the textbook: one decoder pass over the whole prefix per step, append the argmax;
+// stop after eos (eos = -1: never) or at max_len tokens, bos included.
+std::vector<int32_t> plain_greedy(Transformer& model, const Tokens& src, int64_t max_len, int32_t eos) {
+    std::vector<int32_t> out{kBos};
+    while (static_cast<int64_t>(out.size()) < max_len && out.back() != eos) {
+        const std::vector<double> lp = plain_next_log_probs(model, src, out);
+        out.push_back(static_cast<int32_t>(std::max_element(lp.begin(), lp.end()) - lp.begin()));
+    }
+    return out;
+}
+
+// Every hypothesis a search can end with, for outputs of max_len tokens bos included: eos ends a
+// hypothesis, so it appears only last; one without eos runs to max_len.
+void all_hypotheses(std::vector<int32_t>& prefix, int64_t max_len, int32_t eos, std::vector<std::vector<int32_t>>& out) {
+    if (static_cast<int64_t>(prefix.size()) == max_len) {
+        out.push_back(prefix);
+        return;
+    }
+    for (int32_t v = 0; v < kV; v++) {
+        prefix.push_back(v);
+        if (v == eos) out.push_back(prefix);
+        else all_hypotheses(prefix, max_len, eos, out);
+        prefix.pop_back();
+    }
+}
+
+// GNMT's length penalty (Wu et al. 2016), as docs/12-decoding.md states it: the log-probability
+// divided by ((5 + len) / 6)^alpha, len = the tokens after bos, eos included.
+double gnmt_score(double log_prob, size_t len, double alpha) { return log_prob / std::pow((5.0 + len) / 6.0, alpha); }
+
+struct Scored {
+    std::vector<int32_t> tokens;
+    double log_prob, score;
+};
+
+// Every hypothesis of the model for src, scored, best first.
+std::vector<Scored> brute_force(Transformer& model, const Tokens& src, int64_t max_len, int32_t eos, double alpha) {
+    std::vector<std::vector<int32_t>> hyps;
+    std::vector<int32_t> bos{kBos};
+    all_hypotheses(bos, max_len, eos, hyps);
+    std::vector<Scored> ranked;
+    for (const auto& h : hyps) {
+        const double lp = plain_log_prob(model, src, h);
+        ranked.push_back({h, lp, gnmt_score(lp, h.size() - 1, alpha)});
+    }
+    std::sort(ranked.begin(), ranked.end(), [](const Scored& a, const Scored& b) { return a.score > b.score; });
+    return ranked;
+}
+
+// "<bos> 3 0 <eos>": a hypothesis in a failure message
+std::string str(const std::vector<int32_t>& tokens) {
+    std::string s;
+    for (size_t i = 0; i < tokens.size(); i++) {
+        if (i) s += ' ';
+        s += i == 0 && tokens[i] == kBos ? "<bos>" : tokens[i] == kEos ? "<eos>" : std::to_string(tokens[i]);
+    }
+    return s;
+}
+
+// beam_search with a beam as wide as the number of hypotheses prunes nothing and cannot have K
+// finished before max_len, so it must return the brute force's best. Returns that best.
+std::vector<int32_t> check_beam_is_exhaustive(Transformer& model, const Tokens& src, int64_t max_len, int32_t eos, double alpha) {
+    const std::vector<Scored> ranked = brute_force(model, src, max_len, eos, alpha);
+    CAPTURE(alpha);
+    INFO("brute force: best " << str(ranked[0].tokens) << " (score " << ranked[0].score << "), runner-up "
+                              << str(ranked[1].tokens) << " (" << ranked[1].score << ")");
+    REQUIRE(ranked[0].score - ranked[1].score > 1e-4);   // a clear winner: no rounding can swap the two
+    const models::Hypothesis h = models::beam_search(
+        model, src, models::padding_mask(src, 0),
+        {.beam_size = static_cast<int>(ranked.size()), .max_len = max_len, .bos = kBos, .eos = eos, .length_penalty = static_cast<float>(alpha)});
+    CHECK(str(h.tokens) == str(ranked[0].tokens));
+    CHECK(h.log_prob == doctest::Approx(ranked[0].log_prob).epsilon(1e-5));
+    CHECK(h.score == doctest::Approx(ranked[0].score).epsilon(1e-5));
+    return ranked[0].tokens;
+}
+
+const Tokens kSrc({3, 1, 2}, {1, 3});   // the source sentence of the beam tests (1, S)
+
+}  // namespace
+
+TEST_CASE("all_hypotheses, the brute force's list: eos only last, the rest run to max_len") {
+    std::vector<std::vector<int32_t>> hyps;
+    std::vector<int32_t> bos{kBos};
+    all_hypotheses(bos, 4, kEos, hyps);
+    // up to 3 tokens after bos over 4 ids, eos only last: <eos>; 3 x <eos>; 3 x 3 x (any of the 4)
+    CHECK(hyps.size() == 1 + 3 + 36);
+    CHECK(hyps.front() == std::vector<int32_t>{1, 0, 0, 0});
+    CHECK(std::count(hyps.begin(), hyps.end(), std::vector<int32_t>{1, 2}) == 1);
+    CHECK(std::count(hyps.begin(), hyps.end(), std::vector<int32_t>{1, 3, 0, 2}) == 1);
+    hyps.clear();
+    all_hypotheses(bos, 4, /*eos=*/-1, hyps);
+    CHECK(hyps.size() == 64);   // 4^3: every sequence runs to max_len
+}
+
+TEST_CASE("beam search: the length penalty alpha changes the winner, to the one a brute force over every hypothesis picks") {
+    // Raw log-probabilities (alpha = 0) favour short outputs; GNMT's penalty divides by a factor
+    // that grows with the length, so a larger alpha can make a longer hypothesis win.
+    SUBCASE("both winners end in eos") {
+        auto model = tiny_model(35, 1.0f);
+        const std::vector<int32_t> raw = check_beam_is_exhaustive(*model, kSrc, 4, kEos, 0.0);
+        const std::vector<int32_t> penalized = check_beam_is_exhaustive(*model, kSrc, 4, kEos, 0.6);   // the translation example's
+        CHECK(check_beam_is_exhaustive(*model, kSrc, 4, kEos, 1.0) == penalized);
+        INFO("alpha 0: " << str(raw) << ", alpha 0.6: " << str(penalized));
+        REQUIRE(raw.back() == kEos);   // the case this subcase is for: two finished hypotheses of different lengths
+        REQUIRE(penalized.back() == kEos);
+        CHECK(raw.size() < penalized.size());
+    }
+    SUBCASE("the longer winner runs to max_len") {
+        auto model = tiny_model(25, 1.0f);
+        const std::vector<int32_t> raw = check_beam_is_exhaustive(*model, kSrc, 4, kEos, 0.0);
+        CHECK(check_beam_is_exhaustive(*model, kSrc, 4, kEos, 0.6) == raw);   // 0.6 is not enough here
+        const std::vector<int32_t> penalized = check_beam_is_exhaustive(*model, kSrc, 4, kEos, 1.0);
+        INFO("alpha 0: " << str(raw) << ", alpha 1: " << str(penalized));
+        CHECK(raw.size() < penalized.size());
+    }
+}
+
+TEST_CASE("beam search with a beam holding every hypothesis is exhaustive search: random models, with and without eos, any alpha") {
+    for (uint64_t seed : {61, 62, 63, 64}) {
+        for (float sharpness : {1.0f, 3.0f}) {
+            CAPTURE(seed);
+            CAPTURE(sharpness);
+            auto model = tiny_model(seed, sharpness);
+            for (double alpha : {0.0, 0.6, 2.0}) check_beam_is_exhaustive(*model, kSrc, 4, kEos, alpha);
+            check_beam_is_exhaustive(*model, kSrc, 4, /*eos=*/-1, 0.0);   // 64 sequences of 3 tokens
+        }
+    }
+    auto model = tiny_model(72, 2.0f);   // 121 hypotheses of up to 4 tokens
+    for (double alpha : {0.0, 0.6}) check_beam_is_exhaustive(*model, kSrc, 5, kEos, alpha);
+}
+
+TEST_CASE("beam size: 1 is greedy decoding, and a beam holding every hypothesis finds what greedy misses") {
+    bool wider_beam_differs = false;   // the case where beam_size changes the answer
+    for (uint64_t seed : {35, 61, 62, 63}) {
+        CAPTURE(seed);
+        auto model = tiny_model(seed, 1.0f);
+        const std::vector<int32_t> greedy = plain_greedy(*model, kSrc, 6, kEos);
+        const models::Hypothesis one = models::beam_search(*model, kSrc, models::padding_mask(kSrc, 0),
+                                                           {.beam_size = 1, .max_len = 6, .bos = kBos, .eos = kEos});
+        CHECK(str(one.tokens) == str(greedy));
+        CHECK(one.log_prob == doctest::Approx(plain_log_prob(*model, kSrc, greedy)).epsilon(1e-5));
+        const std::vector<int32_t> best = check_beam_is_exhaustive(*model, kSrc, 4, kEos, 0.0);
+        wider_beam_differs = wider_beam_differs || best != plain_greedy(*model, kSrc, 4, kEos);
+    }
+    CHECK(wider_beam_differs);
+}
+
+// Beam search does not know whether a live hypothesis will overtake the finished ones. With
+// alpha > 0 it can even when its score so far is lower than theirs: a longer hypothesis is
+// divided by a larger factor, so adding a nearly certain token can raise its score. A search that
+// stopped as soon as a finished hypothesis beat every live one would be wrong here.
+TEST_CASE("beam search does not stop while an unfinished hypothesis can still win: a finished one that leads is overtaken") {
+    auto model = tiny_model(72, 2.0f);
+    const int64_t max_len = 5;
+    const double alpha = 2.0;
+    const std::vector<Scored> ranked = brute_force(*model, kSrc, max_len, kEos, alpha);
+    const size_t winner_len = ranked[0].tokens.size() - 1;
+    bool overtaken = false;   // at some step, a finished hypothesis leads every live one, and a longer one wins
+    for (size_t l = 1; l + 1 < static_cast<size_t>(max_len); l++) {
+        double best_finished = -INFINITY, best_live = -INFINITY;
+        for (const Scored& h : ranked)
+            if (h.tokens.back() == kEos && h.tokens.size() - 1 <= l) best_finished = std::max(best_finished, h.score);
+        std::vector<std::vector<int32_t>> prefixes;   // the live hypotheses after l steps: l tokens, no eos
+        std::vector<int32_t> bos{kBos};
+        all_hypotheses(bos, static_cast<int64_t>(l) + 1, kEos, prefixes);
+        for (const auto& p : prefixes)
+            if (p.back() != kEos) best_live = std::max(best_live, gnmt_score(plain_log_prob(*model, kSrc, p), l, alpha));
+        INFO("after " << l << " steps: best finished " << best_finished << ", best live " << best_live);
+        overtaken = overtaken || (best_finished > best_live && winner_len > l);
+    }
+    INFO("winner " << str(ranked[0].tokens));
+    REQUIRE(overtaken);
+    check_beam_is_exhaustive(*model, kSrc, max_len, kEos, alpha);
+}
+
+namespace {
+
+// Beam search as docs/12-decoding.md describes it, written plainly: one hypothesis at a time, each
+// step's log-probabilities from a whole-prefix decoder pass. Keep the K best (hypothesis, token)
+// pairs by log-probability (ties: lower beam index, then lower id); those ending in eos are
+// finished (eos = -1: none). Stop at max_len, when no hypothesis is live, or (stop_at_k_finished) when K have
+// finished; if fewer than K finished, the live ones join them. Return the best score.
+Scored reference_beam(Transformer& model, const Tokens& src, size_t K, int64_t max_len, int32_t eos, double alpha,
+                      bool stop_at_k_finished) {
+    std::vector<Scored> live{{{kBos}, 0.0, 0.0}}, finished;
+    for (int64_t t = 1; t < max_len && !live.empty() && !(stop_at_k_finished && finished.size() >= K); t++) {
+        struct Candidate {
+            double log_prob;
+            size_t beam;
+            int32_t token;
+        };
+        std::vector<Candidate> candidates;   // in (beam, token) order, which stable_sort keeps among equals
+        for (size_t i = 0; i < live.size(); i++) {
+            const std::vector<double> lp = plain_next_log_probs(model, src, live[i].tokens);
+            for (int32_t v = 0; v < kV; v++) candidates.push_back({live[i].log_prob + lp[v], i, v});
+        }
+        std::stable_sort(candidates.begin(), candidates.end(),
+                         [](const Candidate& a, const Candidate& b) { return a.log_prob > b.log_prob; });
+        std::vector<Scored> next;
+        for (size_t c = 0; c < std::min(K, candidates.size()); c++) {
+            Scored h{live[candidates[c].beam].tokens, candidates[c].log_prob, 0.0};
+            h.tokens.push_back(candidates[c].token);
+            h.score = gnmt_score(h.log_prob, h.tokens.size() - 1, alpha);
+            (h.tokens.back() == eos ? finished : next).push_back(h);
+        }
+        live = next;
+    }
+    if (!(stop_at_k_finished && finished.size() >= K))
+        for (Scored& h : live) finished.push_back({h.tokens, h.log_prob, gnmt_score(h.log_prob, h.tokens.size() - 1, alpha)});
+    return *std::max_element(finished.begin(), finished.end(), [](const Scored& a, const Scored& b) { return a.score < b.score; });
+}
+
+}  // namespace
+
+// With a narrow beam the search is not exhaustive, so the reference is the algorithm itself,
+// written plainly above. The cases include ones where the rules matter: K finished hypotheses
+// end the search although a live one would have scored better, and max_len ends it with a live
+// hypothesis the winner.
+TEST_CASE("beam search with a narrow beam: keeps K, stops when K have finished, ranks by score, as the plain reference does") {
+    bool stopping_mattered = false, live_won = false;
+    for (uint64_t seed : {35, 61, 62, 72}) {
+        for (float sharpness : {1.0f, 2.0f}) {
+            auto model = tiny_model(seed, sharpness);
+            for (int K : {1, 2, 3}) {
+                for (double alpha : {0.0, 0.6, 2.0}) {
+                    CAPTURE(seed);
+                    CAPTURE(sharpness);
+                    CAPTURE(K);
+                    CAPTURE(alpha);
+                    const int64_t max_len = 6;
+                    const Scored expected = reference_beam(*model, kSrc, K, max_len, kEos, alpha, true);
+                    const models::Hypothesis h = models::beam_search(
+                        *model, kSrc, models::padding_mask(kSrc, 0),
+                        {.beam_size = K, .max_len = max_len, .bos = kBos, .eos = kEos, .length_penalty = static_cast<float>(alpha)});
+                    CHECK(str(h.tokens) == str(expected.tokens));
+                    CHECK(h.log_prob == doctest::Approx(expected.log_prob).epsilon(1e-5));
+                    CHECK(h.score == doctest::Approx(expected.score).epsilon(1e-5));
+                    stopping_mattered = stopping_mattered || reference_beam(*model, kSrc, K, max_len, kEos, alpha, false).tokens != expected.tokens;
+                    live_won = live_won || expected.tokens.back() != kEos;
+                }
+            }
+        }
+    }
+    CHECK(stopping_mattered);
+    CHECK(live_won);
+}
+
+// The documented contract (models/decoding.h): each row starts with bos; once it has produced
+// eos, the rest of it is pad; decoding stops when every row has, so the output is as long as the
+// longest row. Each row is what the sentence gets decoded alone.
+TEST_CASE("greedy_decode: after eos a row is pad at every position, and a row that ends early changes no other row") {
+    auto model = tiny_model(88, 1.0f);
+    // sources of different lengths, whose outputs end at different steps, the longest neither first nor last
+    const std::vector<std::vector<int32_t>> sources = {{3, 1, 2}, {1, 1}, {2, 3, 3, 1, 3}, {3}};
+    const Tokens src = models::pad_rows(sources, 0);   // (4, 5)
+    const int64_t B = static_cast<int64_t>(sources.size()), max_len = 9;
+    const int32_t pad = 3;   // not 0, so that a pad other than the one asked for shows
+    std::vector<std::vector<int32_t>> alone;   // each sentence decoded alone, by the textbook
+    size_t L = 0;
+    std::string shown;   // for a failure message
+    for (const auto& s : sources) {
+        alone.push_back(plain_greedy(*model, Tokens(s, {1, static_cast<int64_t>(s.size())}), max_len, kEos));
+        L = std::max(L, alone.back().size());
+        shown += "\n  " + str(alone.back());
+    }
+    INFO("each sentence alone:" << shown);
+    std::vector<int32_t> expected;   // (B, L): each row, then pad to L
+    bool pad_hides_something = false;
+    for (size_t b = 0; b < alone.size(); b++) {
+        CAPTURE(b);
+        REQUIRE(alone[b].back() == kEos);   // the case this test is for: every row ends, at different steps
+        std::vector<int32_t> row = alone[b];
+        row.resize(L, pad);
+        expected.insert(expected.end(), row.begin(), row.end());
+        // what the row would hold after its eos had it gone on: not all pad, so the pad is seen
+        const std::vector<int32_t> on = plain_greedy(*model, Tokens(sources[b], {1, static_cast<int64_t>(sources[b].size())}), L, -1);
+        pad_hides_something = pad_hides_something || !std::equal(on.begin() + alone[b].size(), on.end(), row.begin() + alone[b].size());
+    }
+    REQUIRE(L < static_cast<size_t>(max_len));   // decoding must stop before max_len
+    REQUIRE(std::any_of(alone.begin(), alone.end(), [&](const auto& row) { return row.size() < L; }));   // one ends early
+    REQUIRE(pad_hides_something);
+    for (bool kv_cache : {true, false}) {
+        CAPTURE(kv_cache);
+        const Tokens out = models::greedy_decode(*model, src, models::padding_mask(src, 0),
+                                                 {.max_len = max_len, .bos = kBos, .eos = kEos, .pad = pad, .kv_cache = kv_cache});
+        CHECK(out.shape == Shape{B, static_cast<int64_t>(L)});
+        CHECK(out.data == expected);   // every position of every row
+    }
+    // without eos every row runs to max_len
+    const Tokens no_eos = models::greedy_decode(*model, src, models::padding_mask(src, 0), {.max_len = max_len, .bos = kBos, .eos = -1, .pad = pad});
+    REQUIRE(no_eos.shape == Shape{B, max_len});
+    for (int64_t b = 0; b < B; b++) {
+        const std::vector<int32_t> row(no_eos.data.begin() + b * max_len, no_eos.data.begin() + (b + 1) * max_len);
+        CHECK(row == plain_greedy(*model, Tokens(sources[b], {1, static_cast<int64_t>(sources[b].size())}), max_len, -1));
+    }
+}
+
+// kv_cache = false (--no-kv-cache) gives the same outputs by design (the tests above), so what
+// shows which path ran is the work it did. Recomputing runs every decoder layer's self-attention
+// module over the whole prefix, and the module keeps the weights of its last call
+// (last_attention (n, H, t, t)); the cached step reads the cache with one query per row.
+TEST_CASE("kv_cache = false recomputes the whole prefix at every step; true runs one position per step") {
+    auto model = tiny_model(35, 1.0f);
+    nn::MultiHeadAttention& self_attn = *(*model->decoder->layers)[0].self_attn;
+    const Mask m = models::padding_mask(kSrc, 0);
+    const int64_t max_len = 6, H = model->cfg.heads;   // the last step reads a prefix of 5 tokens
+    for (bool kv_cache : {false, true}) {
+        CAPTURE(kv_cache);
+        self_attn.last_attention = Tensor();
+        models::greedy_decode(*model, kSrc, m, {.max_len = max_len, .bos = kBos, .eos = -1, .kv_cache = kv_cache});
+        const Tensor& greedy_weights = self_attn.last_attention;
+        if (kv_cache) CHECK((!greedy_weights.defined() || greedy_weights.size(2) == 1));
+        else CHECK(greedy_weights.shape() == Shape{1, H, max_len - 1, max_len - 1});
+        self_attn.last_attention = Tensor();
+        models::beam_search(*model, kSrc, m, {.beam_size = 3, .max_len = max_len, .bos = kBos, .eos = -1, .kv_cache = kv_cache});
+        const Tensor& beam_weights = self_attn.last_attention;
+        if (kv_cache) CHECK((!beam_weights.defined() || beam_weights.size(2) == 1));
+        else CHECK(beam_weights.shape() == Shape{3, H, max_len - 1, max_len - 1});   // 3 live hypotheses
+    }
+}
+
+// The translation example decodes through eval::translate_ids: --beam K sets the beam (0:
+// greedy), with the length penalty alpha = 0.6 of docs/12, and --no-kv-cache the path. Expected:
+// greedy by the textbook, a narrow beam by the plain reference search, a beam of 40 (as many as
+// the hypotheses) by the brute force at alpha 0.6.
+// The model's 4 ids are the vocabulary's specials: 0 <pad>, 1 <bos>, 2 <eos>, 3 <unk>.
+TEST_CASE("eval::translate_ids: --beam 0 is greedy, --beam K keeps K, and a beam holding every hypothesis finds the best at alpha 0.6") {
+    static_assert(data::Vocab::PAD == 0 && data::Vocab::BOS == kBos && data::Vocab::EOS == kEos);
+    auto model = tiny_model(424, 1.0f);
+    const std::vector<std::vector<int32_t>> srcs = {{3, 1, 2}, {2, 3, 3, 1}};
+    const int64_t max_len = 4;
+    const std::vector<int> beams = {0, 2, 3, 40};
+    std::vector<std::vector<std::vector<int32_t>>> expected(srcs.size());   // [sentence][beam]
+    for (size_t i = 0; i < srcs.size(); i++) {
+        const Tokens src(srcs[i], {1, static_cast<int64_t>(srcs[i].size())});
+        const std::vector<Scored> ranked = brute_force(*model, src, max_len, kEos, 0.6);
+        REQUIRE(ranked[0].score - ranked[1].score > 1e-4);
+        expected[i] = {plain_greedy(*model, src, max_len, kEos), reference_beam(*model, src, 2, max_len, kEos, 0.6, true).tokens,
+                       reference_beam(*model, src, 3, max_len, kEos, 0.6, true).tokens, ranked[0].tokens};
+    }
+    // the case this test is for: in sentence 1 each beam width gives another output than the
+    // next, and alpha 0 would pick another best than alpha 0.6
+    const std::vector<std::vector<int32_t>>& e = expected[1];
+    INFO("sentence 1: greedy " << str(e[0]) << ", beam 2 " << str(e[1]) << ", beam 3 " << str(e[2]) << ", beam 40 " << str(e[3]));
+    REQUIRE((e[0] != e[1] && e[1] != e[2] && e[2] != e[3]));
+    REQUIRE(brute_force(*model, Tokens(srcs[1], {1, 4}), max_len, kEos, 0.0)[0].tokens != e[3]);
+
+    nn::MultiHeadAttention& self_attn = *(*model->decoder->layers)[0].self_attn;
+    // which path ran (see the test above): recomputing leaves a square self-attention map of the
+    // last prefix; the cache none, or one query per row
+    auto ran_path = [&](bool kv_cache) {
+        const Tensor& w = self_attn.last_attention;
+        return kv_cache ? (!w.defined() || w.size(2) == 1) : (w.defined() && w.size(2) > 1 && w.size(2) == w.size(3));
+    };
+    for (bool kv_cache : {true, false}) {
+        for (size_t k = 0; k < beams.size(); k++) {
+            CAPTURE(kv_cache);
+            CAPTURE(beams[k]);
+            self_attn.last_attention = Tensor();
+            const std::vector<std::vector<int32_t>> out = eval::translate_ids(*model, srcs, beams[k], max_len, kv_cache);
+            CHECK(ran_path(kv_cache));
+            REQUIRE(out.size() == srcs.size());
+            for (size_t i = 0; i < srcs.size(); i++) {
+                CAPTURE(i);
+                CHECK(str(out[i]) == str(expected[i][k]));
+            }
+        }
+    }
+}
+
+// The copy task decodes through eval::exact_match: --beam K (0: greedy), no eos and alpha 0
+// (docs/12), --no-kv-cache the path. Expected, for each sequence the function draws (the same
+// draws from a generator in the same state): greedy by the textbook, a narrow beam by the plain
+// reference search, a beam of 64 (every sequence of 3 symbols after the start) by the brute force.
+TEST_CASE("eval::exact_match (copy task): --beam 0 is greedy, --beam K keeps K, a beam holding every sequence finds the best") {
+    static_assert(data::COPY_START == kBos);
+    auto model = tiny_model(69, 1.0f);
+    const int64_t L = 4, n = 40;   // 40 sequences 1 x x x over the symbols 1..3
+    Rng draws(17);
+    const Tokens src = data::random_sequences(draws, kV, n, L);   // what exact_match draws from Rng(17)
+    const std::vector<int> beams = {0, 2, 3, 64};
+    std::vector<std::vector<std::vector<int32_t>>> expected(beams.size());   // [beam][sequence]
+    for (int64_t i = 0; i < n; i++) {
+        const Tokens one(std::vector<int32_t>(src.data.begin() + i * L, src.data.begin() + (i + 1) * L), {1, L});
+        const std::vector<Scored> ranked = brute_force(*model, one, L, /*eos=*/-1, 0.0);
+        REQUIRE(ranked[0].score - ranked[1].score > 1e-4);
+        expected[0].push_back(plain_greedy(*model, one, L, -1));
+        expected[1].push_back(reference_beam(*model, one, 2, L, -1, 0.0, true).tokens);
+        expected[2].push_back(reference_beam(*model, one, 3, L, -1, 0.0, true).tokens);
+        expected[3].push_back(ranked[0].tokens);
+    }
+    // the case this test is for: each beam width gives another output than the next, on some sequence
+    for (size_t k = 0; k + 1 < beams.size(); k++) {
+        CAPTURE(beams[k]);
+        REQUIRE(expected[k] != expected[k + 1]);
+    }
+    nn::MultiHeadAttention& self_attn = *(*model->decoder->layers)[0].self_attn;
+    for (bool kv_cache : {true, false}) {
+        for (size_t k = 0; k < beams.size(); k++) {
+            CAPTURE(kv_cache);
+            CAPTURE(beams[k]);
+            self_attn.last_attention = Tensor();
+            Rng rng(17);
+            const eval::ExactMatch r = eval::exact_match(*model, rng, kV, L, static_cast<int>(n), beams[k], kv_cache);
+            const Tensor& w = self_attn.last_attention;   // which path ran (see the kv_cache test above)
+            if (kv_cache) CHECK((!w.defined() || w.size(2) == 1));
+            else CHECK((w.defined() && w.size(2) == L - 1 && w.size(3) == L - 1));
+            REQUIRE(r.shown_src.data == src.data);
+            REQUIRE(r.shown_out.shape == Shape{n, L});
+            int correct = 0;   // outputs equal to their sources, counted here
+            for (int64_t i = 0; i < n; i++) {
+                CAPTURE(i);
+                const std::vector<int32_t> out(r.shown_out.data.begin() + i * L, r.shown_out.data.begin() + (i + 1) * L);
+                CHECK(str(out) == str(expected[k][i]));
+                correct += std::equal(out.begin(), out.end(), src.data.begin() + i * L);
+            }
+            CHECK(r.correct == correct);
         }
     }
 }
