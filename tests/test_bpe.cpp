@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "autograd/io/utf8.h"
+#include "autograd/random.h"
 #include "examples/data/bpe.h"
 #include "examples/data/tokenizer.h"
 #include "examples/data/toy_grammar.h"
@@ -120,6 +121,165 @@ TEST_CASE("Bpe::encode_word: merges applied in the order learned; unseen words s
     CHECK(bpe.encode_word("zest") == Words{"z", "est</w>"});
     CHECK(bpe.encode({"low", "newest"}) == Words{"low</w>", "newest</w>"});
     CHECK(Bpe().encode_word("été") == Words{"é", "t", "é</w>"});   // no merges: characters
+}
+
+namespace {
+
+// The encoder every Bpe::encode_word must agree with: docs/14-tokenization.md's rule read
+// literally, with no hash map and no ranks. Start from the word's characters (ASCII here), the last
+// one marked with "</w>". Walk the merge list from the top; the first merge whose two symbols stand
+// side by side somewhere in the word is applied at every place it occurs, left to right (so
+// "a a a</w>" under a + a becomes "aa a</w>"), and the walk starts again from the top. Stop when
+// no merge of the list is present.
+Words naive_encode(const Merges& merges, const std::string& ascii_word) {
+    Words s;
+    for (char c : ascii_word) s.push_back(std::string(1, c));
+    s.back() += "</w>";
+    for (size_t r = 0; r < merges.size();) {
+        const auto& [a, b] = merges[r];
+        bool present = false;
+        for (size_t i = 0; i + 1 < s.size(); i++) present = present || (s[i] == a && s[i + 1] == b);
+        if (!present) {
+            r++;   // not in the word: try the next merge learned
+            continue;
+        }
+        Words t;
+        for (size_t i = 0; i < s.size(); i++) {
+            if (i + 1 < s.size() && s[i] == a && s[i + 1] == b) {
+                t.push_back(a + b);
+                i++;
+            } else {
+                t.push_back(s[i]);
+            }
+        }
+        s = t;
+        r = 0;   // a merge made a new symbol: an earlier merge may apply now
+    }
+    return s;
+}
+
+// A random word of 1..max_len letters from the first `letters` of "abc": with so few letters every
+// word is full of overlapping pairs ("aaa", "abab", "aab"), where the order of the merges matters.
+std::string random_word(autograd::Rng& rng, int letters, int max_len) {
+    std::string w(1 + rng.below(max_len), ' ');
+    for (char& c : w) c = static_cast<char>('a' + rng.below(letters));
+    return w;
+}
+
+}  // namespace
+
+TEST_CASE("Bpe::encode_word: merges in the order learned, worked by hand where another order gives another answer") {
+    // Each expected segmentation below is worked by hand from docs/14's rule: start from the
+    // characters (the last one marked </w>), apply the earliest merge in the list whose pair is in
+    // the word, at every place, left to right; repeat.
+    SUBCASE("(a, a) before (a, b), and the other way round") {
+        // "aaba" = a a b a</w>; pairs (a,a) (a,b) (b,a</w>). Both merges are present.
+        // [a+a, a+b]: a+a first -> aa b a</w>; now no (a,b) is left.
+        CHECK(Bpe::from_merges({{"a", "a"}, {"a", "b"}}).encode_word("aaba") == Words{"aa", "b", "a</w>"});
+        // [a+b, a+a]: a+b first -> a ab a</w>; now no (a,a) is left. (Taking the leftmost pair
+        // with any rank would merge a+a here instead.)
+        CHECK(Bpe::from_merges({{"a", "b"}, {"a", "a"}}).encode_word("aaba") == Words{"a", "ab", "a</w>"});
+    }
+    SUBCASE("the earliest merge wins even where a later one comes first in the word") {
+        // "abab" = a b a b</w>; pairs (a,b) rank 1, (b,a) rank 0, (a,b</w>) none.
+        // b+a first -> a ba b</w>; pairs (a,ba) (ba,b</w>): none is a merge. Done.
+        CHECK(Bpe::from_merges({{"b", "a"}, {"a", "b"}}).encode_word("abab") == Words{"a", "ba", "b</w>"});
+    }
+    SUBCASE("a run of one letter merges left to right") {
+        // "aaab" = a a a b</w>: a+a at 0-1 -> aa; at 2 the pair is (a, b</w>), not (a, a).
+        CHECK(Bpe::from_merges({{"a", "a"}}).encode_word("aaab") == Words{"aa", "a", "b</w>"});
+        // "aaaaa" = a a a a a</w> -> aa aa a</w>; then (aa, a) is absent: (aa, a</w>) differs.
+        CHECK(Bpe::from_merges({{"a", "a"}, {"aa", "a"}}).encode_word("aaaaa") == Words{"aa", "aa", "a</w>"});
+    }
+    SUBCASE("after each merge the list is searched from the top again") {
+        // "aba" = a b a</w>. Only a+b (rank 1) is present -> ab a</w>; now ab+a</w> (rank 0) is
+        // present -> aba</w>. (One pass down the list would stop at ab a</w>.)
+        CHECK(Bpe::from_merges({{"ab", "a</w>"}, {"a", "b"}}).encode_word("aba") == Words{"aba</w>"});
+    }
+    SUBCASE("a merge applies at every place in the word before the next is looked for") {
+        // "ababa" = a b a b a</w>. ab+a (rank 0) is absent; a+b (rank 1) -> ab ab a</w>; then
+        // (ab,ab) and (ab,a</w>) are no merges. (Merging only the first a b, then searching again,
+        // would make aba b a</w>.)
+        CHECK(Bpe::from_merges({{"ab", "a"}, {"a", "b"}}).encode_word("ababa") == Words{"ab", "ab", "a</w>"});
+    }
+    SUBCASE("merges learned from a corpus") {
+        // aaab x2 = a a a b</w>, abab x3 = a b a b</w>. Pair counts:
+        //   (a,b</w>) 2+3 = 5, (a,a) 2x2 = 4, (a,b) 3, (b,a) 3
+        // 1. a + b</w> (5)                  -> a a ab</w> x2, a b ab</w> x3
+        //    counts: (a,b) 3, (b,ab</w>) 3, (a,a) 2, (a,ab</w>) 2
+        // 2. a + b (3; ties with b + ab</w>, "a" < "b")   -> a a ab</w>, ab ab</w>
+        // 3. ab + ab</w> (3)                -> abab</w>
+        // 4. a + a (2; ties with a + ab</w>, "a" < "ab</w>")   -> aa ab</w>
+        // 5. aa + ab</w> (2)                -> aaab</w>; nothing is left
+        const Bpe bpe = Bpe::learn({{"aaab", 2}, {"abab", 3}}, 100);
+        REQUIRE(bpe.merges() == Merges{{"a", "b</w>"}, {"a", "b"}, {"ab", "ab</w>"}, {"a", "a"}, {"aa", "ab</w>"}});
+        CHECK(bpe.encode_word("aaab") == Words{"aaab</w>"});
+        CHECK(bpe.encode_word("abab") == Words{"abab</w>"});
+        // "aabab" = a a b a b</w>: rank 0 at the end -> a a b ab</w>; rank 1 -> a ab ab</w>;
+        // rank 2 -> a abab</w>; ranks 3, 4 absent. (Leftmost first would begin with a + a.)
+        CHECK(bpe.encode_word("aabab") == Words{"a", "abab</w>"});
+        // "aaaab" = a a a a b</w>: rank 0 -> a a a ab</w>; rank 3 -> aa a ab</w>; rank 4 needs
+        // aa next to ab</w>: absent.
+        CHECK(bpe.encode_word("aaaab") == Words{"aa", "a", "ab</w>"});
+        // "abaab" = a b a a b</w>: rank 0 -> a b a ab</w>; rank 1 -> ab a ab</w>; rank 3 needs a a: gone.
+        CHECK(bpe.encode_word("abaab") == Words{"ab", "a", "ab</w>"});
+    }
+}
+
+TEST_CASE("Bpe::encode_word equals the naive rule (docs/14) on random words, with learned and with shuffled merges") {
+    autograd::Rng rng(2024);
+    SUBCASE("merges learned from a small random corpus over a, b, c") {
+        std::unordered_map<std::string, int64_t> counts;
+        for (int i = 0; i < 60; i++) counts[random_word(rng, 3, 7)] += 1 + rng.below(5);
+        const Bpe bpe = Bpe::learn(counts, 60);
+        REQUIRE(bpe.merges().size() >= 40);   // enough merges that they overlap
+        for (const auto& [word, _] : counts) {
+            CAPTURE(word);
+            CHECK(bpe.encode_word(word) == naive_encode(bpe.merges(), word));
+        }
+        const Merges reversed(bpe.merges().rbegin(), bpe.merges().rend());
+        int order_matters = 0;   // words the reversed list segments otherwise: the test can see the order
+        for (int i = 0; i < 3000; i++) {
+            const std::string word = random_word(rng, 3, 10);
+            const Words expected = naive_encode(bpe.merges(), word);
+            CAPTURE(word);
+            CHECK(bpe.encode_word(word) == expected);
+            order_matters += naive_encode(reversed, word) != expected;
+        }
+        CHECK(order_matters > 1000);
+    }
+    SUBCASE("hand-made merge lists over a, b, in a random order") {
+        // Each list is built as a chain (every merge joins letters or the results of other merges
+        // of the list), then shuffled: a merge may now come before the merge that makes its
+        // symbol, and overlapping merges come in every order. These lists are what see two
+        // mistakes that learned lists hide: one pass down the list instead of searching it from
+        // the top after each merge, and merging only the first place a pair occurs. On learned
+        // merges both give the same segmentations as the rule (a learned merge's symbols were
+        // made by earlier merges), and the subcase above passes with either.
+        int order_matters = 0;   // words the reversed list segments otherwise: the test can see the order
+        for (int list = 0; list < 300; list++) {
+            Words pool = {"a", "b"};   // symbols a left side may take
+            Merges merges;
+            for (int m = 0; m < 8; m++) {
+                const std::string left = pool[rng.below(pool.size())];
+                std::string right = pool[rng.below(pool.size())];
+                if (rng.below(3) == 0) right += "</w>";
+                merges.emplace_back(left, right);
+                if (right.find("</w>") == std::string::npos) pool.push_back(left + right);
+            }
+            for (size_t i = merges.size() - 1; i > 0; i--) std::swap(merges[i], merges[rng.below(i + 1)]);
+            const Bpe bpe = Bpe::from_merges(merges);
+            for (int i = 0; i < 40; i++) {
+                const std::string word = random_word(rng, 2, 9);
+                const Words expected = naive_encode(merges, word);
+                CAPTURE(list);
+                CAPTURE(word);
+                CHECK(bpe.encode_word(word) == expected);
+                order_matters += naive_encode(Merges(merges.rbegin(), merges.rend()), word) != expected;
+            }
+        }
+        CHECK(order_matters > 1000);
+    }
 }
 
 TEST_CASE("Bpe::learn: the incremental learner picks exactly the merges of the naive recount") {

@@ -590,6 +590,103 @@ TEST_CASE("corpus_bleu: case-sensitive by default; --bleu-lowercase (sacreBLEU -
     CHECK(data::bleu_signature({.lowercase = true}) == "nrefs:1|case:lc|eff:no|tok:13a|smooth:exp");
 }
 
+// Golden values for each part of the formula in bleu.h. Each expected score is worked by hand in
+// the comment above it (counts, then the formula; the arithmetic done with a calculator), and the
+// same hypotheses and references given to sacreBLEU 2.6.0 (git f615c72, `corpus_bleu(hyps, [refs])`)
+// score the same to 1e-12. Each case is chosen so that one part done wrong changes the score.
+
+TEST_CASE("corpus_bleu golden: a word repeated more often than the reference has it counts only as often (clipping)") {
+    // hyp "the cat the cat sat on the mat" (c = 8), ref "the cat sat on the mat" (r = 6)
+    // 1-grams: the x3 (ref has 2) -> 2, cat x2 (ref 1) -> 1, sat on mat -> 3    = 6 of 8
+    // 2-grams: "the cat" x2 (ref 1) -> 1, "cat the" 0, cat sat, sat on, on the, the mat = 5 of 7
+    // 3-grams: the cat sat, cat sat on, sat on the, on the mat                  = 4 of 6
+    // 4-grams: the cat sat on, cat sat on the, sat on the mat                   = 3 of 5
+    // c > r: BP = 1 (a longer hypothesis is not penalized; the precisions already pay for it)
+    // BLEU = 100 * (6/8 * 5/7 * 4/6 * 3/5)^(1/4) = 100 * (3/14)^(1/4) = 68.03749333
+    // (unclipped, 8/8 and 6/7 would give 76.52)
+    const data::BleuResult r = data::corpus_bleu({"the cat the cat sat on the mat"}, {"the cat sat on the mat"});
+    CHECK(r.correct[0] == 6);
+    CHECK(r.correct[1] == 5);
+    CHECK(r.correct[2] == 4);
+    CHECK(r.correct[3] == 3);
+    CHECK(r.total[0] == 8);
+    CHECK(r.total[3] == 5);
+    CHECK(r.bp == 1.0);
+    CHECK(r.score == doctest::Approx(68.03749333).epsilon(1e-9));
+}
+
+TEST_CASE("corpus_bleu golden: a hypothesis shorter than its reference pays the brevity penalty exp(1 - r/c)") {
+    // hyp "the cat sat on the" (c = 5), ref "the cat sat on the mat today" (r = 7)
+    // every n-gram of the hypothesis is in the reference: 5/5, 4/4, 3/3, 2/2, all 100 %
+    // BP = exp(1 - r/c) = exp(1 - 7/5) = exp(-0.4) = 0.6703200460
+    // BLEU = 100 * BP * 1 = 67.03200460   (exp(1 - c/r) would be 1.33, over 100)
+    const data::BleuResult r = data::corpus_bleu({"the cat sat on the"}, {"the cat sat on the mat today"});
+    CHECK(r.sys_len == 5);
+    CHECK(r.ref_len == 7);
+    for (int n = 0; n < 4; n++) CHECK(r.precisions[n] == doctest::Approx(100.0).epsilon(1e-12));
+    CHECK(r.bp == doctest::Approx(0.6703200460).epsilon(1e-9));
+    CHECK(r.score == doctest::Approx(67.03200460).epsilon(1e-9));
+}
+
+TEST_CASE("corpus_bleu golden: counts and lengths are summed over the corpus, not sentence BLEUs averaged") {
+    // sentence 1: hyp "a b c d e f" (6), ref "a b c d" (4): 4/6, 3/5, 2/4, 1/3; alone BLEU 50.81
+    // sentence 2: hyp "g h i j" (4), ref "g h i j k l" (6): 4/4, 3/3, 2/2, 1/1;
+    //             alone BLEU = 100 * exp(1 - 6/4) = 60.65 (too short)
+    // corpus: 8/10, 6/8, 4/6, 2/4; c = 6 + 4 = 10, r = 4 + 6 = 10 -> BP = 1: the long sentence
+    // makes up for the short one
+    // BLEU = 100 * (0.8 * 0.75 * 2/3 * 0.5)^(1/4) = 100 * 0.2^(1/4) = 66.87403050
+    // (the mean of the two sentence BLEUs would be 55.73)
+    const data::BleuResult r = data::corpus_bleu({"a b c d e f", "g h i j"}, {"a b c d", "g h i j k l"});
+    CHECK(r.sys_len == 10);
+    CHECK(r.ref_len == 10);
+    CHECK(r.correct[0] == 8);
+    CHECK(r.correct[3] == 2);
+    CHECK(r.total[3] == 4);
+    CHECK(r.bp == 1.0);
+    CHECK(r.score == doctest::Approx(66.87403050).epsilon(1e-9));
+}
+
+TEST_CASE("corpus_bleu golden: an order with no match is smoothed ('exp': 1/2, then 1/4, ... of one n-gram)") {
+    SUBCASE("one sentence, no 3-gram and no 4-gram matches") {
+        // hyp "a b d e c", ref "a b c d e" (c = r = 5, BP = 1)
+        // 1-grams 5/5 = 100 %; 2-grams ab, bd, de, ec: ab and de match, 2/4 = 50 %
+        // 3-grams abd, bde, dec: 0 of 3 -> first zero order:  100 / (2 * 3) = 16.666667 %
+        // 4-grams abde, bdec:    0 of 2 -> second zero order: 100 / (4 * 2) = 12.5 %
+        // BLEU = (100 * 50 * 16.666667 * 12.5)^(1/4) = 31.94715521
+        // (without smoothing: 0; with 1/2 for both orders: 37.99)
+        const data::BleuResult r = data::corpus_bleu({"a b d e c"}, {"a b c d e"});
+        CHECK(r.correct[2] == 0);
+        CHECK(r.correct[3] == 0);
+        CHECK(r.precisions[1] == doctest::Approx(50.0).epsilon(1e-12));
+        CHECK(r.precisions[2] == doctest::Approx(100.0 / 6).epsilon(1e-12));
+        CHECK(r.precisions[3] == doctest::Approx(12.5).epsilon(1e-12));
+        CHECK(r.score == doctest::Approx(31.94715521).epsilon(1e-9));
+    }
+    SUBCASE("two sentences: smoothing divides by the corpus's n-gram count") {
+        // as above, plus hyp "x y z" vs ref "x y w": 2/3, 1/2, 0/1, no 4-gram (c = r = 8, BP = 1)
+        // corpus: 7/8 = 87.5 %, 3/6 = 50 %, 0/4 -> 100 / (2 * 4) = 12.5 %, 0/2 -> 100 / (4 * 2) = 12.5 %
+        // BLEU = (87.5 * 50 * 12.5 * 12.5)^(1/4) = 28.75408292   (sentence 2 alone scores 0)
+        const data::BleuResult r = data::corpus_bleu({"a b d e c", "x y z"}, {"a b c d e", "x y w"});
+        CHECK(r.total[2] == 4);
+        CHECK(r.precisions[2] == doctest::Approx(12.5).epsilon(1e-12));
+        CHECK(r.score == doctest::Approx(28.75408292).epsilon(1e-9));
+    }
+}
+
+TEST_CASE("corpus_bleu golden: hypothesis and reference are both 13a-tokenized before counting") {
+    // hyp "the cat sat on the mat." -> the cat sat on the mat .  (c = 7: the period is a token)
+    // ref "the cat sat on the mat"                                (r = 6)
+    // 6/7, 5/6, 4/5, 3/4 (only the n-grams ending in "." miss); BP = 1
+    // BLEU = 100 * (6/7 * 5/6 * 4/5 * 3/4)^(1/4) = 100 * (3/7)^(1/4) = 80.91067116
+    // (split on spaces alone, "mat." would miss too: 5/6, 4/5, 3/4, 2/3)
+    const data::BleuResult r = data::corpus_bleu({"the cat sat on the mat."}, {"the cat sat on the mat"});
+    CHECK(r.sys_len == 7);
+    CHECK(r.score == doctest::Approx(80.91067116).epsilon(1e-9));
+    // the reference is tokenized too: written untokenized, it still matches a tokenized hypothesis
+    CHECK(data::corpus_bleu({"Hello , world ! It's 3.5 km ."}, {"Hello, world! It's 3.5 km."}).score ==
+          doctest::Approx(100.0).epsilon(1e-12));
+}
+
 // ---- toy grammar ----------------------------------------------------------------------------
 
 namespace {
