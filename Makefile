@@ -108,7 +108,10 @@ $(BIN)/%: $(BUILD)/examples/%.o $(EXLIB) $(LIB)
 	@mkdir -p $(dir $@)
 	$(CXX) $< $(EXLIB) $(LIB) $(LDFLAGS) -o $@
 
-$(TESTS): $(TEST_SRCS:%.cpp=$(BUILD)/%.o) $(EXLIB) $(LIB)
+# The tests of the examples' flags (tests/test_example_flags_*.cpp) run this build's example
+# programs: the suite is linked after them when it has those tests.
+EXAMPLE_FLAG_TESTS := $(filter tests/test_example_flags_%,$(TEST_SRCS))
+$(TESTS): $(TEST_SRCS:%.cpp=$(BUILD)/%.o) $(EXLIB) $(LIB) $(if $(EXAMPLE_FLAG_TESTS),$(EXAMPLES))
 	$(CXX) $(filter %.o,$^) $(EXLIB) $(LIB) $(LDFLAGS) -o $@
 
 # The tests need doctest's single header: the system's if the compiler finds it, else Debian's
@@ -117,7 +120,7 @@ $(TESTS): $(TEST_SRCS:%.cpp=$(BUILD)/%.o) $(EXLIB) $(LIB)
 DOCTEST_DIR ?= build/doctest
 check-doctest:
 	@sh tests/find_doctest.sh "$(CXX) $(EXTRA_CXXFLAGS)" "$(DOCTEST_DIR)"
-$(TEST_SRCS:%.cpp=$(BUILD)/%.o): TEST_INCLUDES = -I$(DOCTEST_DIR)/usr/include
+$(TEST_SRCS:%.cpp=$(BUILD)/%.o): TEST_INCLUDES = -I$(DOCTEST_DIR)/usr/include -DEXAMPLES_BIN='"$(BIN)"'
 $(TEST_SRCS:%.cpp=$(BUILD)/%.o): | check-doctest
 
 test: $(TESTS)

@@ -1,0 +1,86 @@
+// Running an example program from a test, the way a user runs it: the tests of the examples'
+// flags (tests/test_example_flags_*.cpp) start `copy_task` or `translation` with a few flags and
+// read what it prints, so a flag that is parsed but never reaches the code it is meant to change
+// makes a test fail.
+//
+//   ExampleRun r = run_example("copy_task", {"--steps", "5", "--d-model", "16", "--heads", "2"});
+//   CHECK(r.status == 0);
+//   double loss = number_after(r.out, "final loss ");
+//
+// The programs are the ones this build links (Makefile: examples/ for build/, BUILD/bin/ for any
+// other build), named by EXAMPLES_BIN, which the Makefile defines for the test files.
+#pragma once
+#include <doctest/doctest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <sys/wait.h>   // WIFEXITED, WEXITSTATUS
+#include <unistd.h>     // getpid
+
+#ifndef EXAMPLES_BIN
+#error "EXAMPLES_BIN (the folder of the example programs) is defined by the Makefile"
+#endif
+
+struct ExampleRun {
+    int status = -1;    // the exit status (-1: killed by a signal, or could not start)
+    std::string out;    // standard output
+    std::string err;    // standard error (progress lines, messages)
+};
+
+// A folder of its own for the files a test writes (checkpoints, TSV files, SVG), removed and
+// recreated on each call with the same name.
+inline std::filesystem::path example_scratch_dir(const std::string& name) {
+    const std::filesystem::path dir = std::filesystem::temp_directory_path() /
+                                      ("transformer-tests-" + std::to_string(::getpid()) + "-" + name);
+    std::filesystem::remove_all(dir);
+    std::filesystem::create_directories(dir);
+    return dir;
+}
+
+// One argument for sh: in single quotes, a single quote written as '\''.
+inline std::string shell_quote(const std::string& s) {
+    std::string q = "'";
+    for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+    return q + "'";
+}
+
+inline std::string read_whole_file(const std::filesystem::path& p) {
+    std::ifstream f(p, std::ios::binary);
+    std::ostringstream s;
+    s << f.rdbuf();
+    return s.str();
+}
+
+// Runs EXAMPLES_BIN/name with `args` (and `stdin_text` on its standard input), on one thread unless
+// args say otherwise, and returns its exit status and everything it printed.
+inline ExampleRun run_example(const std::string& name, const std::vector<std::string>& args,
+                              const std::string& stdin_text = "") {
+    const std::filesystem::path dir = example_scratch_dir("run");
+    std::ofstream(dir / "stdin", std::ios::binary) << stdin_text;
+    std::string cmd = "OMP_NUM_THREADS=1 " + shell_quote(std::string(EXAMPLES_BIN) + "/" + name);
+    for (const std::string& a : args) cmd += " " + shell_quote(a);
+    cmd += " <" + shell_quote((dir / "stdin").string()) + " >" + shell_quote((dir / "out").string()) + " 2>" +
+           shell_quote((dir / "err").string());
+    ExampleRun r;
+    const int raw = std::system(cmd.c_str());
+    r.status = raw != -1 && WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+    r.out = read_whole_file(dir / "out");
+    r.err = read_whole_file(dir / "err");
+    std::filesystem::remove_all(dir);
+    return r;
+}
+
+// The number printed right after the first occurrence of `label` in `text` ("final loss 2.1376"
+// -> 2.1376); fails the test (and returns NaN) when the label is not there.
+inline double number_after(const std::string& text, const std::string& label) {
+    const size_t at = text.find(label);
+    INFO("looking for \"" << label << "\" in:\n" << text);
+    REQUIRE(at != std::string::npos);
+    return std::strtod(text.c_str() + at + label.size(), nullptr);
+}
