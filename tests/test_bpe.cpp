@@ -283,6 +283,14 @@ TEST_CASE("Bpe::encode_word equals the naive rule (docs/14) on random words, wit
     }
 }
 
+// A pair that occurs once would make a symbol for one word seen once: learning stops before it.
+// Counts are occurrences (a word's count times), so "ab" seen twice is merged and "cd" once is not.
+TEST_CASE("Bpe::learn: only pairs that occur at least twice are merged, counting each word's occurrences") {
+    CHECK(Bpe::learn({{"cd", 1}, {"ab", 2}}, 10).merges() == Merges{{"a", "b</w>"}});
+    CHECK(Bpe::learn({{"cd", 1}, {"xy", 1}}, 10).merges().empty());
+    CHECK(Bpe::learn({{"cd", 1}, {"xcd", 1}}, 10).merges() == Merges{{"c", "d</w>"}});   // in two words once each
+}
+
 TEST_CASE("Bpe::learn: the incremental learner picks exactly the merges of the naive recount") {
     const auto counts = toy_word_counts(300);
     CHECK(Bpe::learn(counts, 400).merges() == naive_merges(counts, 400));

@@ -16,6 +16,7 @@
 #include "autograd/io/problems.h"
 #include "autograd/io/safetensors.h"
 #include "autograd/io/utf8.h"
+#include "tests/error_of.h"
 
 namespace fs = std::filesystem;
 using autograd::io::json::Value;
@@ -41,17 +42,6 @@ struct TempDir {
     }
     std::string file(const std::string& name) const { return (path / name).string(); }
 };
-
-// The message of the std::runtime_error `fn` throws ("" if it throws nothing).
-template <class Fn>
-std::string error_of(Fn fn) {
-    try {
-        fn();
-    } catch (const std::runtime_error& e) {
-        return e.what();
-    }
-    return "";
-}
 
 std::vector<uint8_t> read_bytes(const std::string& path) {
     std::ifstream in(path, std::ios::binary);

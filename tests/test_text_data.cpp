@@ -22,6 +22,7 @@
 #include "examples/data/translation_data.h"
 #include "examples/data/tsv.h"
 #include "examples/data/vocab.h"
+#include "tests/error_of.h"
 
 using data::Pair;
 using Tokens = std::vector<std::string>;
@@ -369,17 +370,6 @@ std::string numbered_pairs(int n) {
     return text;
 }
 
-// The message of the std::runtime_error fn throws ("" if none).
-template <class Fn>
-std::string error_of(Fn fn) {
-    try {
-        fn();
-    } catch (const std::runtime_error& e) {
-        return e.what();
-    }
-    return "";
-}
-
 // What fn writes to stderr (file descriptor 2, redirected to a temp file meanwhile).
 template <class Fn>
 std::string stderr_of(Fn fn) {
@@ -408,6 +398,15 @@ std::string stderr_of(Fn fn) {
 }
 
 }  // namespace
+
+TEST_CASE("default_bpe_merges (--bpe's default): a quarter of the distinct words, between 500 and 32000") {
+    CHECK(data::default_bpe_merges(0) == 500);
+    CHECK(data::default_bpe_merges(2003) == 500);      // 2003 / 4 = 500.75
+    CHECK(data::default_bpe_merges(2004) == 501);
+    CHECK(data::default_bpe_merges(10000) == 2500);
+    CHECK(data::default_bpe_merges(128003) == 32000);
+    CHECK(data::default_bpe_merges(1000000) == 32000);
+}
 
 TEST_CASE("load_translation_data: --data too small to split off valid and test is refused, naming file, counts and flags") {
     // Valid and test each get round(5% of the distinct sources): round(0.45) = 0 for 9 sources,

@@ -121,7 +121,7 @@ TranslationData load_translation_data(const CorpusOptions& o) {
             for (const auto& sentence : *side)
                 for (const std::string& w : sentence) counts[w]++;
         d.codec.subwords = true;
-        const int merges = o.bpe != kAutoMerges ? o.bpe : std::clamp(static_cast<int>(counts.size() / 4), 500, 32000);
+        const int merges = o.bpe != kAutoMerges ? o.bpe : default_bpe_merges(counts.size());
         d.codec.bpe = Bpe::learn(counts, merges, &d.bpe_stats);
         for (auto* side : {&src_tokens, &tgt_tokens})
             for (auto& sentence : *side) sentence = d.codec.bpe.encode(sentence);
@@ -179,6 +179,10 @@ TranslationData load_translation_data(const CorpusOptions& o) {
                                  plural(d.text.valid.size(), "pair") + " read; a side of spaces only, such as "
                                  "U+3000, has none); pass a --valid FILE with text on both sides");
     return d;
+}
+
+int default_bpe_merges(size_t distinct_words) {
+    return static_cast<int>(std::clamp<size_t>(distinct_words / 4, 500, 32000));
 }
 
 void check_batch_fits(const TranslationData& d, const CorpusOptions& o, int batch) {

@@ -50,6 +50,9 @@ struct Example {
 
 constexpr int kAutoMerges = -1;
 
+// --bpe's default (kAutoMerges): a quarter of the distinct training words, between 500 and 32000.
+int default_bpe_merges(size_t distinct_words);
+
 // Without --valid and --test, each of the validation and test splits gets this share of --data's
 // distinct source sentences (split_pairs rounds it: one of each needs 10 distinct sources).
 inline constexpr double kHeldOutShare = 0.05;
