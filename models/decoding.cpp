@@ -17,18 +17,23 @@ using autograd::shape_str;
 class NextTokenLogProbs {
 public:
     // memory (n, S, D) from Transformer::encode, src_mask (n, 1, S); the rows start empty.
-    NextTokenLogProbs(Transformer& model, const Tensor& memory, const Mask& src_mask, bool kv_cache)
-        : model_(model), kv_cache_(kv_cache), memory_(memory), src_mask_(src_mask), prefixes_(memory.size(0)) {
+    NextTokenLogProbs(Transformer& model, const Tensor& memory, const Mask& src_mask, bool kv_cache, int64_t* positions)
+        : model_(model), kv_cache_(kv_cache), positions_(positions), memory_(memory), src_mask_(src_mask),
+          prefixes_(memory.size(0)) {
         if (kv_cache) cache_ = start_decoder_cache(model, memory, src_mask);
     }
 
     // Appends tokens (n, 1) to the rows -> log p(next token | row so far, src) (n, V).
     Tensor append(const Tokens& tokens) {
-        if (kv_cache_) return model_.generator->log_probs(decode_step(model_, cache_, tokens));     // (n, V)
+        if (kv_cache_) {
+            if (positions_) *positions_ += tokens.size(0);                                        // one per row
+            return model_.generator->log_probs(decode_step(model_, cache_, tokens));              // (n, V)
+        }
         // recomputing: the decoder over the whole prefix, of which the last position is kept
         for (size_t i = 0; i < prefixes_.size(); i++) prefixes_[i].push_back(tokens[static_cast<int64_t>(i)]);
         const Tokens ys = pad_rows(prefixes_, 0);                                                 // (n, t)
         const int64_t n = ys.size(0), t = ys.size(1);
+        if (positions_) *positions_ += n * t;                                                     // t per row
         const Tensor out = model_.decode(memory_, src_mask_, ys, subsequent_mask(t));             // (n, t, D)
         const Tensor last = autograd::narrow(out, 1, t - 1, 1).reshape({n, model_.cfg.d_model});  // (n, D)
         return model_.generator->log_probs(last);                                                 // (n, V)
@@ -48,6 +53,7 @@ public:
 private:
     Transformer& model_;
     bool kv_cache_;
+    int64_t* positions_;                              // the work done, when the caller counts it
     DecoderCache cache_;                              // cached: keys and values of every layer
     Tensor memory_;                                   // recomputing: (n, S, D), and its mask (n, 1, S)
     Mask src_mask_;
@@ -59,7 +65,7 @@ Tokens greedy_decode(Transformer& model, const Tokens& src, const Mask& src_mask
     if (opt.max_len < 1) throw std::invalid_argument("greedy_decode: max_len must be >= 1, got " + std::to_string(opt.max_len));
     NoGradGuard no_grad;
     const int64_t B = src.size(0);
-    NextTokenLogProbs next_log_probs(model, model.encode(src, src_mask), src_mask, opt.kv_cache);
+    NextTokenLogProbs next_log_probs(model, model.encode(src, src_mask), src_mask, opt.kv_cache, opt.positions);
     std::vector<std::vector<int32_t>> rows(B, std::vector<int32_t>{opt.bos});
     std::vector<bool> done(B, false);
     Tokens newest = Tokens::full({B, 1}, opt.bos);                                         // (B, 1)
@@ -91,7 +97,7 @@ std::vector<Hypothesis> beam_search_batch(Transformer& model, const Tokens& src,
     const size_t K = static_cast<size_t>(opt.beam_size);
     // Row r of the decoder call is one live hypothesis; the rows of sentence b are live[b], in
     // order, after those of sentences 0..b-1. A finished sentence has no live hypothesis, no row.
-    NextTokenLogProbs next_log_probs(model, model.encode(src, src_mask), src_mask, opt.kv_cache);   // row b: sentence b
+    NextTokenLogProbs next_log_probs(model, model.encode(src, src_mask), src_mask, opt.kv_cache, opt.positions);   // row b: sentence b
     std::vector<std::vector<Hypothesis>> live(B, {{{opt.bos}, 0.0, 0.0}}), finished(B);
     Tokens newest = Tokens::full({B, 1}, opt.bos);                                                    // (n, 1)
     for (int64_t t = 1; t < opt.max_len && newest.size(0) > 0; t++) {

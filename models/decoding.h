@@ -8,6 +8,9 @@
 //   cached (kv_cache = true, the default): run the decoder on the newest position only, with the
 //     earlier positions' keys and values kept in a models::DecoderCache (models/decoder_cache.h).
 //     A step costs one position-pass: a whole output O(T). The same tokens (tests/test_decoding.cpp).
+// The options' `positions` counts that work: each row of each step adds 1 position when cached,
+// t when recomputing a prefix of t tokens, so a greedy output of L tokens (bos included) costs
+// L - 1 positions against 1 + 2 + ... + (L - 1) = L (L - 1) / 2.
 #pragma once
 #include <vector>
 
@@ -21,6 +24,7 @@ struct GreedyOptions {
     int32_t eos = -1;       // -1: no end symbol, every row runs to max_len
     int32_t pad = 0;        // fills a row after its eos
     bool kv_cache = true;   // false: recompute the whole prefix every step (the reference)
+    int64_t* positions = nullptr;   // when set, gets the decoder's work added: the positions it ran
 };
 
 // Greedy: at every step append the single most likely next token.
@@ -36,6 +40,7 @@ struct BeamSearchOptions {
     float length_penalty = 0.0f;  // alpha of GNMT (Wu et al. 2016): score = log_prob / ((5 + len) / 6)^alpha;
                                   // 0 compares raw log-probabilities, which favours short outputs
     bool kv_cache = true;         // false: recompute the whole prefix every step (the reference)
+    int64_t* positions = nullptr; // when set, gets the decoder's work added: the positions it ran
 };
 
 struct Hypothesis {

@@ -528,7 +528,10 @@ TEST_CASE("greedy_decode: after eos a row is pad at every position, and a row th
 // kv_cache = false (--no-kv-cache) gives the same outputs by design (the tests above), so what
 // shows which path ran is the work it did. Recomputing runs every decoder layer's self-attention
 // module over the whole prefix, and the module keeps the weights of its last call
-// (last_attention (n, H, t, t)); the cached step reads the cache with one query per row.
+// (last_attention (n, H, t, t)); the cached step reads the cache with one query per row. The
+// options' `positions` counts the work, and the counts are known by hand: with no eos, greedy
+// runs steps t = 1..5 on one row (prefixes of t tokens); beam 3 runs step 1 on one row, steps
+// 2..5 on 3 rows (3 of the 4 tokens kept, none finished).
 TEST_CASE("kv_cache = false recomputes the whole prefix at every step; true runs one position per step") {
     auto model = tiny_model(35, 1.0f);
     nn::MultiHeadAttention& self_attn = *(*model->decoder->layers)[0].self_attn;
@@ -536,16 +539,21 @@ TEST_CASE("kv_cache = false recomputes the whole prefix at every step; true runs
     const int64_t max_len = 6, H = model->cfg.heads;   // the last step reads a prefix of 5 tokens
     for (bool kv_cache : {false, true}) {
         CAPTURE(kv_cache);
+        int64_t greedy_positions = 0, beam_positions = 0;
         self_attn.last_attention = Tensor();
-        models::greedy_decode(*model, kSrc, m, {.max_len = max_len, .bos = kBos, .eos = -1, .kv_cache = kv_cache});
+        models::greedy_decode(*model, kSrc, m,
+                              {.max_len = max_len, .bos = kBos, .eos = -1, .kv_cache = kv_cache, .positions = &greedy_positions});
         const Tensor& greedy_weights = self_attn.last_attention;
         if (kv_cache) CHECK((!greedy_weights.defined() || greedy_weights.size(2) == 1));
         else CHECK(greedy_weights.shape() == Shape{1, H, max_len - 1, max_len - 1});
+        CHECK(greedy_positions == (kv_cache ? 5 : 1 + 2 + 3 + 4 + 5));
         self_attn.last_attention = Tensor();
-        models::beam_search(*model, kSrc, m, {.beam_size = 3, .max_len = max_len, .bos = kBos, .eos = -1, .kv_cache = kv_cache});
+        models::beam_search(*model, kSrc, m,
+                            {.beam_size = 3, .max_len = max_len, .bos = kBos, .eos = -1, .kv_cache = kv_cache, .positions = &beam_positions});
         const Tensor& beam_weights = self_attn.last_attention;
         if (kv_cache) CHECK((!beam_weights.defined() || beam_weights.size(2) == 1));
         else CHECK(beam_weights.shape() == Shape{3, H, max_len - 1, max_len - 1});   // 3 live hypotheses
+        CHECK(beam_positions == (kv_cache ? 1 + 3 * 4 : 1 + 3 * (2 + 3 + 4 + 5)));
     }
 }
 

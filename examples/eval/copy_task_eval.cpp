@@ -30,13 +30,13 @@ std::string join(const Tokens& t, int64_t row) {
 }
 
 // src (n, L) -> outputs (n, L): greedy or beam search, the n sequences in one batch.
-Tokens decode(models::Transformer& model, const Tokens& src, int beam, bool kv_cache) {
+Tokens decode(models::Transformer& model, const Tokens& src, int beam, bool kv_cache, int64_t* positions = nullptr) {
     const int64_t n = src.size(0), L = src.size(1);
     const autograd::Mask mask = models::padding_mask(src, COPY_PAD);
-    if (beam == 0) return models::greedy_decode(model, src, mask, {.max_len = L, .bos = COPY_START, .kv_cache = kv_cache});
+    if (beam == 0) return models::greedy_decode(model, src, mask, {.max_len = L, .bos = COPY_START, .kv_cache = kv_cache, .positions = positions});
     Tokens out = Tokens::full({n, L}, COPY_PAD);
     const std::vector<models::Hypothesis> best =
-        models::beam_search_batch(model, src, mask, {.beam_size = beam, .max_len = L, .bos = COPY_START, .kv_cache = kv_cache});
+        models::beam_search_batch(model, src, mask, {.beam_size = beam, .max_len = L, .bos = COPY_START, .kv_cache = kv_cache, .positions = positions});
     for (int64_t i = 0; i < n; i++) std::copy(best[i].tokens.begin(), best[i].tokens.end(), out.data.begin() + i * L);
     return out;
 }
@@ -53,7 +53,7 @@ ExactMatch exact_match(models::Transformer& model, autograd::Rng& rng, int64_t V
         const int64_t n = std::min(chunk, count - done);
         const Tokens src = data::random_sequences(rng, V, n, L);   // (n, L)
         const auto t0 = std::chrono::steady_clock::now();
-        const Tokens out = decode(model, src, beam, kv_cache);    // (n, L)
+        const Tokens out = decode(model, src, beam, kv_cache, &r.decoder_positions);    // (n, L)
         r.seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
         for (int64_t i = 0; i < n; i++) {
             const bool ok = std::equal(src.data.begin() + i * L, src.data.begin() + (i + 1) * L, out.data.begin() + i * L);
@@ -73,8 +73,8 @@ void print_exact_match(const ExactMatch& r, int beam) {
     for (const std::string& m : r.misses) std::printf("%s\n", m.c_str());
     std::printf("exact match: %d/%d (%.1f%%)\n", r.correct, r.total, 100.0 * r.correct / r.total);
     const double tokens = static_cast<double>(r.total) * (r.shown_src.size(1) - 1);   // generated: all but the start symbol
-    std::printf("decoding: %.3f s, %.0f tokens/s (%s)\n", r.seconds, tokens / r.seconds,
-                r.kv_cache ? "key/value cache" : "recomputing the prefix: --no-kv-cache");
+    std::printf("decoding: %.3f s, %.0f tokens/s, %lld decoder positions (%s)\n", r.seconds, tokens / r.seconds,
+                (long long)r.decoder_positions, r.kv_cache ? "key/value cache" : "recomputing the prefix: --no-kv-cache");
 }
 
 void decode_file(models::Transformer& model, const std::string& path) {

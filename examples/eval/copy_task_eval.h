@@ -16,6 +16,7 @@ struct ExactMatch {
     std::vector<std::string> misses;         // the first few wrong outputs, as printable lines
     double seconds = 0.0;                    // spent decoding
     bool kv_cache = true;                    // how: with the key/value cache, or recomputing
+    int64_t decoder_positions = 0;           // the work: positions the decoder ran (models/decoding.h)
 };
 
 // Greedy (beam == 0) or beam-search decoding of `count` fresh (count, L) sequences of symbols
