@@ -8,6 +8,8 @@
 # make figures   redraw every figure of docs/ from the current code (a few minutes; docs/figures/)
 # make figures-check   render every SVG of docs/ (needs rsvg-convert, Debian's librsvg2-bin)
 # make docs-check     every link in README.md and docs/ resolves, every code name they cite exists
+# make mutate    plant each mistake of tests/mutations.txt in turn and report those the suite
+#                 misses (a developer's check of the tests; 15-30 minutes; tests/mutate.sh)
 # make clean
 #
 # Variables (make VAR=value ...; README says more):
@@ -182,7 +184,12 @@ docs-check:
 clean:
 	rm -rf $(BUILD) build-sanitize build-noomp build-fuzz $(EXAMPLES)
 
-.PHONY: all test bench sanitize clean check-doctest docs-check figures figures-check
+# Mistakes planted one at a time (tests/mutations.txt): does the suite fail on each? A check of the
+# tests themselves, not part of make test. tests/mutate.sh NAME runs only the mutations named so.
+mutate:
+	tests/mutate.sh
+
+.PHONY: all test bench sanitize clean check-doctest docs-check figures figures-check mutate
 .SECONDARY:
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
