@@ -13,12 +13,18 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <regex>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "autograd/io/safetensors.h"
 #include "examples/data/translation_data.h"
+#include "examples/eval/translation_eval.h"
+#include "models/checkpoint.h"
+#include "models/transformer.h"
+#include "nn/nn.h"
 #include "tests/run_example.h"
 
 namespace fs = std::filesystem;
@@ -37,6 +43,7 @@ const Phrase kVerbs[] = {{"sees", "sieht"}, {"likes", "mag"}, {"looks at", "betr
 const Phrase kObjects[] = {{"the apple", "den Apfel"}, {"the ball", "den Ball"}, {"a book", "ein Buch"},
                            {"the bread", "das Brot"}, {"a fish", "einen Fisch"}, {"the cup", "die Tasse"},
                            {"the hat", "den Hut"}};
+constexpr int kDistinctSentences = 5 * 4 * 7;
 
 std::string capitalized(std::string s) {
     s[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(s[0])));
@@ -177,6 +184,12 @@ std::string line_starting(const std::string& text, const std::string& prefix) {
     return "";
 }
 
+size_t lines_starting(const std::string& text, const std::string& prefix) {
+    size_t n = 0;
+    for (const std::string& line : lines_of(text)) n += line.rfind(prefix, 0) == 0;
+    return n;
+}
+
 // The translations of the test split the program shows after a score line (`after`): the text of
 // the "  out: " lines that follow it.
 std::vector<std::string> outputs_after(const std::string& text, const std::string& after) {
@@ -188,6 +201,13 @@ std::vector<std::string> outputs_after(const std::string& text, const std::strin
         else if (in_block && line.rfind("  ", 0) != 0) break;
     }
     return out;
+}
+
+// The BLEU statistics in brackets of a score line ("test greedy: BLEU 26.4, ... [BLEU = 26.43 ...]").
+std::string bleu_details(const std::string& line) {
+    const size_t open = line.find('['), close = line.rfind(']');
+    REQUIRE(open != std::string::npos);
+    return line.substr(open + 1, close - open - 1);
 }
 
 // ---- the model, by hand -----------------------------------------------------------------------
@@ -202,6 +222,32 @@ long long transformer_parameters(long long Vs, long long Vt, long long D, long l
     const long long encoder = N * (attention + feed_forward + 2 * norm), decoder = N * (2 * attention + feed_forward + 3 * norm);
     const long long vocab = tied ? Vt * D + Vt : Vs * D + Vt * D + Vt * D + Vt;
     return encoder + decoder + 2 * norm + vocab;
+}
+
+// A checkpoint the program saved, loaded with the library, to compute in the test what the
+// program must print for it (the decoders themselves are tested against brute force in
+// tests/test_decoding.cpp; here the question is whether the program's flags reach them).
+struct Loaded {
+    std::unique_ptr<models::Transformer> model;
+    data::TextCodec codec;
+    int epoch = 0;
+};
+
+Loaded load_checkpoint(const std::string& path) {
+    const autograd::io::SafetensorsFile f = autograd::io::load_safetensors(path);
+    Loaded l;
+    l.model = std::make_unique<models::Transformer>(models::read_metadata(f.metadata, "config", path, models::config_from_json));
+    nn::load_parameters(*l.model, f, path);
+    l.codec = data::read_codec(f.metadata, path);
+    l.epoch = static_cast<int>(models::read_metadata(f.metadata, "epoch", path, models::integer_from_json));
+    return l;
+}
+
+// The sentences of `pairs` as one line each, for --stdin.
+std::string source_lines(const std::vector<data::Pair>& pairs) {
+    std::string text;
+    for (const data::Pair& p : pairs) text += p.src + "\n";
+    return text;
 }
 
 }  // namespace
@@ -380,4 +426,157 @@ TEST_CASE("translation --tie-weights, --no-tie-weights: tied, both embeddings an
     const ExampleRun both_flags = run_example("translation", tiny_run(c, {"--bpe", "9", "--tie-weights", "--no-tie-weights"}));
     CHECK(both_flags.status == 2);
     CHECK(both_flags.err.find("contradict") != std::string::npos);
+}
+
+TEST_CASE("translation --batch B: ceil(pairs / B) batches an epoch; --batch-tokens N: floor(N / longest) pairs a batch") {
+    const Corpus c = write_corpus("translation-batches");
+    const RemoveOnExit cleanup{c.dir};
+    for (int B : {16, 7}) {
+        CAPTURE(B);
+        const ExampleRun r = run_example("translation", tiny_run(c, {"--batch", std::to_string(B)}));
+        REQUIRE(r.status == 0);
+        CHECK(number_matching(r.out, R"((\d+) batches/epoch)") == (283 + B - 1) / B);   // 18, 41
+    }
+
+    // Sentences with a one-word verb only: every source is 6 words + <eos> = 7 ids, every target
+    // <bos> + 6 words + <eos> = 8, so a batch of b pairs holds b x 8 tokens a side, padding
+    // included. 96 tokens fit 12 pairs exactly (12 x 8 = 96, at the limit), 95 fit 11.
+    std::vector<data::Pair> even;
+    for (const data::Pair& p : c.train)
+        if (words(p.src).size() == 6 && words(p.tgt).size() == 6) even.push_back(p);
+    REQUIRE(even.size() == 143);
+    const std::string even_tsv = (c.dir / "even.tsv").string();
+    write_tsv(even_tsv, even);
+    for (const auto& [tokens, per_batch] : std::vector<std::pair<int, long long>>{{96, 12}, {95, 11}, {8, 1}}) {
+        CAPTURE(tokens);
+        const ExampleRun r = run_example("translation", tiny_run(c, {"--data", even_tsv, "--batch-tokens", std::to_string(tokens)}));
+        REQUIRE(r.status == 0);
+        CHECK(number_matching(r.out, R"((\d+) batches/epoch)") == (143 + per_batch - 1) / per_batch);   // 12, 13, 143
+    }
+}
+
+TEST_CASE("translation --epochs E: E epochs; --plot PATH: the loss curves, a point per step and a point per epoch") {
+    const Corpus c = write_corpus("translation-epochs");
+    const RemoveOnExit cleanup{c.dir};
+    const std::string plot = (c.dir / "loss.svg").string();
+    for (int E : {1, 3}) {
+        CAPTURE(E);
+        const ExampleRun r = run_example("translation", tiny_run(c, {"--epochs", std::to_string(E), "--plot", plot}));
+        REQUIRE(r.status == 0);
+        CHECK(lines_starting(r.out, "epoch ") == static_cast<size_t>(E));
+        CHECK(lines_starting(r.out, "epoch  " + std::to_string(E) + "  train loss") == 1);
+
+        // the curves: one <path> per series, "M x,y L x,y ...": the training loss at each of the
+        // 18 steps of every epoch, the validation loss at the last step of each epoch
+        const std::string svg = read_whole_file(plot);
+        std::vector<std::vector<double>> xs;   // [series][point]
+        const std::regex path_element(R"(<path stroke="[^"]*" d="([^"]*)\")");
+        for (auto it = std::sregex_iterator(svg.begin(), svg.end(), path_element); it != std::sregex_iterator(); ++it) {
+            std::vector<double> x;
+            std::istringstream d((*it)[1].str());
+            for (std::string point; d >> point;)
+                if (point[0] == 'M' || point[0] == 'L') x.push_back(std::stod(point.substr(1)));
+            xs.push_back(x);
+        }
+        REQUIRE(xs.size() == 2);
+        CHECK(xs[0].size() == static_cast<size_t>(18 * E));
+        REQUIRE(xs[1].size() == static_cast<size_t>(E));
+        for (int e = 1; e <= E; e++) CHECK(xs[1][e - 1] == doctest::Approx(xs[0][18 * e - 1]));
+        fs::remove(plot);
+    }
+    const ExampleRun none = run_example("translation", tiny_run(c, {}));
+    CHECK(!fs::exists(plot));
+    CHECK(none.out.find("wrote") == std::string::npos);
+}
+
+// With smoothing eps the loss is the cross-entropy against q = (1 - eps) one_hot + eps / V, which
+// is at least the entropy of q (Gibbs' inequality), reached when the model predicts q itself.
+// A model that has learned the grammar ends its training just above that floor (1.15 for eps 0.2,
+// 0.65 for the default 0.1); without smoothing the floor is 0.
+TEST_CASE("translation --label-smoothing eps: a trained model's training loss ends just above the entropy of the smoothed targets") {
+    const Corpus c = write_corpus("translation-smoothing");
+    const RemoveOnExit cleanup{c.dir};
+    const double V = static_cast<double>(with_specials(count_words(c.train).tgt));   // the target vocabulary
+    auto entropy = [V](double eps) {
+        const auto h = [](double q) { return q > 0 ? -q * std::log(q) : 0.0; };   // 0 log 0 = 0
+        return h(1 - eps + eps / V) + (V - 1) * h(eps / V);
+    };
+    CHECK(entropy(0.2) == doctest::Approx(1.1496).epsilon(1e-4));   // V = 31, by hand
+    for (double eps : {0.2, 0.0}) {
+        CAPTURE(eps);
+        const ExampleRun r = run_example("translation", learning_run(c, {"--label-smoothing", eps == 0 ? "0" : "0.2"}));
+        REQUIRE(r.status == 0);
+        const double last = number_after(r.out, "epoch 10  train loss ");
+        CHECK(last >= entropy(eps) - 1e-3);
+        CHECK(last <= entropy(eps) + 0.1);   // (measured: 0.04 above at eps 0.2, 0.0005 at eps 0)
+    }
+}
+
+// Two epochs without label smoothing, scored on every sentence of the grammar. The validation
+// file pairs each source with the translation of a sentence that differs in every part (subject,
+// verb and object): the better the model translates, the less likely it finds those, so its best
+// epoch (the one scored as "test" and saved) is the first, and the last epochs, which --average-last
+// averages, are others. Training does not depend on the validation file: a run with the true
+// translations trains the same two epochs, and its best is the second.
+TEST_CASE("translation --average-last K: the mean of the last K epochs' parameters is scored too; --save keeps the best epoch") {
+    const Corpus c = write_corpus("translation-average");
+    const RemoveOnExit cleanup{c.dir};
+    std::vector<data::Pair> all, wrong;
+    for (int i = 0; i < kDistinctSentences; i++) all.push_back(sentence(i));
+    for (int i = 0; i < 13; i++) {   // the sources of valid.tsv: subject, verb and object one further along
+        const int j = 11 * i + 3, s = j % 5, v = (j / 5) % 4, o = (j / 20) % 7;
+        wrong.push_back({sentence(j).src, sentence((s + 1) % 5 + 5 * ((v + 1) % 4) + 20 * ((o + 1) % 7)).tgt});
+    }
+    const std::string all_tsv = (c.dir / "all.tsv").string(), wrong_tsv = (c.dir / "wrong.tsv").string(),
+                      first = (c.dir / "first.safetensors").string(), second = (c.dir / "second.safetensors").string();
+    write_tsv(all_tsv, all);
+    write_tsv(wrong_tsv, wrong);
+    auto run = [&](const std::vector<std::string>& more) {
+        std::vector<std::string> args = learning_run(c, {"--test", all_tsv, "--epochs", "2", "--label-smoothing", "0"});
+        args.insert(args.end(), more.begin(), more.end());
+        return run_example("translation", args);
+    };
+
+    const ExampleRun plain = run({"--save", second});
+    const ExampleRun last1 = run({"--valid", wrong_tsv, "--average-last", "1", "--save", first});
+    REQUIRE(plain.status == 0);
+    REQUIRE(last1.status == 0);
+    REQUIRE(plain.out.find("best epoch 2 ") != std::string::npos);
+    REQUIRE(last1.out.find("best epoch 1 ") != std::string::npos);
+    CHECK(plain.out.find("averaged") == std::string::npos);   // --average-last 0, the default
+    // the two epochs translate differently, so the checks below can tell them apart
+    const std::string epoch1 = line_starting(last1.out, "test greedy: "), epoch2 = line_starting(plain.out, "test greedy: ");
+    REQUIRE(bleu_details(epoch1) != bleu_details(epoch2));
+
+    // K = 1: the last epoch, epoch 2, which is what the plain run scored as its best
+    CHECK(last1.out.find("averaged the parameters of the last 1 epochs") != std::string::npos);
+    CHECK(line_starting(last1.out, "averaged test greedy: ") == "averaged " + epoch2);
+    CHECK(outputs_after(last1.out, "averaged test greedy: ") == outputs_after(plain.out, "test greedy: "));
+
+    // --save: the best epoch of each run, the one its "test" line scored
+    const Loaded one = load_checkpoint(first), two = load_checkpoint(second);
+    CHECK(one.epoch == 1);
+    CHECK(two.epoch == 2);
+    const ExampleRun reload = run_example("translation", {"--load", first, "--stdin", "--beam", "0"}, source_lines(all));
+    REQUIRE(reload.status == 0);
+    const std::vector<std::string> shown = outputs_after(last1.out, "test greedy: "), again = lines_of(reload.out);
+    REQUIRE(shown.size() == 3);
+    REQUIRE(again.size() == all.size());
+    for (size_t i = 0; i < shown.size(); i++) CHECK(again[i] == shown[i]);
+
+    // K = 5 of 2 epochs: the mean of both, computed here from the two saved checkpoints
+    const ExampleRun last5 = run({"--valid", wrong_tsv, "--average-last", "5"});
+    REQUIRE(last5.status == 0);
+    CHECK(last5.out.find("averaged the parameters of the last 2 epochs") != std::string::npos);
+    auto a = one.model->parameters(), b = two.model->parameters();
+    REQUIRE(a.size() == b.size());
+    for (size_t i = 0; i < a.size(); i++)
+        for (int64_t j = 0; j < a[i].numel(); j++) a[i].data()[j] = (a[i].data()[j] + b[i].data()[j]) / 2;
+    const eval::Score mean = eval::score(*one.model, one.codec, all, 0, false);
+    const std::string averaged = line_starting(last5.out, "averaged test greedy: ");
+    REQUIRE(data::to_string(mean.bleu) != bleu_details(epoch1));
+    REQUIRE(data::to_string(mean.bleu) != bleu_details(epoch2));
+    CHECK(bleu_details(averaged) == data::to_string(mean.bleu));
+    CHECK(outputs_after(last5.out, "averaged test greedy: ") ==
+          std::vector<std::string>(mean.hypotheses.begin(), mean.hypotheses.begin() + 3));
 }
