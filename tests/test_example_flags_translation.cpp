@@ -250,6 +250,29 @@ std::string source_lines(const std::vector<data::Pair>& pairs) {
     return text;
 }
 
+// A checkpoint of the model that learns the grammar (learning_run), trained once for the tests
+// that --load it; its folder goes when the tests end.
+struct TrainedCheckpoint {
+    Corpus corpus;
+    std::string path;   // empty until the training succeeded
+    ~TrainedCheckpoint() {
+        if (!corpus.dir.empty()) fs::remove_all(corpus.dir);
+    }
+};
+
+const TrainedCheckpoint& trained_checkpoint() {
+    static TrainedCheckpoint trained;
+    if (!trained.path.empty()) return trained;
+    trained.corpus = write_corpus("translation-trained");
+    const std::string path = (trained.corpus.dir / "model.safetensors").string();
+    const ExampleRun r = run_example("translation", learning_run(trained.corpus, {"--save", path}));
+    INFO(r.out << r.err);
+    REQUIRE(r.status == 0);
+    REQUIRE(line_starting(r.out, "test greedy: ").find("exact match 100.0%") != std::string::npos);
+    trained.path = path;
+    return trained;
+}
+
 }  // namespace
 
 TEST_CASE("translation --data, --valid, --test: the splits are the files given; --data alone keeps 5% + 5% of its sources apart") {
@@ -579,4 +602,137 @@ TEST_CASE("translation --average-last K: the mean of the last K epochs' paramete
     CHECK(bleu_details(averaged) == data::to_string(mean.bleu));
     CHECK(outputs_after(last5.out, "averaged test greedy: ") ==
           std::vector<std::string>(mean.hypotheses.begin(), mean.hypotheses.begin() + 3));
+}
+
+// A model after one epoch of 18 steps, which translates many sentences of the grammar differently
+// with a beam than greedily. The test split is every sentence; what each width gives is computed here with the
+// library from the checkpoint the program saved, and the width tried is one whose translations
+// differ both from greedy's and from those of the default width 4.
+TEST_CASE("translation --beam K: the test score and the translations use a beam of K (0: greedy)") {
+    const Corpus c = write_corpus("translation-beam");
+    const RemoveOnExit cleanup{c.dir};
+    std::vector<data::Pair> all;
+    std::vector<std::string> texts;
+    for (int i = 0; i < kDistinctSentences; i++) all.push_back(sentence(i)), texts.push_back(sentence(i).src);
+    const std::string all_tsv = (c.dir / "all.tsv").string(), saved = (c.dir / "model.safetensors").string();
+    write_tsv(all_tsv, all);
+    const ExampleRun greedy = run_example("translation", learning_run(c, {"--test", all_tsv, "--epochs", "1", "--batch", "16", "--beam", "0", "--save", saved}));
+    REQUIRE(greedy.status == 0);
+    const Loaded l = load_checkpoint(saved);
+    auto library_score = [&](int beam) { return data::to_string(eval::score(*l.model, l.codec, all, beam, false).bleu); };
+    CHECK(lines_starting(greedy.out, "test beam") == 0);
+    CHECK(bleu_details(line_starting(greedy.out, "test greedy: ")) == library_score(0));
+    CHECK(line_starting(greedy.out, "test BLEU: ").find("(greedy)") != std::string::npos);
+
+    int width = 0;
+    for (int w : {2, 3, 5, 6, 8}) {
+        if (library_score(w) != library_score(0) && library_score(w) != library_score(4)) {
+            width = w;
+            break;
+        }
+    }
+    REQUIRE(width > 0);
+    const std::string K = std::to_string(width);
+    const ExampleRun beam = run_example("translation", learning_run(c, {"--test", all_tsv, "--epochs", "1", "--batch", "16", "--beam", K}));
+    REQUIRE(beam.status == 0);
+    CHECK(bleu_details(line_starting(beam.out, "test greedy: ")) == library_score(0));   // the same model
+    CHECK(bleu_details(line_starting(beam.out, "test beam " + K + ": ")) == library_score(width));
+    CHECK(line_starting(beam.out, "test BLEU: ").find("(beam " + K + ")") != std::string::npos);
+
+    // --load: greedy, with a beam of K, and without --beam (4)
+    const std::vector<std::vector<std::string>> expected = {eval::translate(*l.model, l.codec, texts, 0),
+                                                            eval::translate(*l.model, l.codec, texts, width),
+                                                            eval::translate(*l.model, l.codec, texts, 4)};
+    REQUIRE(expected[0] != expected[1]);
+    REQUIRE(expected[1] != expected[2]);
+    for (size_t k = 0; k < 3; k++) {
+        CAPTURE(k);
+        std::vector<std::string> args = {"--load", saved, "--stdin"};
+        if (k < 2) args.insert(args.end(), {"--beam", k == 0 ? "0" : K});
+        const ExampleRun loaded = run_example("translation", args, source_lines(all));
+        REQUIRE(loaded.status == 0);
+        CHECK(lines_of(loaded.out) == expected[k]);
+    }
+}
+
+// Greedy decoding (--beam 0) throughout: the question here is what --load, --translate and
+// --stdin do; what the beam does is --beam's test.
+TEST_CASE("translation --load PATH with --translate TEXT and --stdin: the saved model's translations, one line per input line") {
+    const TrainedCheckpoint& t = trained_checkpoint();
+    const std::vector<std::string> load = {"--load", t.path, "--beam", "0"};
+    auto with = [&](std::vector<std::string> more) {
+        more.insert(more.begin(), load.begin(), load.end());
+        return more;
+    };
+    // every sentence of the grammar, as the test knows it translates
+    std::vector<data::Pair> all;
+    for (int i = 0; i < kDistinctSentences; i++) all.push_back(sentence(i));
+    const ExampleRun every = run_example("translation", with({"--stdin"}), source_lines(all));
+    REQUIRE(every.status == 0);
+    const std::vector<std::string> lines = lines_of(every.out);
+    REQUIRE(lines.size() == all.size());
+    for (size_t i = 0; i < all.size(); i++) CHECK(lines[i] == printed(all[i].tgt));
+
+    const data::Pair a = sentence(7), b = sentence(88), d = sentence(131);
+    const ExampleRun one = run_example("translation", with({"--translate", a.src}));
+    REQUIRE(one.status == 0);
+    CHECK(one.out == printed(a.tgt) + "\n");
+
+    // an empty line stays empty, a line with a word never seen still gets a line, "\r\n" is a line end
+    const std::string input = b.src + "\n\nThe zebra sees the apple .\n" + d.src + "\r\n";
+    const ExampleRun piped = run_example("translation", with({"--stdin"}), input);
+    REQUIRE(piped.status == 0);
+    const std::vector<std::string> out = lines_of(piped.out);
+    REQUIRE(out.size() == 4);
+    CHECK(out[0] == printed(b.tgt));
+    CHECK(out[1] == "");
+    CHECK(out[3] == printed(d.tgt));
+
+    // both: --translate first, then standard input
+    const ExampleRun together = run_example("translation", with({"--translate", a.src, "--stdin"}), input);
+    REQUIRE(together.status == 0);
+    CHECK(together.out == one.out + piped.out);
+
+    const ExampleRun no_load = run_example("translation", {"--translate", a.src});
+    CHECK(no_load.status == 2);
+    CHECK(no_load.err.find("--translate and --stdin need --load PATH") != std::string::npos);
+}
+
+TEST_CASE("translation --attention PATH: a heatmap per layer and head, a row per output token, a column per source token") {
+    const TrainedCheckpoint& t = trained_checkpoint();
+    const std::string svg_path = (t.corpus.dir / "attention.svg").string();
+    const data::Pair p = sentence(110);   // "The cat looks at the cup ." -> "Die Katze betrachtet die Tasse ."
+    const ExampleRun r = run_example("translation", {"--load", t.path, "--beam", "0", "--translate", p.src, "--attention", svg_path});
+    REQUIRE(r.status == 0);
+    REQUIRE(r.out == printed(p.tgt) + "\n");
+
+    // rows: the 6 output words and <eos>; columns: the 7 source words and <eos>
+    std::vector<std::string> rows = words(p.tgt), cols = words(p.src);
+    rows.push_back("&lt;eos&gt;");
+    cols.push_back("&lt;eos&gt;");
+    REQUIRE(rows.size() == 7);
+    REQUIRE(cols.size() == 8);
+    // each cell: <rect class="cell" ...><title>row → col: weight</title></rect>, row after row
+    const std::string svg = read_whole_file(svg_path);
+    const std::regex cell(R"(<rect class="cell"[^>]*><title>(.*) \xE2\x86\x92 (.*): ([0-9.]+)</title>)");
+    std::vector<std::smatch> cells;
+    for (auto it = std::sregex_iterator(svg.begin(), svg.end(), cell); it != std::sregex_iterator(); ++it) cells.push_back(*it);
+    const size_t heads = 2;   // 1 layer x 2 heads (learning_run)
+    REQUIRE(cells.size() == heads * rows.size() * cols.size());
+    for (size_t h = 0; h < heads; h++) {
+        CHECK(svg.find("layer 1, head " + std::to_string(h + 1)) != std::string::npos);
+        for (size_t i = 0; i < rows.size(); i++) {
+            double sum = 0;   // a row is a softmax over the source: its weights add up to 1
+            for (size_t j = 0; j < cols.size(); j++) {
+                const std::smatch& m = cells[(h * rows.size() + i) * cols.size() + j];
+                CHECK(m[1].str() == rows[i]);
+                CHECK(m[2].str() == cols[j]);
+                sum += std::stod(m[3].str());
+            }
+            CHECK(sum == doctest::Approx(1.0).epsilon(0.005));
+        }
+    }
+    const ExampleRun alone = run_example("translation", {"--load", t.path, "--attention", svg_path});
+    CHECK(alone.status == 2);
+    CHECK(alone.err.find("--attention needs a sentence") != std::string::npos);
 }
