@@ -493,16 +493,16 @@ TEST_CASE("translation --epochs E: E epochs; --plot PATH: the loss curves, a poi
         // 18 steps of every epoch, the validation loss at the last step of each epoch
         const std::string svg = read_whole_file(plot);
         std::vector<std::vector<double>> xs;   // [series][point]
-        const std::regex path_element(R"(<path stroke="[^"]*" d="([^"]*)\")");
-        for (auto it = std::sregex_iterator(svg.begin(), svg.end(), path_element); it != std::sregex_iterator(); ++it) {
+        for (size_t at = svg.find("<path stroke="); at != std::string::npos; at = svg.find("<path stroke=", at + 1)) {
+            const size_t d = svg.find(" d=\"", at) + 4;
+            std::istringstream points(svg.substr(d, svg.find('"', d) - d));
             std::vector<double> x;
-            std::istringstream d((*it)[1].str());
-            for (std::string point; d >> point;)
+            for (std::string point; points >> point;)
                 if (point[0] == 'M' || point[0] == 'L') x.push_back(std::stod(point.substr(1)));
             xs.push_back(x);
         }
         REQUIRE(xs.size() == 2);
-        CHECK(xs[0].size() == static_cast<size_t>(18 * E));
+        REQUIRE(xs[0].size() == static_cast<size_t>(18 * E));
         REQUIRE(xs[1].size() == static_cast<size_t>(E));
         for (int e = 1; e <= E; e++) CHECK(xs[1][e - 1] == doctest::Approx(xs[0][18 * e - 1]));
         fs::remove(plot);
