@@ -1,0 +1,738 @@
+// translation's own flags (the model and training flags it shares with copy_task are tested with
+// copy_task), each in a test that fails when the flag's effect is removed or inverted. The program
+// runs as a user runs it (tests/run_example.h), on TSV files this test writes from a tiny
+// English->German grammar: "The cat looks at the cup ." -> "Die Katze betrachtet die Tasse .".
+// The test knows every word, count, length and translation of that grammar without the program,
+// so what the program prints is checked against numbers and sentences worked out here. A 1-layer
+// model 32 wide learns the grammar without a mistake in 10 epochs, half a second.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "autograd/io/safetensors.h"
+#include "examples/data/translation_data.h"
+#include "examples/eval/translation_eval.h"
+#include "models/checkpoint.h"
+#include "models/transformer.h"
+#include "nn/nn.h"
+#include "tests/run_example.h"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// ---- the grammar ------------------------------------------------------------------------------
+
+struct Phrase {
+    std::string en, de;
+};
+// Verbs of one and two words on each side, so source and target lengths differ.
+const Phrase kSubjects[] = {{"the cat", "die Katze"}, {"the dog", "der Hund"}, {"a bird", "ein Vogel"},
+                            {"my friend", "mein Freund"}, {"the teacher", "der Lehrer"}};
+const Phrase kVerbs[] = {{"sees", "sieht"}, {"likes", "mag"}, {"looks at", "betrachtet"}, {"waits for", "wartet auf"}};
+const Phrase kObjects[] = {{"the apple", "den Apfel"}, {"the ball", "den Ball"}, {"a book", "ein Buch"},
+                           {"the bread", "das Brot"}, {"a fish", "einen Fisch"}, {"the cup", "die Tasse"},
+                           {"the hat", "den Hut"}};
+constexpr int kDistinctSentences = 5 * 4 * 7;
+
+std::string capitalized(std::string s) {
+    s[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(s[0])));
+    return s;
+}
+
+// Sentence i: subject i % 5, verb (i / 5) % 4, object (i / 20) % 7, so sentences 0..139 are all
+// different and sentence i + 140 is sentence i again. Words are separated by single spaces, the
+// full stop included: the program's tokenizer splits them exactly where words() does.
+data::Pair sentence(int i) {
+    const Phrase &s = kSubjects[i % 5], &v = kVerbs[(i / 5) % 4], &o = kObjects[(i / 20) % 7];
+    return {capitalized(s.en + " " + v.en + " " + o.en + " ."), capitalized(s.de + " " + v.de + " " + o.de + " .")};
+}
+
+std::vector<std::string> words(const std::string& text) {
+    std::vector<std::string> out;
+    std::istringstream in(text);
+    for (std::string w; in >> w;) out.push_back(w);
+    return out;
+}
+
+// What the program prints for a correct translation: the words detokenized, which joins the full
+// stop to the word before it.
+std::string printed(const std::string& text) { return text.substr(0, text.size() - 2) + "."; }
+
+std::string lowercase(std::string s) {
+    for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return s;
+}
+
+// How often each word occurs in `pairs`: in the sources, in the targets, and in both together
+// (as the BPE merges are learned).
+struct WordCounts {
+    std::map<std::string, long long> src, tgt, both;
+};
+
+WordCounts count_words(const std::vector<data::Pair>& pairs, bool lower = false) {
+    WordCounts n;
+    for (const data::Pair& p : pairs) {
+        for (const std::string& w : words(lower ? lowercase(p.src) : p.src)) n.src[w]++, n.both[w]++;
+        for (const std::string& w : words(lower ? lowercase(p.tgt) : p.tgt)) n.tgt[w]++, n.both[w]++;
+    }
+    return n;
+}
+
+// A vocabulary's size as the program prints it: the 4 special tokens (<pad> <bos> <eos> <unk>) and
+// the words.
+long long with_specials(const std::map<std::string, long long>& words) { return 4 + static_cast<long long>(words.size()); }
+
+// Every subword vocabulary also holds the 256 byte tokens and "</w>", so that any text can be spelled.
+constexpr long long kFallbackTokens = 257;
+
+// ---- the files --------------------------------------------------------------------------------
+
+void write_tsv(const fs::path& path, const std::vector<data::Pair>& pairs) {
+    std::ofstream f(path, std::ios::binary);
+    for (const data::Pair& p : pairs) f << p.src << '\t' << p.tgt << '\n';
+}
+
+// train.tsv holds sentences 0..282 (every sentence twice, 0..2 three times); valid.tsv 13 and
+// test.tsv 7 others of the same sentences. Prime counts: no two splits are the same size.
+struct Corpus {
+    fs::path dir;
+    std::vector<data::Pair> train, valid, test;
+    std::string train_tsv, valid_tsv, test_tsv;
+};
+
+// Removes a test's folder when the test ends, also when a REQUIRE stops it.
+struct RemoveOnExit {
+    fs::path dir;
+    ~RemoveOnExit() { fs::remove_all(dir); }
+};
+
+Corpus write_corpus(const std::string& name) {
+    Corpus c;
+    c.dir = example_scratch_dir(name);
+    for (int i = 0; i < 283; i++) c.train.push_back(sentence(i));
+    for (int i = 0; i < 13; i++) c.valid.push_back(sentence(11 * i + 3));
+    for (int i = 0; i < 7; i++) c.test.push_back(sentence(19 * i + 5));
+    c.train_tsv = (c.dir / "train.tsv").string();
+    c.valid_tsv = (c.dir / "valid.tsv").string();
+    c.test_tsv = (c.dir / "test.tsv").string();
+    write_tsv(c.train_tsv, c.train);
+    write_tsv(c.valid_tsv, c.valid);
+    write_tsv(c.test_tsv, c.test);
+    return c;
+}
+
+// A run on the corpus: word level, batches of 16 sentence pairs, nothing saved, one epoch of a
+// model 16 wide (18 steps, a few hundredths of a second). Later flags in `more` override these.
+std::vector<std::string> tiny_run(const Corpus& c, const std::vector<std::string>& more) {
+    std::vector<std::string> args = {"--data", c.train_tsv, "--valid", c.valid_tsv, "--test", c.test_tsv, "--bpe", "0",
+                                     "--batch-tokens", "0", "--batch", "16", "--layers", "1", "--d-model", "16", "--heads",
+                                     "2", "--d-ff", "32", "--epochs", "1", "--save", ""};
+    args.insert(args.end(), more.begin(), more.end());
+    return args;
+}
+
+// `args` without `flag` and its value.
+std::vector<std::string> without(std::vector<std::string> args, const std::string& flag) {
+    const auto at = std::find(args.begin(), args.end(), flag);
+    if (at != args.end()) args.erase(at, at + 2);
+    return args;
+}
+
+// A run that learns the grammar: 10 epochs of 36 batches of 8, a model 32 wide without dropout, at
+// half the usual learning rate.
+std::vector<std::string> learning_run(const Corpus& c, const std::vector<std::string>& more) {
+    std::vector<std::string> args = tiny_run(c, {"--d-model", "32", "--d-ff", "64", "--dropout", "0", "--warmup", "40", "--lr-factor",
+                                                 "0.5", "--epochs", "10", "--batch", "8"});
+    args.insert(args.end(), more.begin(), more.end());
+    return args;
+}
+
+// ---- reading what the program printed ---------------------------------------------------------
+
+// The whole number captured by the group of `pattern` ("(\\d+) parameters"); fails the test when absent.
+long long number_matching(const std::string& text, const std::string& pattern) {
+    std::smatch m;
+    INFO("looking for /" << pattern << "/ in:\n" << text);
+    REQUIRE(std::regex_search(text, m, std::regex(pattern)));
+    return std::stoll(m[1].str());
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+    std::vector<std::string> lines;
+    std::istringstream in(text);
+    for (std::string line; std::getline(in, line);) lines.push_back(line);
+    return lines;
+}
+
+// The first line that starts with `prefix`; fails the test when there is none.
+std::string line_starting(const std::string& text, const std::string& prefix) {
+    for (const std::string& line : lines_of(text))
+        if (line.rfind(prefix, 0) == 0) return line;
+    INFO("no line starts with \"" << prefix << "\" in:\n" << text);
+    REQUIRE(false);
+    return "";
+}
+
+size_t lines_starting(const std::string& text, const std::string& prefix) {
+    size_t n = 0;
+    for (const std::string& line : lines_of(text)) n += line.rfind(prefix, 0) == 0;
+    return n;
+}
+
+// The translations of the test split the program shows after a score line (`after`): the text of
+// the "  out: " lines that follow it.
+std::vector<std::string> outputs_after(const std::string& text, const std::string& after) {
+    std::vector<std::string> out;
+    bool in_block = false;
+    for (const std::string& line : lines_of(text)) {
+        if (line.rfind(after, 0) == 0) in_block = true;
+        else if (in_block && line.rfind("  out: ", 0) == 0) out.push_back(line.substr(7));
+        else if (in_block && line.rfind("  ", 0) != 0) break;
+    }
+    return out;
+}
+
+// The BLEU statistics in brackets of a score line ("test greedy: BLEU 26.4, ... [BLEU = 26.43 ...]").
+std::string bleu_details(const std::string& line) {
+    const size_t open = line.find('['), close = line.rfind(']');
+    REQUIRE(open != std::string::npos);
+    return line.substr(open + 1, close - open - 1);
+}
+
+// ---- the model, by hand -----------------------------------------------------------------------
+
+// Parameters of the pre-norm Transformer with N layers, width D, feed-forward width F: per
+// attention block 4 (D x D + D); per feed-forward 2 D F + F + D; per LayerNorm 2 D; an encoder
+// layer has one attention, a decoder layer two, and both stacks end in a LayerNorm. Then the
+// source and target embeddings (V x D each) and the projection (D x V + V); tied, the three share
+// one V x D matrix and only the projection's bias is added.
+long long transformer_parameters(long long Vs, long long Vt, long long D, long long F, long long N, bool tied) {
+    const long long attention = 4 * (D * D + D), feed_forward = 2 * D * F + F + D, norm = 2 * D;
+    const long long encoder = N * (attention + feed_forward + 2 * norm), decoder = N * (2 * attention + feed_forward + 3 * norm);
+    const long long vocab = tied ? Vt * D + Vt : Vs * D + Vt * D + Vt * D + Vt;
+    return encoder + decoder + 2 * norm + vocab;
+}
+
+// A checkpoint the program saved, loaded with the library, to compute in the test what the
+// program must print for it (the decoders themselves are tested against brute force in
+// tests/test_decoding.cpp; here the question is whether the program's flags reach them).
+struct Loaded {
+    std::unique_ptr<models::Transformer> model;
+    data::TextCodec codec;
+    int epoch = 0;
+};
+
+Loaded load_checkpoint(const std::string& path) {
+    const autograd::io::SafetensorsFile f = autograd::io::load_safetensors(path);
+    Loaded l;
+    l.model = std::make_unique<models::Transformer>(models::read_metadata(f.metadata, "config", path, models::config_from_json));
+    nn::load_parameters(*l.model, f, path);
+    l.codec = data::read_codec(f.metadata, path);
+    l.epoch = static_cast<int>(models::read_metadata(f.metadata, "epoch", path, models::integer_from_json));
+    return l;
+}
+
+// The sentences of `pairs` as one line each, for --stdin.
+std::string source_lines(const std::vector<data::Pair>& pairs) {
+    std::string text;
+    for (const data::Pair& p : pairs) text += p.src + "\n";
+    return text;
+}
+
+// A checkpoint of the model that learns the grammar (learning_run), trained once for the tests
+// that --load it; its folder goes when the tests end.
+struct TrainedCheckpoint {
+    Corpus corpus;
+    std::string path;   // empty until the training succeeded
+    ~TrainedCheckpoint() {
+        if (!corpus.dir.empty()) fs::remove_all(corpus.dir);
+    }
+};
+
+const TrainedCheckpoint& trained_checkpoint() {
+    static TrainedCheckpoint trained;
+    if (!trained.path.empty()) return trained;
+    trained.corpus = write_corpus("translation-trained");
+    const std::string path = (trained.corpus.dir / "model.safetensors").string();
+    const ExampleRun r = run_example("translation", learning_run(trained.corpus, {"--save", path}));
+    INFO(r.out << r.err);
+    REQUIRE(r.status == 0);
+    REQUIRE(line_starting(r.out, "test greedy: ").find("exact match 100.0%") != std::string::npos);
+    trained.path = path;
+    return trained;
+}
+
+}  // namespace
+
+TEST_CASE("translation --data, --valid, --test: the splits are the files given; --data alone keeps 5% + 5% of its sources apart") {
+    const Corpus c = write_corpus("translation-splits");
+    const RemoveOnExit cleanup{c.dir};
+    const ExampleRun r = run_example("translation", tiny_run(c, {}));
+    REQUIRE(r.status == 0);
+    CHECK(number_after(r.out, "| train ") == 283);
+    CHECK(number_after(r.out, ", valid ") == 13);
+    CHECK(number_after(r.out, ", test ") == 7);
+    // the test split is what gets translated: its first sentences are shown with their references
+    CHECK(line_starting(r.out, "  src: ") == "  src: " + c.test[0].src);
+    CHECK(line_starting(r.out, "  ref: ") == "  ref: " + c.test[0].tgt);
+
+    // --data alone: sentences 0..130, all different, split by source sentence: round(5% of 131)
+    // = 7 each for valid and test, the other 117 for training
+    const std::string alone = (c.dir / "alone.tsv").string();
+    std::vector<data::Pair> pairs;
+    for (int i = 0; i < 131; i++) pairs.push_back(sentence(i));
+    write_tsv(alone, pairs);
+    std::vector<std::string> args = without(without(tiny_run(c, {"--data", alone}), "--valid"), "--test");
+    const ExampleRun split = run_example("translation", args);
+    REQUIRE(split.status == 0);
+    CHECK(number_after(split.out, "| train ") == 117);
+    CHECK(number_after(split.out, ", valid ") == 7);
+    CHECK(number_after(split.out, ", test ") == 7);
+
+    // --valid without --test is refused
+    args.insert(args.end(), {"--valid", c.valid_tsv});
+    const ExampleRun half = run_example("translation", args);
+    CHECK(half.status != 0);
+    CHECK(half.err.find("--valid and --test go together") != std::string::npos);
+}
+
+TEST_CASE("translation --max-len N: the training pairs with more than N words on a side are dropped, as many as counted here") {
+    const Corpus c = write_corpus("translation-max-len");
+    const RemoveOnExit cleanup{c.dir};
+    for (int max_len : {5, 6, 7}) {
+        CAPTURE(max_len);
+        // sentences with a one-word verb have 6 words a side; "looks at" 7 and 6, "waits for" 7 and 7
+        long long longer = 0;
+        for (const data::Pair& p : c.train) longer += static_cast<int>(std::max(words(p.src).size(), words(p.tgt).size())) > max_len;
+        const ExampleRun r = run_example("translation", tiny_run(c, {"--max-len", std::to_string(max_len)}));
+        if (max_len == 5) {   // nothing left to train on
+            CHECK(r.status != 0);
+            CHECK(r.err.find("0 training pairs left of 283 (283 dropped") != std::string::npos);
+            continue;
+        }
+        REQUIRE(r.status == 0);
+        CHECK(number_after(r.out, " pairs (") == longer);
+        CHECK(number_after(r.out, "| train ") == 283 - longer);
+        if (max_len == 6) CHECK(longer == 140);   // verbs 2 and 3: 10 of every 20 sentences, 14 x 10 of 0..282
+        if (max_len == 7) CHECK(longer == 0);
+    }
+}
+
+TEST_CASE("translation --min-freq N: each vocabulary holds the 4 specials and the training words seen at least N times") {
+    const Corpus c = write_corpus("translation-min-freq");
+    const RemoveOnExit cleanup{c.dir};
+    const WordCounts count = count_words(c.train);
+    auto kept = [](const std::map<std::string, long long>& counts, int n) {   // the words seen n times or more
+        long long k = 0;
+        for (const auto& [w, seen] : counts) k += seen >= n;
+        return k;
+    };
+    // an object occurs 40 or 43 times, a subject 56 or 57: a threshold of 40 keeps the words seen
+    // exactly 40 times and 41 drops them; 57 also drops two subjects
+    REQUIRE(count.tgt.at("Tasse") == 40);
+    REQUIRE(count.tgt.at("Lehrer") == 56);
+    for (int n : {1, 40, 41, 57}) {
+        CAPTURE(n);
+        const ExampleRun r = run_example("translation", tiny_run(c, {"--min-freq", std::to_string(n)}));
+        REQUIRE(r.status == 0);
+        CHECK(number_after(r.out, "| vocab ") == 4 + kept(count.src, n));
+        CHECK(number_after(r.out, " source, ") == 4 + kept(count.tgt, n));
+    }
+    CHECK(kept(count.src, 41) < kept(count.src, 40));
+    CHECK(kept(count.tgt, 57) < kept(count.tgt, 41));
+}
+
+// Every reference starts with a capital letter. A model trained on lowercased text writes none, so
+// case-sensitive exact match is 0% however well it learned, and case-insensitive it is 100% once
+// it learned the grammar. The vocabularies count "The" and "the" as one word.
+TEST_CASE("translation --lowercase: lowercased vocabularies and output, also after --load; --bleu-lowercase: case-insensitive scores") {
+    const Corpus c = write_corpus("translation-lowercase");
+    const RemoveOnExit cleanup{c.dir};
+    const WordCounts cased_words = count_words(c.train), lower_words = count_words(c.train, true);
+    REQUIRE(lower_words.src.size() < cased_words.src.size());
+    REQUIRE(lower_words.tgt.size() < cased_words.tgt.size());
+
+    const ExampleRun cased = run_example("translation", tiny_run(c, {}));
+    REQUIRE(cased.status == 0);
+    CHECK(number_after(cased.out, "| vocab ") == with_specials(cased_words.src));
+    CHECK(number_after(cased.out, " source, ") == with_specials(cased_words.tgt));
+
+    const std::string saved = (c.dir / "lower.safetensors").string();
+    const ExampleRun lower = run_example("translation", learning_run(c, {"--lowercase", "--save", saved}));
+    REQUIRE(lower.status == 0);
+    CHECK(number_after(lower.out, "| vocab ") == with_specials(lower_words.src));
+    CHECK(number_after(lower.out, " source, ") == with_specials(lower_words.tgt));
+    const std::string sensitive = line_starting(lower.out, "test greedy: ");
+    CHECK(sensitive.find("exact match 0.0%") != std::string::npos);
+    CHECK(number_after(sensitive, "BLEU ") < 100.0);
+    CHECK(line_starting(lower.out, "test BLEU: ").find("case:mixed") != std::string::npos);
+    for (const std::string& out : outputs_after(lower.out, "test greedy: ")) CHECK(out == lowercase(out));
+
+    const ExampleRun folded = run_example("translation", learning_run(c, {"--lowercase", "--bleu-lowercase"}));
+    REQUIRE(folded.status == 0);
+    const std::string insensitive = line_starting(folded.out, "test greedy: ");
+    CHECK(insensitive.find("BLEU 100.0, exact match 100.0%") != std::string::npos);
+    CHECK(line_starting(folded.out, "test BLEU: ").find("case:lc") != std::string::npos);
+
+    // the checkpoint remembers --lowercase: shouted input is lowercased before it is translated
+    const data::Pair p = sentence(17);
+    const ExampleRun shout = run_example("translation", {"--load", saved, "--translate", p.src, "--beam", "0"});
+    std::string upper = p.src;
+    for (char& ch : upper) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+    const ExampleRun loud = run_example("translation", {"--load", saved, "--translate", upper, "--beam", "0"});
+    REQUIRE(shout.status == 0);
+    REQUIRE(loud.status == 0);
+    CHECK(shout.out == lowercase(printed(p.tgt)) + "\n");
+    CHECK(loud.out == shout.out);
+}
+
+TEST_CASE("translation --bpe N: 0 is word level; N merges into one shared vocabulary; with merges to spare every word is one token") {
+    const Corpus c = write_corpus("translation-bpe");
+    const RemoveOnExit cleanup{c.dir};
+    const WordCounts count = count_words(c.train);
+
+    const ExampleRun word_level = run_example("translation", tiny_run(c, {"--bpe", "0"}));
+    REQUIRE(word_level.status == 0);
+    CHECK(word_level.out.find("subwords:") == std::string::npos);
+    CHECK(number_after(word_level.out, "| vocab ") == with_specials(count.src));
+    CHECK(number_after(word_level.out, " source, ") == with_specials(count.tgt));
+
+    const ExampleRun nine = run_example("translation", tiny_run(c, {"--bpe", "9"}));
+    REQUIRE(nine.status == 0);
+    CHECK(number_after(nine.out, "subwords: ") == 9);
+    CHECK(number_after(nine.out, "| vocab ") == number_after(nine.out, " source, "));
+
+    // Learning stops early when no pair of symbols occurs twice. A word seen at least twice is then
+    // one symbol (else its first two symbols would be such a pair), so with every word seen twice
+    // the vocabulary is the 4 specials, the words of both languages, and the fallback tokens.
+    for (const auto& [w, n] : count.both) CHECK(n >= 2);
+    const ExampleRun whole = run_example("translation", tiny_run(c, {"--bpe", "100000"}));
+    REQUIRE(whole.status == 0);
+    CHECK(number_after(whole.out, "subwords: ") < 100000);
+    CHECK(number_after(whole.out, "| vocab ") == with_specials(count.both) + kFallbackTokens);
+    CHECK(number_after(whole.out, " source, ") == with_specials(count.both) + kFallbackTokens);
+}
+
+TEST_CASE("translation --tie-weights, --no-tie-weights: tied, both embeddings and the projection are one V x D matrix; untied, three") {
+    const Corpus c = write_corpus("translation-tie");
+    const RemoveOnExit cleanup{c.dir};
+    const WordCounts count = count_words(c.train);
+    const long long V = with_specials(count.both) + kFallbackTokens;   // --bpe 100000: every word whole (see above)
+    const long long Vs = with_specials(count.src), Vt = with_specials(count.tgt);
+    auto parameters = [&](const std::vector<std::string>& flags) {
+        const ExampleRun r = run_example("translation", tiny_run(c, flags));
+        INFO(r.err);
+        REQUIRE(r.status == 0);
+        return number_matching(r.out, R"((\d+) parameters)");
+    };
+    const long long tied = transformer_parameters(V, V, 16, 32, 1, true), untied = transformer_parameters(V, V, 16, 32, 1, false);
+    CHECK(untied - tied == 2 * V * 16);
+    CHECK(parameters({"--bpe", "100000"}) == tied);   // tied is the default with a shared vocabulary
+    CHECK(parameters({"--bpe", "100000", "--tie-weights"}) == tied);
+    CHECK(parameters({"--bpe", "100000", "--no-tie-weights"}) == untied);
+    CHECK(parameters({"--bpe", "0"}) == transformer_parameters(Vs, Vt, 16, 32, 1, false));
+
+    const ExampleRun words_tied = run_example("translation", tiny_run(c, {"--bpe", "0", "--tie-weights"}));
+    CHECK(words_tied.status == 2);
+    CHECK(words_tied.err.find("--tie-weights needs one vocabulary for both languages") != std::string::npos);
+    const ExampleRun both_flags = run_example("translation", tiny_run(c, {"--bpe", "9", "--tie-weights", "--no-tie-weights"}));
+    CHECK(both_flags.status == 2);
+    CHECK(both_flags.err.find("contradict") != std::string::npos);
+}
+
+TEST_CASE("translation --batch B: ceil(pairs / B) batches an epoch; --batch-tokens N: floor(N / longest) pairs a batch") {
+    const Corpus c = write_corpus("translation-batches");
+    const RemoveOnExit cleanup{c.dir};
+    for (int B : {16, 7}) {
+        CAPTURE(B);
+        const ExampleRun r = run_example("translation", tiny_run(c, {"--batch", std::to_string(B)}));
+        REQUIRE(r.status == 0);
+        CHECK(number_matching(r.out, R"((\d+) batches/epoch)") == (283 + B - 1) / B);   // 18, 41
+    }
+
+    // Sentences with a one-word verb only: every source is 6 words + <eos> = 7 ids, every target
+    // <bos> + 6 words + <eos> = 8, so a batch of b pairs holds b x 8 tokens a side, padding
+    // included. 96 tokens fit 12 pairs exactly (12 x 8 = 96, at the limit), 95 fit 11.
+    std::vector<data::Pair> even;
+    for (const data::Pair& p : c.train)
+        if (words(p.src).size() == 6 && words(p.tgt).size() == 6) even.push_back(p);
+    REQUIRE(even.size() == 143);
+    const std::string even_tsv = (c.dir / "even.tsv").string();
+    write_tsv(even_tsv, even);
+    for (const auto& [tokens, per_batch] : std::vector<std::pair<int, long long>>{{96, 12}, {95, 11}, {8, 1}}) {
+        CAPTURE(tokens);
+        const ExampleRun r = run_example("translation", tiny_run(c, {"--data", even_tsv, "--batch-tokens", std::to_string(tokens)}));
+        REQUIRE(r.status == 0);
+        CHECK(number_matching(r.out, R"((\d+) batches/epoch)") == (143 + per_batch - 1) / per_batch);   // 12, 13, 143
+    }
+}
+
+TEST_CASE("translation --epochs E: E epochs; --plot PATH: the loss curves, a point per step and a point per epoch") {
+    const Corpus c = write_corpus("translation-epochs");
+    const RemoveOnExit cleanup{c.dir};
+    const std::string plot = (c.dir / "loss.svg").string();
+    for (int E : {1, 3}) {
+        CAPTURE(E);
+        const ExampleRun r = run_example("translation", tiny_run(c, {"--epochs", std::to_string(E), "--plot", plot}));
+        REQUIRE(r.status == 0);
+        CHECK(lines_starting(r.out, "epoch ") == static_cast<size_t>(E));
+        CHECK(lines_starting(r.out, "epoch  " + std::to_string(E) + "  train loss") == 1);
+
+        // the curves: one <path> per series, "M x,y L x,y ...": the training loss at each of the
+        // 18 steps of every epoch, the validation loss at the last step of each epoch
+        const std::string svg = read_whole_file(plot);
+        std::vector<std::vector<double>> xs;   // [series][point]
+        for (size_t at = svg.find("<path stroke="); at != std::string::npos; at = svg.find("<path stroke=", at + 1)) {
+            const size_t d = svg.find(" d=\"", at) + 4;
+            std::istringstream points(svg.substr(d, svg.find('"', d) - d));
+            std::vector<double> x;
+            for (std::string point; points >> point;)
+                if (point[0] == 'M' || point[0] == 'L') x.push_back(std::stod(point.substr(1)));
+            xs.push_back(x);
+        }
+        REQUIRE(xs.size() == 2);
+        REQUIRE(xs[0].size() == static_cast<size_t>(18 * E));
+        REQUIRE(xs[1].size() == static_cast<size_t>(E));
+        for (int e = 1; e <= E; e++) CHECK(xs[1][e - 1] == doctest::Approx(xs[0][18 * e - 1]));
+        fs::remove(plot);
+    }
+    const ExampleRun none = run_example("translation", tiny_run(c, {}));
+    CHECK(!fs::exists(plot));
+    CHECK(none.out.find("wrote") == std::string::npos);
+}
+
+// With smoothing eps the loss is the cross-entropy against q = (1 - eps) one_hot + eps / V, which
+// is at least the entropy of q (Gibbs' inequality), reached when the model predicts q itself.
+// A model that has learned the grammar ends its training just above that floor (1.15 for eps 0.2,
+// 0.65 for the default 0.1); without smoothing the floor is 0.
+TEST_CASE("translation --label-smoothing eps: a trained model's training loss ends just above the entropy of the smoothed targets") {
+    const Corpus c = write_corpus("translation-smoothing");
+    const RemoveOnExit cleanup{c.dir};
+    const double V = static_cast<double>(with_specials(count_words(c.train).tgt));   // the target vocabulary
+    auto entropy = [V](double eps) {
+        const auto h = [](double q) { return q > 0 ? -q * std::log(q) : 0.0; };   // 0 log 0 = 0
+        return h(1 - eps + eps / V) + (V - 1) * h(eps / V);
+    };
+    CHECK(entropy(0.2) == doctest::Approx(1.1496).epsilon(1e-4));   // V = 31, by hand
+    for (double eps : {0.2, 0.0}) {
+        CAPTURE(eps);
+        const ExampleRun r = run_example("translation", learning_run(c, {"--label-smoothing", eps == 0 ? "0" : "0.2"}));
+        REQUIRE(r.status == 0);
+        const double last = number_after(r.out, "epoch 10  train loss ");
+        CHECK(last >= entropy(eps) - 1e-3);
+        CHECK(last <= entropy(eps) + 0.1);   // (measured: 0.04 above at eps 0.2, 0.0005 at eps 0)
+    }
+}
+
+// Two epochs without label smoothing, scored on every sentence of the grammar. The validation
+// file pairs each source with the translation of a sentence that differs in every part (subject,
+// verb and object): the better the model translates, the less likely it finds those, so its best
+// epoch (the one scored as "test" and saved) is the first, and the last epochs, which --average-last
+// averages, are others. Training does not depend on the validation file: a run with the true
+// translations trains the same two epochs, and its best is the second.
+TEST_CASE("translation --average-last K: the mean of the last K epochs' parameters is scored too; --save keeps the best epoch") {
+    const Corpus c = write_corpus("translation-average");
+    const RemoveOnExit cleanup{c.dir};
+    std::vector<data::Pair> all, wrong;
+    for (int i = 0; i < kDistinctSentences; i++) all.push_back(sentence(i));
+    for (int i = 0; i < 13; i++) {   // the sources of valid.tsv: subject, verb and object one further along
+        const int j = 11 * i + 3, s = j % 5, v = (j / 5) % 4, o = (j / 20) % 7;
+        wrong.push_back({sentence(j).src, sentence((s + 1) % 5 + 5 * ((v + 1) % 4) + 20 * ((o + 1) % 7)).tgt});
+    }
+    const std::string all_tsv = (c.dir / "all.tsv").string(), wrong_tsv = (c.dir / "wrong.tsv").string(),
+                      first = (c.dir / "first.safetensors").string(), second = (c.dir / "second.safetensors").string();
+    write_tsv(all_tsv, all);
+    write_tsv(wrong_tsv, wrong);
+    auto run = [&](const std::vector<std::string>& more) {
+        std::vector<std::string> args = learning_run(c, {"--test", all_tsv, "--epochs", "2", "--label-smoothing", "0"});
+        args.insert(args.end(), more.begin(), more.end());
+        return run_example("translation", args);
+    };
+
+    const ExampleRun plain = run({"--save", second});
+    const ExampleRun last1 = run({"--valid", wrong_tsv, "--average-last", "1", "--save", first});
+    REQUIRE(plain.status == 0);
+    REQUIRE(last1.status == 0);
+    REQUIRE(plain.out.find("best epoch 2 ") != std::string::npos);
+    REQUIRE(last1.out.find("best epoch 1 ") != std::string::npos);
+    CHECK(plain.out.find("averaged") == std::string::npos);   // --average-last 0, the default
+    // the two epochs translate differently, so the checks below can tell them apart
+    const std::string epoch1 = line_starting(last1.out, "test greedy: "), epoch2 = line_starting(plain.out, "test greedy: ");
+    REQUIRE(bleu_details(epoch1) != bleu_details(epoch2));
+
+    // K = 1: the last epoch, epoch 2, which is what the plain run scored as its best
+    CHECK(last1.out.find("averaged the parameters of the last 1 epochs") != std::string::npos);
+    CHECK(line_starting(last1.out, "averaged test greedy: ") == "averaged " + epoch2);
+    CHECK(outputs_after(last1.out, "averaged test greedy: ") == outputs_after(plain.out, "test greedy: "));
+
+    // --save: the best epoch of each run, the one its "test" line scored
+    const Loaded one = load_checkpoint(first), two = load_checkpoint(second);
+    CHECK(one.epoch == 1);
+    CHECK(two.epoch == 2);
+    const ExampleRun reload = run_example("translation", {"--load", first, "--stdin", "--beam", "0"}, source_lines(all));
+    REQUIRE(reload.status == 0);
+    const std::vector<std::string> shown = outputs_after(last1.out, "test greedy: "), again = lines_of(reload.out);
+    REQUIRE(shown.size() == 3);
+    REQUIRE(again.size() == all.size());
+    for (size_t i = 0; i < shown.size(); i++) CHECK(again[i] == shown[i]);
+
+    // K = 5 of 2 epochs: the mean of both, computed here from the two saved checkpoints
+    const ExampleRun last5 = run({"--valid", wrong_tsv, "--average-last", "5"});
+    REQUIRE(last5.status == 0);
+    CHECK(last5.out.find("averaged the parameters of the last 2 epochs") != std::string::npos);
+    auto a = one.model->parameters(), b = two.model->parameters();
+    REQUIRE(a.size() == b.size());
+    for (size_t i = 0; i < a.size(); i++)
+        for (int64_t j = 0; j < a[i].numel(); j++) a[i].data()[j] = (a[i].data()[j] + b[i].data()[j]) / 2;
+    const eval::Score mean = eval::score(*one.model, one.codec, all, 0, false);
+    const std::string averaged = line_starting(last5.out, "averaged test greedy: ");
+    REQUIRE(data::to_string(mean.bleu) != bleu_details(epoch1));
+    REQUIRE(data::to_string(mean.bleu) != bleu_details(epoch2));
+    CHECK(bleu_details(averaged) == data::to_string(mean.bleu));
+    CHECK(outputs_after(last5.out, "averaged test greedy: ") ==
+          std::vector<std::string>(mean.hypotheses.begin(), mean.hypotheses.begin() + 3));
+}
+
+// A model after one epoch of 18 steps, which translates many sentences of the grammar differently
+// with a beam than greedily. The test split is every sentence; what each width gives is computed here with the
+// library from the checkpoint the program saved, and the width tried is one whose translations
+// differ both from greedy's and from those of the default width 4.
+TEST_CASE("translation --beam K: the test score and the translations use a beam of K (0: greedy)") {
+    const Corpus c = write_corpus("translation-beam");
+    const RemoveOnExit cleanup{c.dir};
+    std::vector<data::Pair> all;
+    std::vector<std::string> texts;
+    for (int i = 0; i < kDistinctSentences; i++) all.push_back(sentence(i)), texts.push_back(sentence(i).src);
+    const std::string all_tsv = (c.dir / "all.tsv").string(), saved = (c.dir / "model.safetensors").string();
+    write_tsv(all_tsv, all);
+    const ExampleRun greedy = run_example("translation", learning_run(c, {"--test", all_tsv, "--epochs", "1", "--batch", "16", "--beam", "0", "--save", saved}));
+    REQUIRE(greedy.status == 0);
+    const Loaded l = load_checkpoint(saved);
+    auto library_score = [&](int beam) { return data::to_string(eval::score(*l.model, l.codec, all, beam, false).bleu); };
+    CHECK(lines_starting(greedy.out, "test beam") == 0);
+    CHECK(bleu_details(line_starting(greedy.out, "test greedy: ")) == library_score(0));
+    CHECK(line_starting(greedy.out, "test BLEU: ").find("(greedy)") != std::string::npos);
+
+    int width = 0;
+    for (int w : {2, 3, 5, 6, 8}) {
+        if (library_score(w) != library_score(0) && library_score(w) != library_score(4)) {
+            width = w;
+            break;
+        }
+    }
+    REQUIRE(width > 0);
+    const std::string K = std::to_string(width);
+    const ExampleRun beam = run_example("translation", learning_run(c, {"--test", all_tsv, "--epochs", "1", "--batch", "16", "--beam", K}));
+    REQUIRE(beam.status == 0);
+    CHECK(bleu_details(line_starting(beam.out, "test greedy: ")) == library_score(0));   // the same model
+    CHECK(bleu_details(line_starting(beam.out, "test beam " + K + ": ")) == library_score(width));
+    CHECK(line_starting(beam.out, "test BLEU: ").find("(beam " + K + ")") != std::string::npos);
+
+    // --load: greedy, with a beam of K, and without --beam (4)
+    const std::vector<std::vector<std::string>> expected = {eval::translate(*l.model, l.codec, texts, 0),
+                                                            eval::translate(*l.model, l.codec, texts, width),
+                                                            eval::translate(*l.model, l.codec, texts, 4)};
+    REQUIRE(expected[0] != expected[1]);
+    REQUIRE(expected[1] != expected[2]);
+    for (size_t k = 0; k < 3; k++) {
+        CAPTURE(k);
+        std::vector<std::string> args = {"--load", saved, "--stdin"};
+        if (k < 2) args.insert(args.end(), {"--beam", k == 0 ? "0" : K});
+        const ExampleRun loaded = run_example("translation", args, source_lines(all));
+        REQUIRE(loaded.status == 0);
+        CHECK(lines_of(loaded.out) == expected[k]);
+    }
+}
+
+// Greedy decoding (--beam 0) throughout: the question here is what --load, --translate and
+// --stdin do; what the beam does is --beam's test.
+TEST_CASE("translation --load PATH with --translate TEXT and --stdin: the saved model's translations, one line per input line") {
+    const TrainedCheckpoint& t = trained_checkpoint();
+    const std::vector<std::string> load = {"--load", t.path, "--beam", "0"};
+    auto with = [&](std::vector<std::string> more) {
+        more.insert(more.begin(), load.begin(), load.end());
+        return more;
+    };
+    // every sentence of the grammar, as the test knows it translates
+    std::vector<data::Pair> all;
+    for (int i = 0; i < kDistinctSentences; i++) all.push_back(sentence(i));
+    const ExampleRun every = run_example("translation", with({"--stdin"}), source_lines(all));
+    REQUIRE(every.status == 0);
+    const std::vector<std::string> lines = lines_of(every.out);
+    REQUIRE(lines.size() == all.size());
+    for (size_t i = 0; i < all.size(); i++) CHECK(lines[i] == printed(all[i].tgt));
+
+    const data::Pair a = sentence(7), b = sentence(88), d = sentence(131);
+    const ExampleRun one = run_example("translation", with({"--translate", a.src}));
+    REQUIRE(one.status == 0);
+    CHECK(one.out == printed(a.tgt) + "\n");
+
+    // an empty line stays empty, a line with a word never seen still gets a line, "\r\n" is a line end
+    const std::string input = b.src + "\n\nThe zebra sees the apple .\n" + d.src + "\r\n";
+    const ExampleRun piped = run_example("translation", with({"--stdin"}), input);
+    REQUIRE(piped.status == 0);
+    const std::vector<std::string> out = lines_of(piped.out);
+    REQUIRE(out.size() == 4);
+    CHECK(out[0] == printed(b.tgt));
+    CHECK(out[1] == "");
+    CHECK(out[3] == printed(d.tgt));
+
+    // both: --translate first, then standard input
+    const ExampleRun together = run_example("translation", with({"--translate", a.src, "--stdin"}), input);
+    REQUIRE(together.status == 0);
+    CHECK(together.out == one.out + piped.out);
+
+    const ExampleRun no_load = run_example("translation", {"--translate", a.src});
+    CHECK(no_load.status == 2);
+    CHECK(no_load.err.find("--translate and --stdin need --load PATH") != std::string::npos);
+}
+
+TEST_CASE("translation --attention PATH: a heatmap per layer and head, a row per output token, a column per source token") {
+    const TrainedCheckpoint& t = trained_checkpoint();
+    const std::string svg_path = (t.corpus.dir / "attention.svg").string();
+    const data::Pair p = sentence(110);   // "The cat looks at the cup ." -> "Die Katze betrachtet die Tasse ."
+    const ExampleRun r = run_example("translation", {"--load", t.path, "--beam", "0", "--translate", p.src, "--attention", svg_path});
+    REQUIRE(r.status == 0);
+    REQUIRE(r.out == printed(p.tgt) + "\n");
+
+    // rows: the 6 output words and <eos>; columns: the 7 source words and <eos>
+    std::vector<std::string> rows = words(p.tgt), cols = words(p.src);
+    rows.push_back("&lt;eos&gt;");
+    cols.push_back("&lt;eos&gt;");
+    REQUIRE(rows.size() == 7);
+    REQUIRE(cols.size() == 8);
+    // each cell: <rect class="cell" ...><title>row → col: weight</title></rect>, row after row
+    const std::string svg = read_whole_file(svg_path);
+    const std::regex cell(R"(<rect class="cell"[^>]*><title>(.*) \xE2\x86\x92 (.*): ([0-9.]+)</title>)");
+    std::vector<std::smatch> cells;
+    for (auto it = std::sregex_iterator(svg.begin(), svg.end(), cell); it != std::sregex_iterator(); ++it) cells.push_back(*it);
+    const size_t heads = 2;   // 1 layer x 2 heads (learning_run)
+    REQUIRE(cells.size() == heads * rows.size() * cols.size());
+    for (size_t h = 0; h < heads; h++) {
+        CHECK(svg.find("layer 1, head " + std::to_string(h + 1)) != std::string::npos);
+        for (size_t i = 0; i < rows.size(); i++) {
+            double sum = 0;   // a row is a softmax over the source: its weights add up to 1
+            for (size_t j = 0; j < cols.size(); j++) {
+                const std::smatch& m = cells[(h * rows.size() + i) * cols.size() + j];
+                CHECK(m[1].str() == rows[i]);
+                CHECK(m[2].str() == cols[j]);
+                sum += std::stod(m[3].str());
+            }
+            CHECK(sum == doctest::Approx(1.0).epsilon(0.005));
+        }
+    }
+    const ExampleRun alone = run_example("translation", {"--load", t.path, "--attention", svg_path});
+    CHECK(alone.status == 2);
+    CHECK(alone.err.find("--attention needs a sentence") != std::string::npos);
+}
