@@ -148,14 +148,21 @@ TEST_CASE("gemm: a small known product") {
 }
 
 #ifdef _OPENMP
-TEST_CASE("gemm is bit-identical whatever the number of threads") {
+TEST_CASE("gemm is bit-identical whatever the number of threads, and equal to gemm_naive on 2") {
     const int saved = autograd::kernels::max_threads();
     struct Dims { int M, N, K; };
-    // big enough to start a thread team; odd sizes so tiles split unevenly between threads
-    // Wide, short shapes make threads split C by columns instead of rows ({12, 2000, 100} with
-    // 2 threads), or as a 2 x 2 grid of rectangles ({24, 2000, 100} with 4 threads).
-    const Dims shapes[] = {{301, 203, 517}, {37, 1031, 300}, {800, 64, 96}, {12, 2000, 100},
-                           {24, 2000, 100}};
+    // A team starts at 2 M N K >= 2e6 flops (kMinParallelFlops in gemm.cpp); the first two shapes
+    // are just above it. Threads split C's rows, in MR-row slivers, or its columns, in NR-wide
+    // slivers, when C is short and wide, or both; they split the packing of B's slivers; each
+    // thread sums over all of K. Every size is prime: each last sliver (MR = 6 to 12 rows, NR = 8
+    // to 32 columns) is partial, and most sliver counts are odd, so the threads' shares differ.
+    const Dims shapes[] = {
+        {101, 103, 97},   // just above the threshold: threads split the rows
+        {5, 1031, 197},   // one row of slivers: threads split the columns
+        {11, 2017, 97},   // two rows of slivers (MR < 11): a 2 x 2 grid of rectangles on 4 threads
+        {809, 37, 83},    // each thread's rows cut into several blocks of at most MC rows
+        {61, 47, 521},    // two or three slices of the sum (KC = 512 or 256), B packed for each
+    };
     for (const KernelUnderTest& kernel : kernels_under_test())
         for (const Dims& d : shapes)
             for (int ta = 0; ta < 2; ta++)
@@ -165,6 +172,7 @@ TEST_CASE("gemm is bit-identical whatever the number of threads") {
                     CAPTURE(d.M);
                     CAPTURE(d.N);
                     CAPTURE(d.K);
+                    REQUIRE(2.0 * d.M * d.N * d.K >= 2.0e6);   // a team would start
                     const Problem p(ta, tb, d.M, d.N, d.K, 1, 11);
                     autograd::kernels::set_max_threads(1);
                     const std::vector<float> one = p.run(kernel.fn, true);
@@ -175,6 +183,8 @@ TEST_CASE("gemm is bit-identical whatever the number of threads") {
                         const std::vector<float> many = p.run(kernel.fn, true);
                         CHECK(std::memcmp(one.data(), many.data(), one.size() * sizeof(float)) == 0);
                     }
+                    autograd::kernels::set_max_threads(2);
+                    check_against_naive(p, true, kernel.fn);
                 }
     autograd::kernels::set_max_threads(saved);
 }

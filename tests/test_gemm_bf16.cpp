@@ -172,7 +172,17 @@ TEST_CASE("gemm_in: fp32 is gemm, bf16 is gemm_bf16") {
 TEST_CASE("gemm_bf16 is bit-identical whatever the number of threads, also inside a parallel region") {
     const int saved = kernels::max_threads();
     struct Dims { int M, N, K; };
-    const Dims shapes[] = {{301, 203, 517}, {37, 1031, 300}, {800, 64, 96}, {12, 2000, 101}};
+    // The vdpbf16ps path starts a team at 2 M N K >= 4e6 flops (kMinParallelFlops in
+    // gemm_bf16.cpp; the portable path is gemm's, at 2e6); the first two shapes are just above
+    // it. Its threads split the packing of A's 12-row and B's 32-column slivers, then the
+    // (row block, column chunk) rectangles of C; each sums over all of K. Every size is prime, so
+    // slivers, blocks and rectangles split unevenly, and the last sliver is partial.
+    const Dims shapes[] = {
+        {127, 131, 127},   // just above the threshold: 11 row slivers, 1 column chunk
+        {7, 2053, 149},    // one row sliver: 9 column chunks of 8 slivers, the last of 1
+        {809, 37, 83},     // row blocks of several slivers
+        {61, 47, 1031},    // three slices of the sum (of at most 256 pairs)
+    };
     for (const Dims& d : shapes)
         for (int ta = 0; ta < 2; ta++)
             for (int tb = 0; tb < 2; tb++) {
@@ -180,6 +190,7 @@ TEST_CASE("gemm_bf16 is bit-identical whatever the number of threads, also insid
                 CAPTURE(d.M);
                 CAPTURE(d.N);
                 CAPTURE(d.K);
+                REQUIRE(2.0 * d.M * d.N * d.K >= 4.0e6);   // a team would start
                 const Problem p(ta, tb, d.M, d.N, d.K, 1, 11);
                 kernels::set_max_threads(1);
                 const std::vector<float> one = p.run(kernels::gemm_bf16, true);
@@ -188,6 +199,9 @@ TEST_CASE("gemm_bf16 is bit-identical whatever the number of threads, also insid
                     kernels::set_max_threads(threads);
                     CHECK(p.run(kernels::gemm_bf16, true) == one);
                 }
+                kernels::set_max_threads(2);
+                if (ta == tb)   // NN and TT: the reference is slow, and the split is the same for all four
+                    check_against_naive(p, true, kernels::gemm_bf16, kernels::gemm_bf16_reference);
             }
     kernels::set_max_threads(saved);
     // a batch of small products, one per thread: each call packs into its own thread's buffers

@@ -5,6 +5,11 @@
 //   - with 2 threads, the kernel must have opened exactly its number of threaded regions;
 //   - its values and gradients must equal a plain reference: a serial loop, or the kernel's
 //     x_reference, the same computation composed from primitive ops (autograd/kernels/).
+// Every dimension a kernel splits among threads or sums over is an odd prime (or a product of
+// them, as B * T rows), and no two are equal: 2 threads then get shares that differ by one, so a
+// split that drops its remainder or is off by one at a bound leaves an element unwritten, which
+// sizes that halve evenly would hide. The sizes come from the thresholds' names (prime_above),
+// so they follow a moved threshold; the region counts say the 2-thread run really was threaded.
 // Built without OpenMP (make OPENMP=0) every run is serial: the comparisons with the references
 // still run, the region counts and the test that needs a real team of 2 are skipped.
 #include <doctest/doctest.h>
@@ -32,6 +37,16 @@ using namespace autograd;
 using namespace autograd::kernels;
 
 namespace {
+
+// The smallest prime above n: a size just over a threshold that 2 threads cannot halve.
+constexpr int64_t prime_above(int64_t n) {
+    for (int64_t p = n + 1;; p++) {
+        bool prime = p > 1;
+        for (int64_t d = 2; d * d <= p && prime; d++) prime = p % d != 0;
+        if (prime) return p;
+    }
+}
+static_assert(prime_above(1) == 2 && prime_above(7) == 11 && prime_above(kElementwiseParallelMin) == 65537);
 
 // The OpenMP thread count for one scope.
 struct ThreadCount {
@@ -99,7 +114,7 @@ TEST_CASE("threaded kernels: a parallel region gated by worth_threads runs on 2 
 }
 
 TEST_CASE("threaded elementwise ops: equal to a plain loop, the same bytes on 1 and 2 threads") {
-    const int64_t n = kElementwiseParallelMin + 100;
+    const int64_t n = prime_above(kElementwiseParallelMin);   // threads split the elements
     manual_seed(1);
     Tensor a = Tensor::uniform({n}, -2.0f, 2.0f).requires_grad_(), b = Tensor::uniform({n}, 0.5f, 2.0f).requires_grad_();
     const Tensor w = Tensor::randn({n});
@@ -158,8 +173,10 @@ TEST_CASE("threaded elementwise ops: equal to a plain loop, the same bytes on 1 
 }
 
 TEST_CASE("threaded shape copies: permute and reshape's gradient move every element to its place") {
-    // permute (I, J, K) -> (K, I, J): y[k][i][j] = x[i][j][k], and the gradient goes back
-    const int64_t I = 64, J = 33, K = kShapeCopyParallelMin / (I * J) + 1;
+    // permute (I, J, K) -> (K, I, J): y[k][i][j] = x[i][j][k], and the gradient goes back.
+    // Threads split the rows of the output: K * I rows of J in the forward, I * J rows of K in
+    // the backward (the inverse permute).
+    const int64_t I = 37, J = 41, K = prime_above(kShapeCopyParallelMin / (I * J));   // K = 47
     manual_seed(2);
     Tensor x = Tensor::randn({I, J, K}).requires_grad_();
     const Tensor w = Tensor::randn({K, I, J});
@@ -175,7 +192,7 @@ TEST_CASE("threaded shape copies: permute and reshape's gradient move every elem
     CHECK(wrong_grad == 0);
 
     // reshape shares the storage; its backward copies the gradient through unchanged
-    const int64_t n = kShapeCopyParallelMin + 1;   // (n,) -> (1, n)
+    const int64_t n = prime_above(kShapeCopyParallelMin);   // (n,) -> (1, n)
     Tensor v = Tensor::randn({n}).requires_grad_();
     const Tensor wv = Tensor::randn({1, n});
     const auto r = same_on_1_and_2_threads([&] { return forward_backward({v}, [&] { return reshape(v, {1, n}); }, wv); }, 1);
@@ -183,7 +200,8 @@ TEST_CASE("threaded shape copies: permute and reshape's gradient move every elem
 }
 
 TEST_CASE("threaded batched matmul: many small matrices, one per thread, equal to gemm_naive per batch") {
-    const int64_t Bt = 40, M = 12, K = 16, N = 10;   // small matrices: threads split the batch
+    // small matrices (M * N * K < 48^3, ops_matmul.cpp): threads split the batch, from 2 batches up
+    const int64_t Bt = 7, M = 13, K = 17, N = 11;
     manual_seed(3);
     Tensor a = Tensor::randn({Bt, M, K}).requires_grad_(), b = Tensor::randn({Bt, K, N}).requires_grad_();
     const Tensor w = Tensor::randn({Bt, M, N});
@@ -202,7 +220,7 @@ TEST_CASE("threaded batched matmul: many small matrices, one per thread, equal t
 }
 
 TEST_CASE("threaded softmax and log_softmax: equal to the composition of primitives, with masked (-inf) entries") {
-    const int64_t C = 128, R = kSoftmaxParallelMin / C + 1;
+    const int64_t C = 131, R = prime_above(kSoftmaxParallelMin / C);   // threads split the R = 251 rows
     manual_seed(4);
     Tensor x = (Tensor::randn({R, C}) * 3.0f).detach().requires_grad_();
     for (int64_t i = 0; i < R * C; i += 7) x.data()[i] = -std::numeric_limits<float>::infinity();   // never a whole row
@@ -218,7 +236,7 @@ TEST_CASE("threaded softmax and log_softmax: equal to the composition of primiti
 }
 
 TEST_CASE("threaded cross_entropy: equal to the composition of primitives, with ignored targets and label smoothing") {
-    const int64_t B = 3, V = 100, T = kCrossEntropyParallelMin / (B * V) + 1;
+    const int64_t B = 3, V = 101, T = prime_above(kCrossEntropyParallelMin / (B * V));   // threads split B * T = 327 rows
     manual_seed(5);
     Tensor logits = Tensor::uniform({B, T, V}, -4.0f, 4.0f).requires_grad_();
     Rng g(6);
@@ -238,7 +256,9 @@ TEST_CASE("threaded cross_entropy: equal to the composition of primitives, with 
 }
 
 TEST_CASE("threaded layer_norm: equal to the composition of primitives, x, gain and bias gradients") {
-    const int64_t C = 128, R = kLayerNormParallelMin / C + 1;
+    // threads split the R = 241 rows (forward, dx), and the C columns of dgain and dbias, which
+    // sum over the rows
+    const int64_t C = 137, R = prime_above(kLayerNormParallelMin / C);
     manual_seed(7);
     Tensor x = (Tensor::randn({R, C}) * 2.0f + 1.0f).detach().requires_grad_();
     Tensor gain = Tensor::uniform({C}, 0.5f, 1.5f).requires_grad_(), bias = Tensor::uniform({C}, -1.0f, 1.0f).requires_grad_();
@@ -254,11 +274,13 @@ TEST_CASE("threaded layer_norm: equal to the composition of primitives, x, gain 
 }
 
 TEST_CASE("threaded linear epilogue (bias, ReLU, dropout) and bias gradient: equal to the composition of primitives") {
-    const int64_t in = 32, out = 256, rows = 2 * (kLinearParallelMin / out / 2 + 1);   // x (2, rows / 2, in)
+    // x (B, T, in): threads split the B * T = 501 rows of the epilogue, the rows * out elements of
+    // the backward's mask, and the out columns of the bias gradient, which sums over the rows
+    const int64_t in = 37, out = 131, B = 3, T = prime_above(kLinearParallelMin / (B * out));   // T = 167
     manual_seed(8);
-    Tensor x = Tensor::randn({2, rows / 2, in}).requires_grad_();
+    Tensor x = Tensor::randn({B, T, in}).requires_grad_();
     Tensor weight = Tensor::uniform({out, in}, -0.3f, 0.3f).requires_grad_(), bias = Tensor::uniform({out}, -0.5f, 0.5f).requires_grad_();
-    const Tensor w = Tensor::randn({2, rows / 2, out});
+    const Tensor w = Tensor::randn({B, T, out});
     struct Case { nn::Activation act; float p; int64_t regions; };
     // regions: the forward epilogue, the bias gradient's column sums, and with ReLU or dropout the
     // backward's mask loop (the gemms count their own threads)
@@ -280,15 +302,26 @@ TEST_CASE("threaded linear epilogue (bias, ReLU, dropout) and bias gradient: equ
 }
 
 TEST_CASE("threaded dropout: the plain loop's keep decisions, scaled by 1/(1-p), in the forward and the backward") {
-    const int64_t n = kDropoutParallelMin + 100;
+    const int64_t n = prime_above(kDropoutParallelMin);   // threads split the elements
     const float p = 0.3f;
     manual_seed(10);
     Tensor x = Tensor::randn({n}).requires_grad_();
     const Tensor w = Tensor::randn({n});
+    // An element the kernel never writes can read 0 in fresh memory, as a dropped one does. So the
+    // elements at the edges of the 2 threads' shares, where a split that drops its remainder or
+    // is off by one leaves a gap, must be kept ones: the first generator seed from 11 that keeps them.
+    uint64_t reseed = 11;
+    auto keeps_edges = [&](uint64_t s) {
+        const uint64_t seed = Rng(s).next_u64();   // what dropout takes from the generator reseeded with s
+        for (int64_t i : {int64_t{0}, n / 2, n / 2 + 1, n - 1})
+            if (autograd::counter_uniform(seed, i) < p) return false;
+        return true;
+    };
+    while (!keeps_edges(reseed)) reseed++;
     const auto got = same_on_1_and_2_threads(
-        [&] { return forward_backward({x}, [&] { manual_seed(11); return nn::dropout(x, p, true); }, w); }, 2);
+        [&] { return forward_backward({x}, [&] { manual_seed(reseed); return nn::dropout(x, p, true); }, w); }, 2);
     // the plain loop: element i is dropped when its counter draw is below p
-    const uint64_t seed = Rng(11).next_u64();   // what dropout takes from the reseeded generator
+    const uint64_t seed = Rng(reseed).next_u64();
     const float scale = 1.0f / (1.0f - p);
     int64_t dropped = 0, wrong = 0;
     for (int64_t i = 0; i < n; i++) {
@@ -302,12 +335,13 @@ TEST_CASE("threaded dropout: the plain loop's keep decisions, scaled by 1/(1-p),
 }
 
 TEST_CASE("threaded attention: equal to the composition of primitives, without and with dropout") {
-    const int64_t B = 2, H = 2, S = 16, Dk = 16, D = H * Dk, T = kAttentionParallelMin / (B * H * S * Dk) + 1;
+    // threads split the B * H = 15 (batch, head) pairs; each pair's T x S scores sum over Dk
+    const int64_t B = 3, H = 5, S = 11, Dk = 7, D = H * Dk, T = prime_above(kAttentionParallelMin / (B * H * S * Dk));   // T = 17
     manual_seed(12);
     Tensor q = Tensor::randn({B, T, D}).requires_grad_(), k = Tensor::randn({B, S, D}).requires_grad_(),
            v = Tensor::randn({B, S, D}).requires_grad_();
     Mask pad = Mask::full({B, 1, S}, 1);
-    for (int64_t s = 11; s < S; s++) pad[s] = 0;   // batch 0: 5 padded keys
+    for (int64_t s = 8; s < S; s++) pad[s] = 0;   // batch 0: 3 padded keys
     const Tensor w = Tensor::randn({B, T, D});
     const auto got = same_on_1_and_2_threads(
         [&] { return forward_backward({q, k, v}, [&] { return nn::scaled_dot_product_attention(q, k, v, H, pad); }, w); }, 2);
@@ -323,7 +357,7 @@ TEST_CASE("threaded attention: equal to the composition of primitives, without a
 }
 
 TEST_CASE("threaded Adam and SGD updates: equal to the update rule evaluated in double, element by element") {
-    const int64_t n = kOptimizerParallelMin + 100;
+    const int64_t n = prime_above(kOptimizerParallelMin);   // threads split the elements
     manual_seed(14);
     const Tensor start = Tensor::uniform({n}, -2.0f, 2.0f);
     // three steps with the gradient g = p (of L = 0.5 * sum(p^2)), set directly so that no other
