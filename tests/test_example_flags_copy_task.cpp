@@ -90,6 +90,15 @@ long long transformer_parameters(long long N, long long D, long long F, long lon
     return N * (encoder_layer + decoder_layer) + 2 * norm + 2 * V * D + (D * V + V);
 }
 
+// The learning rate of step s (from 1), as copy_task's --help describes each schedule.
+double cosine_lr(int s, double peak, int warmup, int total) {   // linear warmup, then half a cosine to 0
+    if (s <= warmup) return peak * s / warmup;
+    return peak * 0.5 * (1.0 + std::cos(std::numbers::pi * (s - warmup) / (total - warmup)));
+}
+double noam_lr(int s, double factor, int D, int warmup) {   // Vaswani et al. (2017), eq. 3
+    return factor / std::sqrt(D) * std::min(1.0 / std::sqrt(s), s / std::pow(warmup, 1.5));
+}
+
 }  // namespace
 
 TEST_CASE("copy_task --steps: the run trains that many steps, and more steps reach a lower loss") {
@@ -146,5 +155,88 @@ TEST_CASE("copy_task --heads: must divide --d-model, and splits attention differ
         CHECK(losses[0] != losses[1]);
         CHECK(losses[1] != losses[2]);
         CHECK(losses[0] != losses[2]);
+    }
+}
+
+TEST_CASE("copy_task --schedule cosine --lr --warmup: the printed lr of every step is the formula's") {
+    // warmup 4 steps linear to 0.002, then half a cosine down to 0 at step 9
+    const ExampleRun r = run_example("copy_task", small_copy_task({"--steps", "9", "--warmup", "4", "--lr", "0.002",
+                                                                   "--schedule", "cosine", "--print-every", "1"}));
+    REQUIRE(r.status == 0);
+    const std::vector<StepLine> lines = step_lines(r.out);
+    REQUIRE(lines.size() == 9);
+    for (const StepLine& l : lines) {
+        CAPTURE(l.step);
+        CHECK(l.lr == doctest::Approx(cosine_lr(l.step, 0.002, 4, 9)).epsilon(1e-3));   // printed with 4 digits
+    }
+    CHECK(lines[3].lr == doctest::Approx(0.002).epsilon(1e-3));   // the peak, at the end of the warmup
+    CHECK(lines[8].lr == 0.0);                                    // and 0 at the last step
+}
+
+TEST_CASE("copy_task --schedule noam --lr-factor --warmup: the printed lr of every step is the paper's formula") {
+    const ExampleRun r = run_example("copy_task", small_copy_task({"--steps", "9", "--warmup", "4", "--lr-factor", "2",
+                                                                   "--schedule", "noam", "--print-every", "1"}));
+    REQUIRE(r.status == 0);
+    CHECK(r.out.find("lr = 2 * Noam(D=16, warmup=4)") != std::string::npos);
+    const std::vector<StepLine> lines = step_lines(r.out);
+    REQUIRE(lines.size() == 9);
+    for (const StepLine& l : lines) {
+        CAPTURE(l.step);
+        CHECK(l.lr == doctest::Approx(noam_lr(l.step, 2.0, 16, 4)).epsilon(1e-3));
+    }
+    // by hand: the peak at step 4 is 2 / sqrt(16) / sqrt(4) = 0.25, and step 9 is 2 / 4 / 3
+    CHECK(lines[3].lr == doctest::Approx(0.25).epsilon(1e-3));
+    CHECK(lines[8].lr == doctest::Approx(2.0 / 4 / 3).epsilon(1e-3));
+}
+
+TEST_CASE("copy_task --schedule: another name is refused in one line") {
+    const ExampleRun r = run_example("copy_task", small_copy_task({"--schedule", "linear", "--steps", "1"}));
+    CHECK(r.status == 2);
+    CHECK(r.out.empty());
+    CHECK(count_lines(r.err) == 1);
+    CHECK(r.err.find("--schedule must be cosine or noam, not 'linear'") != std::string::npos);
+}
+
+TEST_CASE("copy_task --batch (and --lr reaching Adam): at lr 0, one batch of 16 is the two batches of 8 it is made of") {
+    // With --lr 0 the weights never move, so each step's loss is the untrained model's mean loss
+    // over that step's sequences, and the data stream is the same whatever the batch: the first
+    // batch of 16 holds the first two batches of 8, and its loss is their mean (every sequence has
+    // L-1 target tokens). Warmup 1, so that an lr that never reached Adam would show at step 2.
+    const ExampleRun eight = run_example("copy_task", small_copy_task({"--batch", "8", "--lr", "0", "--warmup", "1",
+                                                                       "--steps", "2", "--print-every", "1"}));
+    const ExampleRun sixteen = run_example("copy_task", small_copy_task({"--batch", "16", "--lr", "0", "--warmup", "1",
+                                                                         "--steps", "1", "--print-every", "1"}));
+    REQUIRE(eight.status == 0);
+    REQUIRE(sixteen.status == 0);
+    CHECK(eight.out.find("2 steps of B=8,") != std::string::npos);
+    CHECK(sixteen.out.find("1 steps of B=16,") != std::string::npos);
+    const std::vector<StepLine> e = step_lines(eight.out), s = step_lines(sixteen.out);
+    REQUIRE(e.size() == 2);
+    REQUIRE(s.size() == 1);
+    CHECK(e[0].loss != e[1].loss);   // two different batches, else the mean below proves nothing
+    // each printed with 4 decimals: the mean of two rounded values is within 1e-4 of the rounded mean
+    CHECK(std::abs(s[0].loss - (e[0].loss + e[1].loss) / 2) <= 1.01e-4);
+}
+
+TEST_CASE("copy_task --print-every: a line at each multiple and at the last step, each with the mean since the last") {
+    const ExampleRun every = run_example("copy_task", small_copy_task({"--steps", "10", "--print-every", "1"}));
+    const ExampleRun third = run_example("copy_task", small_copy_task({"--steps", "10", "--print-every", "3"}));
+    REQUIRE(every.status == 0);
+    REQUIRE(third.status == 0);
+    const std::vector<StepLine> all = step_lines(every.out), some = step_lines(third.out);
+    REQUIRE(all.size() == 10);
+    REQUIRE(some.size() == 4);
+    const int steps[] = {3, 6, 9, 10}, windows[] = {3, 3, 3, 1};   // the last step ends a short window
+    for (int i = 0; i < 4; i++) {
+        CAPTURE(i);
+        CHECK(some[i].step == steps[i]);
+        CHECK(some[i].window == windows[i]);
+        // the same run (--print-every changes only the printing): the step's loss, and the mean
+        // of the window's losses, from the line of every step
+        const StepLine& same = all[steps[i] - 1];
+        CHECK(some[i].loss == same.loss);
+        double sum = 0.0;
+        for (int s = steps[i] - windows[i]; s < steps[i]; s++) sum += all[s].loss;
+        CHECK(std::abs(some[i].mean - sum / windows[i]) <= 1.01e-4);   // 4 decimals each
     }
 }
