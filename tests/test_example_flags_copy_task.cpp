@@ -57,12 +57,55 @@ std::vector<StepLine> step_lines(const std::string& out) {
     return lines;
 }
 
+using Ids = std::vector<int32_t>;
+
+// The "src: ..." / "out: ..." pairs copy_task prints after training: the first few sequences
+// ("examples"), then the first few it got wrong ("mistakes").
+struct Decoded {
+    Ids src, out;
+};
+struct Printed {
+    std::vector<Decoded> examples, mistakes;
+};
+
+Ids ids_after(const std::string& line, const std::string& label) {
+    std::istringstream in(line.substr(line.find(label) + label.size()));
+    Ids ids;
+    for (int32_t id; in >> id;) ids.push_back(id);
+    return ids;   // stops at "<- wrong"
+}
+
+Printed printed_sequences(const std::string& out) {
+    Printed p;
+    std::vector<Decoded>* section = &p.examples;
+    std::istringstream in(out);
+    for (std::string line; std::getline(in, line);) {
+        if (line.rfind("mistakes", 0) == 0) section = &p.mistakes;
+        if (line.rfind("  src: ", 0) == 0) section->push_back({ids_after(line, "src: "), {}});
+        if (line.rfind("  out: ", 0) == 0) section->back().out = ids_after(line, "out: ");
+    }
+    return p;
+}
+
+// Every sequence a run printed, each with the output it printed for it.
+std::vector<Decoded> all_printed(const std::string& out) {
+    Printed p = printed_sequences(out);
+    p.examples.insert(p.examples.end(), p.mistakes.begin(), p.mistakes.end());
+    return p.examples;
+}
+
 // "| 11739 parameters |" -> 11739
 long long printed_parameters(const std::string& out) {
     std::smatch m;
     INFO(out);
     REQUIRE(std::regex_search(out, m, std::regex(R"(\| (\d+) parameters \|)")));
     return std::stoll(m[1]);
+}
+
+// stdout without what depends on the clock: the time and speed of training and of decoding.
+std::string without_timings(const std::string& out) {
+    std::string s = std::regex_replace(out, std::regex(R"(in [0-9.]+ s \([0-9.]+ ms/step\))"), "in <time>");
+    return std::regex_replace(s, std::regex(R"(decoding: [0-9.]+ s, [0-9.a-z]+ tokens/s)"), "decoding: <time>");
 }
 
 int count_lines(const std::string& text) {
@@ -238,5 +281,91 @@ TEST_CASE("copy_task --print-every: a line at each multiple and at the last step
         double sum = 0.0;
         for (int s = steps[i] - windows[i]; s < steps[i]; s++) sum += all[s].loss;
         CHECK(std::abs(some[i].mean - sum / windows[i]) <= 1.01e-4);   // 4 decimals each
+    }
+}
+
+TEST_CASE("copy_task --seed: the same seed prints the same run, another seed another one") {
+    const ExampleRun a = run_example("copy_task", small_copy_task({"--steps", "5", "--seed", "7"}));
+    const ExampleRun again = run_example("copy_task", small_copy_task({"--steps", "5", "--seed", "7"}));
+    const ExampleRun b = run_example("copy_task", small_copy_task({"--steps", "5", "--seed", "8"}));
+    REQUIRE(a.status == 0);
+    REQUIRE(again.status == 0);
+    REQUIRE(b.status == 0);
+    CHECK(without_timings(a.out) == without_timings(again.out));
+    CHECK(number_after(a.out, "final loss ") != number_after(b.out, "final loss "));
+    // the seed also draws the evaluation's sequences
+    CHECK(printed_sequences(a.out).examples.at(0).src != printed_sequences(b.out).examples.at(0).src);
+}
+
+TEST_CASE("copy_task --threads: the header says how many, and 1 or 2 threads print the same numbers") {
+    // run_example sets OMP_NUM_THREADS=1, so "2 threads" can only come from the flag. Results are
+    // bit-identical for any thread count by design (reductions in a fixed order).
+    const ExampleRun one = run_example("copy_task", small_copy_task({"--steps", "3", "--threads", "1"}));
+    const ExampleRun two = run_example("copy_task", small_copy_task({"--steps", "3", "--threads", "2"}));
+    REQUIRE(one.status == 0);
+    REQUIRE(two.status == 0);
+    CHECK(one.out.find("| 1 threads") != std::string::npos);
+    // a build without OpenMP runs everything on one thread, and says so
+    CHECK(two.out.find(autograd::kernels::kOpenMP ? "| 2 threads" : "| 1 threads") != std::string::npos);
+    CHECK(without_timings(std::regex_replace(one.out, std::regex(R"(\| \d threads)"), "")) ==
+          without_timings(std::regex_replace(two.out, std::regex(R"(\| \d threads)"), "")));
+}
+
+TEST_CASE("copy_task --dropout: changes training, and only training") {
+    SUBCASE("the losses of training differ from a run without dropout") {
+        const ExampleRun off = run_example("copy_task", small_copy_task({"--steps", "3", "--print-every", "1"}));
+        const ExampleRun on = run_example("copy_task", small_copy_task({"--steps", "3", "--print-every", "1", "--dropout", "0.5"}));
+        REQUIRE(off.status == 0);
+        REQUIRE(on.status == 0);
+        CHECK(off.out.find("dropout=0 ") != std::string::npos);
+        CHECK(on.out.find("dropout=0.5 ") != std::string::npos);
+        // the first step's loss, before any update: the same weights, only dropout between them
+        CHECK(step_lines(on.out).at(0).loss != step_lines(off.out).at(0).loss);
+    }
+    SUBCASE("an untrained model decodes the same with or without it: evaluation runs without dropout") {
+        // dropout draws nothing when the model is built, so the weights are the same
+        const ExampleRun off = run_example("copy_task", small_copy_task({"--steps", "0"}));
+        const ExampleRun on = run_example("copy_task", small_copy_task({"--steps", "0", "--dropout", "0.5"}));
+        REQUIRE(off.status == 0);
+        REQUIRE(on.status == 0);
+        const std::vector<Decoded> a = all_printed(off.out), b = all_printed(on.out);
+        REQUIRE(a.size() == b.size());
+        for (size_t i = 0; i < a.size(); i++) CHECK(a[i].out == b[i].out);
+    }
+}
+
+TEST_CASE("copy_task --vocab --seq-len: the sequences have L symbols, the first 1, the others in 1..V-1") {
+    const ExampleRun r = run_example("copy_task", small_copy_task({"--vocab", "5", "--seq-len", "7", "--steps", "0"}));
+    REQUIRE(r.status == 0);
+    CHECK(r.out.find("V=5 L=7 ") != std::string::npos);
+    const std::vector<Decoded> printed = all_printed(r.out);
+    REQUIRE(printed.size() >= 3);
+    for (const Decoded& d : printed) {
+        REQUIRE(d.src.size() == 7);
+        CHECK(d.out.size() == 7);
+        CHECK(d.src[0] == 1);
+        CHECK(d.out[0] == 1);
+        for (int32_t id : d.src) CHECK((id >= 1 && id <= 4));
+        for (int32_t id : d.out) CHECK((id >= 0 && id <= 4));   // the model may say 0, never more than V-1
+    }
+}
+
+TEST_CASE("copy_task --bf16: on a CPU without AVX512_BF16 refused in one line; with it, a different loss") {
+    // /proc/cpuinfo names the instruction set when the CPU has it (Linux, x86). Here (the machine
+    // this test was written on) it does not: the first branch ran.
+    const std::string cpuinfo = read_whole_file("/proc/cpuinfo");
+    const bool has_bf16 = cpuinfo.find(" avx512_bf16") != std::string::npos;
+    const ExampleRun bf16 = run_example("copy_task", small_copy_task({"--steps", "3", "--bf16"}));
+    if (!has_bf16) {
+        CHECK(bf16.status == 2);
+        CHECK(bf16.out.empty());
+        CHECK(count_lines(bf16.err) == 1);
+        CHECK(bf16.err.find("--bf16 needs a CPU with AVX512_BF16") != std::string::npos);
+    } else {
+        const ExampleRun fp32 = run_example("copy_task", small_copy_task({"--steps", "3"}));
+        REQUIRE(bf16.status == 0);
+        REQUIRE(fp32.status == 0);
+        CHECK(bf16.out.find(" dropout=0 bf16 |") != std::string::npos);
+        CHECK(number_after(bf16.out, "final loss ") != number_after(fp32.out, "final loss "));
     }
 }
