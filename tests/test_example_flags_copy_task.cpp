@@ -94,6 +94,14 @@ std::vector<Decoded> all_printed(const std::string& out) {
     return p.examples;
 }
 
+// "exact match: 5/6 (83.3%)" -> {5, 6}
+std::pair<int, int> exact_match(const std::string& out) {
+    std::smatch m;
+    INFO(out);
+    REQUIRE(std::regex_search(out, m, std::regex(R"(exact match: (\d+)/(\d+) )")));
+    return {std::stoi(m[1]), std::stoi(m[2])};
+}
+
 // "| 11739 parameters |" -> 11739
 long long printed_parameters(const std::string& out) {
     std::smatch m;
@@ -140,6 +148,105 @@ double cosine_lr(int s, double peak, int warmup, int total) {   // linear warmup
 }
 double noam_lr(int s, double factor, int D, int warmup) {   // Vaswani et al. (2017), eq. 3
     return factor / std::sqrt(D) * std::min(1.0 / std::sqrt(s), s / std::pow(warmup, 1.5));
+}
+
+// A model copy_task saved, read back here, so its decoding can be worked out by brute force.
+struct LoadedModel {
+    std::unique_ptr<models::Transformer> model;
+    explicit LoadedModel(const std::filesystem::path& path) {
+        const autograd::io::SafetensorsFile f = autograd::io::load_safetensors(path.string());
+        model = std::make_unique<models::Transformer>(
+            models::read_metadata(f.metadata, "config", path.string(), models::config_from_json));
+        nn::load_parameters(*model, f, path.string());
+        model->eval();
+    }
+
+    // log p(y[t] | src, y[<t]) of every t >= 1, from one teacher-forced pass over the whole of y
+    std::vector<std::vector<double>> next_log_probs(const Ids& src, const Ids& y) const {
+        autograd::NoGradGuard no_grad;
+        const autograd::Tokens s(src, {1, static_cast<int64_t>(src.size())});
+        const autograd::Tokens t(Ids(y.begin(), y.end() - 1), {1, static_cast<int64_t>(y.size()) - 1});
+        const autograd::Tensor logits =
+            model->logits(s, t, models::padding_mask(s, 0), models::target_mask(t, 0));   // (1, T, V)
+        const int64_t T = logits.size(1), V = logits.size(2);
+        std::vector<std::vector<double>> lp(T, std::vector<double>(V));
+        for (int64_t i = 0; i < T; i++) {
+            const float* row = logits.data() + i * V;
+            double max = row[0], sum = 0.0;
+            for (int64_t v = 0; v < V; v++) max = std::max(max, static_cast<double>(row[v]));
+            for (int64_t v = 0; v < V; v++) sum += std::exp(row[v] - max);
+            for (int64_t v = 0; v < V; v++) lp[i][v] = row[v] - max - std::log(sum);
+        }
+        return lp;
+    }
+
+    // Greedy by hand: the whole prefix through the model at every step, the most likely token
+    // appended, until the output is as long as the source (copy_task's rule).
+    Ids greedy(const Ids& src) const {
+        Ids y = {1};   // the start symbol
+        while (y.size() < src.size()) {
+            y.push_back(0);   // a placeholder: position t's distribution depends on y[<t] only
+            const std::vector<double> lp = next_log_probs(src, y).back();
+            y.back() = static_cast<int32_t>(std::max_element(lp.begin(), lp.end()) - lp.begin());
+        }
+        return y;
+    }
+
+    // The most likely output of the source's length, by trying every one of V^(L-1).
+    Ids most_likely(const Ids& src) const {
+        const int64_t V = model->cfg.tgt_vocab, n = static_cast<int64_t>(src.size()) - 1;
+        int64_t count = 1;
+        for (int64_t i = 0; i < n; i++) count *= V;
+        Ids best;
+        double best_lp = -INFINITY;
+        for (int64_t code = 0; code < count; code++) {
+            Ids y = {1};
+            for (int64_t i = 0, c = code; i < n; i++, c /= V) y.push_back(static_cast<int32_t>(c % V));
+            const std::vector<std::vector<double>> lp = next_log_probs(src, y);
+            double total = 0.0;
+            for (int64_t t = 0; t < n; t++) total += lp[t][y[t + 1]];
+            if (total > best_lp) best_lp = total, best = y;
+        }
+        return best;
+    }
+};
+
+// Models for the tests that load a checkpoint, V=3 (symbols 1 and 2) and L=5, each trained once
+// (its folder goes when the tests end) and saved by copy_task:
+//   half trained (60 steps):    copies 1 of the first 6 sequences here; greedy's choice is often
+//                               not the most likely output, which a beam finds
+//   mostly trained (100 steps): copies 3 of the first 6, the first among them, so that a count
+//                               of exact matches has both kinds to count, from the first on
+struct SavedModel {
+    std::filesystem::path dir, path;
+    ExampleRun run;   // the training run that saved it (--eval 6)
+    ~SavedModel() { std::filesystem::remove_all(dir); }
+};
+
+const std::vector<std::string> saved_model_shape = {"--vocab", "3", "--seq-len", "5", "--d-model", "16", "--heads", "2",
+                                                    "--d-ff", "32", "--batch", "16", "--lr", "0.01", "--warmup", "20"};
+
+SavedModel train_and_save(const std::string& steps) {
+    SavedModel s;
+    s.dir = example_scratch_dir("copy-flags-model-" + steps);
+    s.path = s.dir / "copy.safetensors";
+    std::vector<std::string> args = saved_model_shape;
+    for (const char* a : {"--eval", "6", "--save"}) args.push_back(a);
+    args.insert(args.end(), {s.path.string(), "--steps", steps});
+    s.run = run_example("copy_task", args);
+    return s;
+}
+
+const SavedModel& half_trained_model() {
+    static const SavedModel m = train_and_save("60");
+    REQUIRE(m.run.status == 0);
+    return m;
+}
+
+const SavedModel& mostly_trained_model() {
+    static const SavedModel m = train_and_save("100");
+    REQUIRE(m.run.status == 0);
+    return m;
 }
 
 }  // namespace
@@ -368,4 +475,197 @@ TEST_CASE("copy_task --bf16: on a CPU without AVX512_BF16 refused in one line; w
         CHECK(bf16.out.find(" dropout=0 bf16 |") != std::string::npos);
         CHECK(number_after(bf16.out, "final loss ") != number_after(fp32.out, "final loss "));
     }
+}
+
+TEST_CASE("copy_task --eval: exact match counts that many fresh sequences, right") {
+    // Loaded, to decode only. With 6 sequences every mistake is listed (up to 6 are), so the
+    // count is 6 minus the listed mistakes, and each listed output is checked by a greedy search
+    // done here, outside copy_task. With 2, the count is that of the 2 examples shown.
+    const SavedModel& m = mostly_trained_model();
+    const LoadedModel model(m.path);
+    const ExampleRun six = run_example("copy_task", {"--load", m.path.string(), "--eval", "6"});
+    const ExampleRun two = run_example("copy_task", {"--load", m.path.string(), "--eval", "2"});
+    REQUIRE(six.status == 0);
+    REQUIRE(two.status == 0);
+    const Printed p6 = printed_sequences(six.out), p2 = printed_sequences(two.out);
+    const auto [correct6, total6] = exact_match(six.out);
+    CHECK(total6 == 6);
+    CHECK(correct6 == 6 - static_cast<int>(p6.mistakes.size()));
+    CHECK(correct6 > 0);   // both kinds, so that a count of either would be seen
+    CHECK(correct6 < 6);
+    for (const Decoded& d : all_printed(six.out)) CHECK(d.out == model.greedy(d.src));
+    for (const Decoded& d : p6.mistakes) CHECK(d.out != d.src);
+    // --eval 2: the first two of the same fresh sequences (one seed), and their count by hand
+    const auto [correct2, total2] = exact_match(two.out);
+    CHECK(total2 == 2);
+    REQUIRE(p2.examples.size() == 2);
+    int copies = 0;
+    for (int i = 0; i < 2; i++) {
+        CHECK(p2.examples[i].src == p6.examples.at(i).src);
+        CHECK(p2.examples[i].out == model.greedy(p2.examples[i].src));
+        copies += p2.examples[i].out == p2.examples[i].src;
+    }
+    CHECK(correct2 == copies);
+    CHECK(p2.examples[0].out == p2.examples[0].src);   // a copy first, so a count that skipped it would be seen
+    CHECK(p2.examples[1].out != p2.examples[1].src);
+}
+
+TEST_CASE("copy_task --save --load: the loaded model is the trained one, and its config comes from the file") {
+    const SavedModel& m = mostly_trained_model();
+    REQUIRE(std::filesystem::exists(m.path));
+    CHECK(m.run.out.find("saved " + m.path.string()) != std::string::npos);
+    // 1) the file holds the trained model: decoded here, it gives what the training run printed,
+    //    which differs from what the same model printed untrained (so the file is not the init)
+    const LoadedModel model(m.path);
+    const std::vector<Decoded> trained = all_printed(m.run.out);
+    for (const Decoded& d : trained) CHECK(d.out == model.greedy(d.src));
+    std::vector<std::string> args = saved_model_shape;
+    for (const char* a : {"--steps", "0", "--eval", "6"}) args.push_back(a);
+    const ExampleRun untrained = run_example("copy_task", args);
+    REQUIRE(untrained.status == 0);
+    CHECK(all_printed(untrained.out).at(0).out != trained.at(0).out);
+    // 2) --load evaluates it without training, on the same fresh sequences: the same lines. No
+    //    shape flags: the file's config wins over the defaults (D=128).
+    const ExampleRun loaded = run_example("copy_task", {"--load", m.path.string(), "--eval", "6"});
+    REQUIRE(loaded.status == 0);
+    CHECK(loaded.out.find("loaded " + m.path.string()) != std::string::npos);
+    CHECK(loaded.out.find("trained") == std::string::npos);
+    CHECK(loaded.out.find("V=3 L=5 | model N=2 D=16 F=32 h=2 ") != std::string::npos);
+    CHECK(printed_parameters(loaded.out) == transformer_parameters(2, 16, 32, 3));
+    const auto training_eval = m.run.out.substr(m.run.out.find("examples ("));
+    const auto loaded_eval = loaded.out.substr(loaded.out.find("examples ("));
+    CHECK(without_timings(loaded_eval) == without_timings(training_eval));
+}
+
+TEST_CASE("copy_task --decode: prints the greedy output of each line of the file, and only that") {
+    const SavedModel& m = half_trained_model();
+    const LoadedModel model(m.path);
+    // sequences of several lengths, the output as long as its source
+    const std::vector<Ids> sources = {{1, 2, 2, 1, 2}, {1, 2, 1}, {1, 1, 2, 2, 2, 1, 2}, {1, 2}, {1, 2, 1, 1}};
+    const std::filesystem::path dir = example_scratch_dir("copy-flags-decode");
+    std::ofstream file(dir / "sources.txt");
+    for (const Ids& s : sources) {
+        for (size_t i = 0; i < s.size(); i++) file << (i ? " " : "") << s[i];
+        file << "\n";
+    }
+    file.close();
+    const ExampleRun r = run_example("copy_task", {"--load", m.path.string(), "--decode", (dir / "sources.txt").string()});
+    std::filesystem::remove_all(dir);
+    REQUIRE(r.status == 0);
+    std::istringstream out(r.out);
+    int not_copies = 0;
+    for (const Ids& s : sources) {
+        std::string line;
+        REQUIRE(std::getline(out, line));
+        std::istringstream ids(line);
+        Ids printed;
+        for (int32_t id; ids >> id;) printed.push_back(id);
+        CHECK(printed == model.greedy(s));
+        not_copies += printed != s;
+    }
+    CHECK(not_copies > 0);   // so echoing the input would be seen
+    std::string rest;
+    CHECK_FALSE(std::getline(out, rest));   // nothing else on stdout
+
+    const ExampleRun no_model = run_example("copy_task", {"--decode", "sources.txt"});
+    CHECK(no_model.status == 2);
+    CHECK(no_model.err.find("--decode needs a model: give --load PATH") != std::string::npos);
+}
+
+TEST_CASE("copy_task --beam: a beam as wide as all prefixes finds the most likely output, which greedy misses") {
+    // L=5: outputs of 4 tokens over V=3, 81 of them. A beam of 27 keeps every 3-token prefix, so
+    // at the last step it scores all 81: its answer is the exhaustive search's, done here.
+    const SavedModel& m = half_trained_model();
+    const LoadedModel model(m.path);
+    // Runs on other fresh sequences (--seed) until one is where greedy and the best differ, so
+    // that ignoring --beam would be seen (the first seed shows 3 here; a CPU that rounds
+    // differently trains a slightly different model).
+    int greedy_differs = 0;
+    for (int seed = 1; seed <= 4 && greedy_differs == 0; seed++) {
+        CAPTURE(seed);
+        const ExampleRun beam = run_example("copy_task", {"--load", m.path.string(), "--eval", "40", "--beam", "27",
+                                                          "--seed", std::to_string(seed)});
+        REQUIRE(beam.status == 0);
+        CHECK(beam.out.find("examples (beam 27 decoding)") != std::string::npos);
+        for (const Decoded& d : all_printed(beam.out)) {
+            const Ids best = model.most_likely(d.src);
+            CHECK(d.out == best);
+            greedy_differs += model.greedy(d.src) != best;
+        }
+    }
+    CHECK(greedy_differs > 0);
+
+    // and a beam of 1 is greedy
+    const ExampleRun one = run_example("copy_task", {"--load", m.path.string(), "--eval", "40", "--beam", "1"});
+    REQUIRE(one.status == 0);
+    CHECK(one.out.find("examples (beam 1 decoding)") != std::string::npos);
+    for (const Decoded& d : all_printed(one.out)) CHECK(d.out == model.greedy(d.src));
+}
+
+TEST_CASE("copy_task --no-kv-cache: recomputing the prefix decodes the same as the cache, and says which ran") {
+    // The two paths differ only in speed: what the flag can be held to is the line that names the
+    // path, and outputs equal to a decoding done here, for greedy and for a beam.
+    const SavedModel& m = half_trained_model();
+    const LoadedModel model(m.path);
+    for (const bool beam : {false, true}) {
+        CAPTURE(beam);
+        std::vector<std::string> args = {"--load", m.path.string(), "--eval", "6"};
+        if (beam) args.insert(args.end(), {"--beam", "27"});
+        const ExampleRun cached = run_example("copy_task", args);
+        args.push_back("--no-kv-cache");
+        const ExampleRun recomputed = run_example("copy_task", args);
+        REQUIRE(cached.status == 0);
+        REQUIRE(recomputed.status == 0);
+        CHECK(cached.out.find("(key/value cache)") != std::string::npos);
+        CHECK(recomputed.out.find("(recomputing the prefix: --no-kv-cache)") != std::string::npos);
+        CHECK(recomputed.out.find("key/value cache") == std::string::npos);
+        for (const Decoded& d : all_printed(recomputed.out)) CHECK(d.out == (beam ? model.most_likely(d.src) : model.greedy(d.src)));
+        CHECK(exact_match(recomputed.out) == exact_match(cached.out));
+    }
+}
+
+TEST_CASE("copy_task --seed: draws both the initial weights and the training data") {
+    // L=2 over V=3: each sequence is "1 x" with x = 1 or 2, one target token. At --lr 0 the
+    // weights stay the initial ones (so the saved model is the untrained one), and a step's loss
+    // is the mean of two per-sequence losses, a for x = 1 and c for x = 2, worked out here from
+    // the saved model: loss = (n a + (B - n) c) / B, so the batch's count n of x = 1 reads back as
+    // B (loss - c) / (a - c). Different seeds must give different weights and different counts.
+    const std::filesystem::path dir = example_scratch_dir("copy-flags-seed");
+    const int B = 8, steps = 6;
+    struct Seeded {
+        std::vector<float> weights;
+        std::vector<double> counts;   // of x = 1 in each step's batch
+    };
+    auto run = [&](const std::string& seed) {
+        const std::string path = (dir / ("seed" + seed + ".safetensors")).string();
+        const ExampleRun r = run_example("copy_task", {"--vocab", "3", "--seq-len", "2", "--d-model", "16", "--heads", "2",
+                                                       "--d-ff", "32", "--batch", std::to_string(B), "--steps",
+                                                       std::to_string(steps), "--lr", "0", "--print-every", "1", "--eval",
+                                                       "1", "--seed", seed, "--save", path});
+        REQUIRE(r.status == 0);
+        const LoadedModel model(path);
+        Seeded s;
+        for (const autograd::Tensor& p : model.model->parameters()) s.weights.insert(s.weights.end(), p.data(), p.data() + p.numel());
+        const double a = -model.next_log_probs({1, 1}, {1, 1})[0][1], c = -model.next_log_probs({1, 2}, {1, 2})[0][2];
+        REQUIRE(std::abs(a - c) > 0.02);   // far enough apart to tell the counts, from losses printed with 4 decimals
+        for (const StepLine& l : step_lines(r.out)) s.counts.push_back(B * (l.loss - c) / (a - c));
+        REQUIRE(s.counts.size() == steps);
+        for (double n : s.counts) {
+            CHECK(std::abs(n - std::round(n)) < 0.05);   // a whole number of sequences
+            CHECK((n > -0.5 && n < B + 0.5));
+        }
+        return s;
+    };
+    const Seeded first = run("7"), again = run("7"), other = run("8");
+    std::filesystem::remove_all(dir);
+    CHECK(first.weights == again.weights);
+    CHECK(first.weights != other.weights);
+    std::string n_first, n_again, n_other;   // "3 5 4 ..."
+    for (int i = 0; i < steps; i++) {
+        n_first += std::to_string(std::lround(first.counts[i])) + " ";
+        n_again += std::to_string(std::lround(again.counts[i])) + " ";
+        n_other += std::to_string(std::lround(other.counts[i])) + " ";
+    }
+    CHECK(n_first == n_again);
+    CHECK(n_first != n_other);
 }
