@@ -669,3 +669,64 @@ TEST_CASE("copy_task --seed: draws both the initial weights and the training dat
     CHECK(n_first == n_again);
     CHECK(n_first != n_other);
 }
+
+TEST_CASE("copy_task --plot: an SVG with one point per step, at the printed losses") {
+    const std::filesystem::path dir = example_scratch_dir("copy-flags-plot");
+    const std::string path = (dir / "loss.svg").string();
+    const ExampleRun r = run_example("copy_task", small_copy_task({"--steps", "7", "--print-every", "1", "--plot", path}));
+    const std::string svg = read_whole_file(path);
+    std::filesystem::remove_all(dir);
+    REQUIRE(r.status == 0);
+    CHECK(r.out.find("wrote " + path) != std::string::npos);
+    // the curve: <path ... d="M x,y L x,y ..."/>, y on a log axis whose ticks are labelled
+    std::smatch m;
+    REQUIRE(std::regex_search(svg, m, std::regex(R"re(<path stroke="[^"]*" d="([^"]*)")re")));
+    std::vector<std::pair<double, double>> points;
+    const std::string d = m[1];
+    const std::regex xy(R"(([0-9.]+),([0-9.]+))");
+    for (std::sregex_iterator it(d.begin(), d.end(), xy), end; it != end; ++it)
+        points.push_back({std::stod((*it)[1]), std::stod((*it)[2])});
+    const std::vector<StepLine> lines = step_lines(r.out);
+    REQUIRE(lines.size() == 7);
+    REQUIRE(points.size() == 7);
+    // y tick labels: <text x=".." y="Y" text-anchor="end" dy="0.35em">LABEL</text>
+    std::vector<std::pair<double, double>> ticks;   // (pixel y, value)
+    const std::regex tick(R"re(y="([0-9.]+)" text-anchor="end" dy="0.35em">([0-9.e+-]+)<)re");
+    for (std::sregex_iterator it(svg.begin(), svg.end(), tick), end; it != end; ++it)
+        ticks.push_back({std::stod((*it)[1]), std::stod((*it)[2])});
+    REQUIRE(ticks.size() >= 2);
+    const auto [y0, v0] = ticks.front();
+    const auto [y1, v1] = ticks.back();
+    for (int i = 0; i < 7; i++) {
+        CAPTURE(i);
+        if (i > 0) CHECK(points[i].first > points[i - 1].first);   // one step after another
+        const double loss = v0 * std::pow(v1 / v0, (points[i].second - y0) / (y1 - y0));   // log axis, read back
+        CHECK(loss == doctest::Approx(lines[i].loss).epsilon(2e-3));
+    }
+}
+
+TEST_CASE("copy_task --paper: The Annotated Transformer's configuration, and flags given beside it win") {
+    SUBCASE("N=2 D=512 F=2048 h=8, dropout 0.1, B=80, 0.5 * Noam(warmup 400): the header and the parameter count") {
+        const ExampleRun r = run_example("copy_task", {"--paper", "--steps", "0", "--eval", "1"});
+        REQUIRE(r.status == 0);
+        CHECK(r.out.find("model N=2 D=512 F=2048 h=8 dropout=0.1 |") != std::string::npos);
+        CHECK(printed_parameters(r.out) == transformer_parameters(2, 512, 2048, 11));
+        CHECK(r.out.find("0 steps of B=80, Adam(0.9, 0.98, 1e-9), lr = 0.5 * Noam(D=512, warmup=400)") != std::string::npos);
+    }
+    SUBCASE("400 steps, a line every 20, the lr of 0.5 * Noam(D, 400): on an 8-wide model and batches of 1, fast") {
+        const ExampleRun r = run_example("copy_task", {"--paper", "--d-model", "8", "--heads", "2", "--d-ff", "8",
+                                                       "--batch", "1", "--seq-len", "2", "--eval", "1"});
+        REQUIRE(r.status == 0);
+        CHECK(r.out.find("model N=2 D=8 F=8 h=2 dropout=0.1 |") != std::string::npos);
+        CHECK(r.out.find("400 steps of B=1,") != std::string::npos);
+        const std::vector<StepLine> lines = step_lines(r.out);
+        REQUIRE(lines.size() == 20);
+        for (int i = 0; i < 20; i++) {
+            CAPTURE(i);
+            CHECK(lines[i].step == 20 * (i + 1));
+            CHECK(lines[i].window == 20);
+            CHECK(lines[i].lr == doctest::Approx(noam_lr(lines[i].step, 0.5, 8, 400)).epsilon(1e-3));
+        }
+        CHECK(lines[19].lr == doctest::Approx(0.5 / std::sqrt(8.0) / 20).epsilon(1e-3));   // the peak, at step 400, by hand
+    }
+}
