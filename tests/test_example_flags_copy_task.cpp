@@ -211,40 +211,44 @@ struct LoadedModel {
     }
 };
 
+// A folder of the test's own, removed when it goes out of scope, also when a REQUIRE fails.
+struct ScratchDir {
+    std::filesystem::path path;
+    explicit ScratchDir(const std::string& name) : path(example_scratch_dir(name)) {}
+    ~ScratchDir() { std::filesystem::remove_all(path); }
+    ScratchDir(const ScratchDir&) = delete;   // one owner: a copy would remove it too
+    ScratchDir& operator=(const ScratchDir&) = delete;
+};
+
 // Models for the tests that load a checkpoint, V=3 (symbols 1 and 2) and L=5, each trained once
 // (its folder goes when the tests end) and saved by copy_task:
 //   half trained (60 steps):    copies 1 of the first 6 sequences here; greedy's choice is often
 //                               not the most likely output, which a beam finds
 //   mostly trained (100 steps): copies 3 of the first 6, the first among them, so that a count
 //                               of exact matches has both kinds to count, from the first on
-struct SavedModel {
-    std::filesystem::path dir, path;
-    ExampleRun run;   // the training run that saved it (--eval 6)
-    ~SavedModel() { std::filesystem::remove_all(dir); }
-};
-
 const std::vector<std::string> saved_model_shape = {"--vocab", "3", "--seq-len", "5", "--d-model", "16", "--heads", "2",
                                                     "--d-ff", "32", "--batch", "16", "--lr", "0.01", "--warmup", "20"};
 
-SavedModel train_and_save(const std::string& steps) {
-    SavedModel s;
-    s.dir = example_scratch_dir("copy-flags-model-" + steps);
-    s.path = s.dir / "copy.safetensors";
-    std::vector<std::string> args = saved_model_shape;
-    for (const char* a : {"--eval", "6", "--save"}) args.push_back(a);
-    args.insert(args.end(), {s.path.string(), "--steps", steps});
-    s.run = run_example("copy_task", args);
-    return s;
-}
+struct SavedModel {
+    ScratchDir dir;
+    std::filesystem::path path;
+    ExampleRun run;   // the training run that saved it (--eval 6)
+
+    explicit SavedModel(const std::string& steps) : dir("copy-flags-model-" + steps), path(dir.path / "copy.safetensors") {
+        std::vector<std::string> args = saved_model_shape;
+        args.insert(args.end(), {"--steps", steps, "--eval", "6", "--save", path.string()});
+        run = run_example("copy_task", args);
+    }
+};
 
 const SavedModel& half_trained_model() {
-    static const SavedModel m = train_and_save("60");
+    static const SavedModel m("60");
     REQUIRE(m.run.status == 0);
     return m;
 }
 
 const SavedModel& mostly_trained_model() {
-    static const SavedModel m = train_and_save("100");
+    static const SavedModel m("100");
     REQUIRE(m.run.status == 0);
     return m;
 }
@@ -542,15 +546,14 @@ TEST_CASE("copy_task --decode: prints the greedy output of each line of the file
     const LoadedModel model(m.path);
     // sequences of several lengths, the output as long as its source
     const std::vector<Ids> sources = {{1, 2, 2, 1, 2}, {1, 2, 1}, {1, 1, 2, 2, 2, 1, 2}, {1, 2}, {1, 2, 1, 1}};
-    const std::filesystem::path dir = example_scratch_dir("copy-flags-decode");
-    std::ofstream file(dir / "sources.txt");
+    const ScratchDir dir("copy-flags-decode");
+    std::ofstream file(dir.path / "sources.txt");
     for (const Ids& s : sources) {
         for (size_t i = 0; i < s.size(); i++) file << (i ? " " : "") << s[i];
         file << "\n";
     }
     file.close();
-    const ExampleRun r = run_example("copy_task", {"--load", m.path.string(), "--decode", (dir / "sources.txt").string()});
-    std::filesystem::remove_all(dir);
+    const ExampleRun r = run_example("copy_task", {"--load", m.path.string(), "--decode", (dir.path / "sources.txt").string()});
     REQUIRE(r.status == 0);
     std::istringstream out(r.out);
     int not_copies = 0;
@@ -630,14 +633,14 @@ TEST_CASE("copy_task --seed: draws both the initial weights and the training dat
     // is the mean of two per-sequence losses, a for x = 1 and c for x = 2, worked out here from
     // the saved model: loss = (n a + (B - n) c) / B, so the batch's count n of x = 1 reads back as
     // B (loss - c) / (a - c). Different seeds must give different weights and different counts.
-    const std::filesystem::path dir = example_scratch_dir("copy-flags-seed");
+    const ScratchDir dir("copy-flags-seed");
     const int B = 8, steps = 6;
     struct Seeded {
         std::vector<float> weights;
         std::vector<double> counts;   // of x = 1 in each step's batch
     };
     auto run = [&](const std::string& seed) {
-        const std::string path = (dir / ("seed" + seed + ".safetensors")).string();
+        const std::string path = (dir.path / ("seed" + seed + ".safetensors")).string();
         const ExampleRun r = run_example("copy_task", {"--vocab", "3", "--seq-len", "2", "--d-model", "16", "--heads", "2",
                                                        "--d-ff", "32", "--batch", std::to_string(B), "--steps",
                                                        std::to_string(steps), "--lr", "0", "--print-every", "1", "--eval",
@@ -657,7 +660,6 @@ TEST_CASE("copy_task --seed: draws both the initial weights and the training dat
         return s;
     };
     const Seeded first = run("7"), again = run("7"), other = run("8");
-    std::filesystem::remove_all(dir);
     CHECK(first.weights == again.weights);
     CHECK(first.weights != other.weights);
     std::string n_first, n_again, n_other;   // "3 5 4 ..."
@@ -671,11 +673,10 @@ TEST_CASE("copy_task --seed: draws both the initial weights and the training dat
 }
 
 TEST_CASE("copy_task --plot: an SVG with one point per step, at the printed losses") {
-    const std::filesystem::path dir = example_scratch_dir("copy-flags-plot");
-    const std::string path = (dir / "loss.svg").string();
+    const ScratchDir dir("copy-flags-plot");
+    const std::string path = (dir.path / "loss.svg").string();
     const ExampleRun r = run_example("copy_task", small_copy_task({"--steps", "7", "--print-every", "1", "--plot", path}));
     const std::string svg = read_whole_file(path);
-    std::filesystem::remove_all(dir);
     REQUIRE(r.status == 0);
     CHECK(r.out.find("wrote " + path) != std::string::npos);
     // the curve: <path ... d="M x,y L x,y ..."/>, y on a log axis whose ticks are labelled
