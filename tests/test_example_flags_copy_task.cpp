@@ -1,11 +1,28 @@
 // copy_task's flags, each in a test that fails when the flag's effect is removed or inverted: the
 // program is run as a user runs it (tests/run_example.h), on a model small enough to train in a
-// fraction of a second, and what it prints is checked against a value known without the program.
+// fraction of a second, and what it prints is checked against a value known without the program:
+// a formula worked out here (parameter count, learning rate), a brute force over a saved model
+// (greedy and exhaustive decoding), or a relation between two runs that holds only if the flag
+// did its job (a batch of 2B is two batches of B).
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <numbers>
+#include <regex>
+#include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "autograd/io/safetensors.h"
+#include "autograd/kernels/threads.h"
+#include "models/checkpoint.h"
+#include "models/transformer.h"
 #include "tests/run_example.h"
 
 namespace {
@@ -15,6 +32,225 @@ std::vector<std::string> small_copy_task(std::vector<std::string> more) {
     std::vector<std::string> args = {"--d-model", "16", "--heads", "2", "--d-ff", "32", "--batch", "16", "--eval", "8"};
     args.insert(args.end(), more.begin(), more.end());
     return args;
+}
+
+// ---- reading what copy_task prints ----
+
+// "step    20  loss 2.3073  (mean of last 20: 2.4053)  lr 3.125e-04", one per --print-every steps
+struct StepLine {
+    int step = 0;
+    double loss = 0.0;
+    int window = 0;       // steps averaged in `mean`
+    double mean = 0.0;
+    double lr = 0.0;
+};
+
+std::vector<StepLine> step_lines(const std::string& out) {
+    std::vector<StepLine> lines;
+    std::istringstream in(out);
+    for (std::string line; std::getline(in, line);) {
+        StepLine s;
+        if (std::sscanf(line.c_str(), "step %d loss %lf (mean of last %d: %lf) lr %lf", &s.step, &s.loss, &s.window, &s.mean,
+                        &s.lr) == 5)
+            lines.push_back(s);
+    }
+    return lines;
+}
+
+using Ids = std::vector<int32_t>;
+
+// The "src: ..." / "out: ..." pairs copy_task prints after training: the first few sequences
+// ("examples"), then the first few it got wrong ("mistakes").
+struct Decoded {
+    Ids src, out;
+};
+struct Printed {
+    std::vector<Decoded> examples, mistakes;
+};
+
+Ids ids_after(const std::string& line, const std::string& label) {
+    std::istringstream in(line.substr(line.find(label) + label.size()));
+    Ids ids;
+    for (int32_t id; in >> id;) ids.push_back(id);
+    return ids;   // stops at "<- wrong"
+}
+
+Printed printed_sequences(const std::string& out) {
+    Printed p;
+    std::vector<Decoded>* section = &p.examples;
+    std::istringstream in(out);
+    for (std::string line; std::getline(in, line);) {
+        if (line.rfind("mistakes", 0) == 0) section = &p.mistakes;
+        if (line.rfind("  src: ", 0) == 0) section->push_back({ids_after(line, "src: "), {}});
+        if (line.rfind("  out: ", 0) == 0) section->back().out = ids_after(line, "out: ");
+    }
+    return p;
+}
+
+// Every sequence a run printed, each with the output it printed for it.
+std::vector<Decoded> all_printed(const std::string& out) {
+    Printed p = printed_sequences(out);
+    p.examples.insert(p.examples.end(), p.mistakes.begin(), p.mistakes.end());
+    return p.examples;
+}
+
+// "exact match: 5/6 (83.3%)" -> {5, 6}
+std::pair<int, int> exact_match(const std::string& out) {
+    std::smatch m;
+    INFO(out);
+    REQUIRE(std::regex_search(out, m, std::regex(R"(exact match: (\d+)/(\d+) )")));
+    return {std::stoi(m[1]), std::stoi(m[2])};
+}
+
+// "| 11739 parameters |" -> 11739
+long long printed_parameters(const std::string& out) {
+    std::smatch m;
+    INFO(out);
+    REQUIRE(std::regex_search(out, m, std::regex(R"(\| (\d+) parameters \|)")));
+    return std::stoll(m[1]);
+}
+
+// stdout without what depends on the clock: the time and speed of training and of decoding.
+std::string without_timings(const std::string& out) {
+    std::string s = std::regex_replace(out, std::regex(R"(in [0-9.]+ s \([0-9.]+ ms/step\))"), "in <time>");
+    return std::regex_replace(s, std::regex(R"(decoding: [0-9.]+ s, [0-9.a-z]+ tokens/s)"), "decoding: <time>");
+}
+
+int count_lines(const std::string& text) {
+    int n = 0;
+    for (char c : text) n += c == '\n';
+    return n;
+}
+
+// ---- answers worked out without copy_task ----
+
+// The encoder-decoder Transformer's parameters, counted from the paper's architecture (every
+// Linear has a bias, every LayerNorm a gain and a bias; pre-norm adds no parameter):
+//   attention        4 projections D -> D (q, k, v, out):   4 (D^2 + D)
+//   feed-forward     D -> F -> D:                           (D F + F) + (F D + D)
+//   LayerNorm        gain and bias:                         2 D
+//   encoder layer    attention + feed-forward + 2 LayerNorms
+//   decoder layer    2 attentions (self, over memory) + feed-forward + 3 LayerNorms
+//   + a final LayerNorm after each stack, two embeddings V x D (source, target), and the
+//     generator D -> V with its bias. Positional encodings are fixed, not parameters; the number
+//     of heads h splits D and adds nothing.
+long long transformer_parameters(long long N, long long D, long long F, long long V) {
+    const long long attention = 4 * (D * D + D), feed_forward = (D * F + F) + (F * D + D), norm = 2 * D;
+    const long long encoder_layer = attention + feed_forward + 2 * norm;
+    const long long decoder_layer = 2 * attention + feed_forward + 3 * norm;
+    return N * (encoder_layer + decoder_layer) + 2 * norm + 2 * V * D + (D * V + V);
+}
+
+// The learning rate of step s (from 1), as copy_task's --help describes each schedule.
+double cosine_lr(int s, double peak, int warmup, int total) {   // linear warmup, then half a cosine to 0
+    if (s <= warmup) return peak * s / warmup;
+    return peak * 0.5 * (1.0 + std::cos(std::numbers::pi * (s - warmup) / (total - warmup)));
+}
+double noam_lr(int s, double factor, int D, int warmup) {   // Vaswani et al. (2017), eq. 3
+    return factor / std::sqrt(D) * std::min(1.0 / std::sqrt(s), s / std::pow(warmup, 1.5));
+}
+
+// A model copy_task saved, read back here, so its decoding can be worked out by brute force.
+struct LoadedModel {
+    std::unique_ptr<models::Transformer> model;
+    explicit LoadedModel(const std::filesystem::path& path) {
+        const autograd::io::SafetensorsFile f = autograd::io::load_safetensors(path.string());
+        model = std::make_unique<models::Transformer>(
+            models::read_metadata(f.metadata, "config", path.string(), models::config_from_json));
+        nn::load_parameters(*model, f, path.string());
+        model->eval();
+    }
+
+    // log p(y[t] | src, y[<t]) of every t >= 1, from one teacher-forced pass over the whole of y
+    std::vector<std::vector<double>> next_log_probs(const Ids& src, const Ids& y) const {
+        autograd::NoGradGuard no_grad;
+        const autograd::Tokens s(src, {1, static_cast<int64_t>(src.size())});
+        const autograd::Tokens t(Ids(y.begin(), y.end() - 1), {1, static_cast<int64_t>(y.size()) - 1});
+        const autograd::Tensor logits =
+            model->logits(s, t, models::padding_mask(s, 0), models::target_mask(t, 0));   // (1, T, V)
+        const int64_t T = logits.size(1), V = logits.size(2);
+        std::vector<std::vector<double>> lp(T, std::vector<double>(V));
+        for (int64_t i = 0; i < T; i++) {
+            const float* row = logits.data() + i * V;
+            double max = row[0], sum = 0.0;
+            for (int64_t v = 0; v < V; v++) max = std::max(max, static_cast<double>(row[v]));
+            for (int64_t v = 0; v < V; v++) sum += std::exp(row[v] - max);
+            for (int64_t v = 0; v < V; v++) lp[i][v] = row[v] - max - std::log(sum);
+        }
+        return lp;
+    }
+
+    // Greedy by hand: the whole prefix through the model at every step, the most likely token
+    // appended, until the output is as long as the source (copy_task's rule).
+    Ids greedy(const Ids& src) const {
+        Ids y = {1};   // the start symbol
+        while (y.size() < src.size()) {
+            y.push_back(0);   // a placeholder: position t's distribution depends on y[<t] only
+            const std::vector<double> lp = next_log_probs(src, y).back();
+            y.back() = static_cast<int32_t>(std::max_element(lp.begin(), lp.end()) - lp.begin());
+        }
+        return y;
+    }
+
+    // The most likely output of the source's length, by trying every one of V^(L-1).
+    Ids most_likely(const Ids& src) const {
+        const int64_t V = model->cfg.tgt_vocab, n = static_cast<int64_t>(src.size()) - 1;
+        int64_t count = 1;
+        for (int64_t i = 0; i < n; i++) count *= V;
+        Ids best;
+        double best_lp = -INFINITY;
+        for (int64_t code = 0; code < count; code++) {
+            Ids y = {1};
+            for (int64_t i = 0, c = code; i < n; i++, c /= V) y.push_back(static_cast<int32_t>(c % V));
+            const std::vector<std::vector<double>> lp = next_log_probs(src, y);
+            double total = 0.0;
+            for (int64_t t = 0; t < n; t++) total += lp[t][y[t + 1]];
+            if (total > best_lp) best_lp = total, best = y;
+        }
+        return best;
+    }
+};
+
+// A folder of the test's own, removed when it goes out of scope, also when a REQUIRE fails.
+struct ScratchDir {
+    std::filesystem::path path;
+    explicit ScratchDir(const std::string& name) : path(example_scratch_dir(name)) {}
+    ~ScratchDir() { std::filesystem::remove_all(path); }
+    ScratchDir(const ScratchDir&) = delete;   // one owner: a copy would remove it too
+    ScratchDir& operator=(const ScratchDir&) = delete;
+};
+
+// Models for the tests that load a checkpoint, V=3 (symbols 1 and 2) and L=5, each trained once
+// (its folder goes when the tests end) and saved by copy_task:
+//   half trained (60 steps):    copies 1 of the first 6 sequences here; greedy's choice is often
+//                               not the most likely output, which a beam finds
+//   mostly trained (100 steps): copies 3 of the first 6, the first among them, so that a count
+//                               of exact matches has both kinds to count, from the first on
+const std::vector<std::string> saved_model_shape = {"--vocab", "3", "--seq-len", "5", "--d-model", "16", "--heads", "2",
+                                                    "--d-ff", "32", "--batch", "16", "--lr", "0.01", "--warmup", "20"};
+
+struct SavedModel {
+    ScratchDir dir;
+    std::filesystem::path path;
+    ExampleRun run;   // the training run that saved it (--eval 6)
+
+    explicit SavedModel(const std::string& steps) : dir("copy-flags-model-" + steps), path(dir.path / "copy.safetensors") {
+        std::vector<std::string> args = saved_model_shape;
+        args.insert(args.end(), {"--steps", steps, "--eval", "6", "--save", path.string()});
+        run = run_example("copy_task", args);
+    }
+};
+
+const SavedModel& half_trained_model() {
+    static const SavedModel m("60");
+    REQUIRE(m.run.status == 0);
+    return m;
+}
+
+const SavedModel& mostly_trained_model() {
+    static const SavedModel m("100");
+    REQUIRE(m.run.status == 0);
+    return m;
 }
 
 }  // namespace
@@ -27,4 +263,471 @@ TEST_CASE("copy_task --steps: the run trains that many steps, and more steps rea
     CHECK(number_after(few.out, "trained ") == 3);
     CHECK(number_after(more.out, "trained ") == 40);
     CHECK(number_after(more.out, "final loss ") < number_after(few.out, "final loss "));
+}
+
+TEST_CASE("copy_task --layers --d-model --d-ff --vocab --heads: the model has the paper's parameter count for them") {
+    struct Shape {
+        long long N, D, F, h, V;
+    };
+    // odd, all different, so no flag can stand in for another
+    for (const Shape s : {Shape{3, 18, 22, 3, 13}, Shape{1, 10, 7, 5, 5}, Shape{2, 12, 40, 1, 29}}) {
+        INFO("N=" << s.N << " D=" << s.D << " F=" << s.F << " h=" << s.h << " V=" << s.V);
+        const ExampleRun r = run_example("copy_task", {"--layers", std::to_string(s.N), "--d-model", std::to_string(s.D),
+                                                       "--d-ff", std::to_string(s.F), "--heads", std::to_string(s.h),
+                                                       "--vocab", std::to_string(s.V), "--steps", "0", "--eval", "1"});
+        REQUIRE(r.status == 0);
+        CHECK(printed_parameters(r.out) == transformer_parameters(s.N, s.D, s.F, s.V));
+        const std::string config = "N=" + std::to_string(s.N) + " D=" + std::to_string(s.D) + " F=" + std::to_string(s.F) +
+                                   " h=" + std::to_string(s.h) + " ";
+        CHECK(r.out.find(config) != std::string::npos);
+        CHECK(r.out.find("V=" + std::to_string(s.V) + " ") != std::string::npos);
+    }
+}
+
+TEST_CASE("copy_task --heads: must divide --d-model, and splits attention differently for another count") {
+    SUBCASE("a count that does not divide D is refused in one line, before anything runs") {
+        const ExampleRun r = run_example("copy_task", small_copy_task({"--heads", "3", "--steps", "1"}));
+        CHECK(r.status == 2);
+        CHECK(r.out.empty());
+        CHECK(count_lines(r.err) == 1);
+        CHECK(r.err.find("--d-model (16) must be a multiple of --heads (3)") != std::string::npos);
+    }
+    SUBCASE("h = 1, 2, 4 over the same D: the same parameters, three different losses") {
+        // The heads share the parameters (h only splits D), so only the attention itself can make
+        // the losses differ: the first step's loss, before any update, already does.
+        std::vector<double> losses;
+        std::vector<long long> params;
+        for (const char* h : {"1", "2", "4"}) {
+            const ExampleRun r = run_example("copy_task", small_copy_task({"--heads", h, "--steps", "3", "--print-every", "1"}));
+            REQUIRE(r.status == 0);
+            CHECK(r.out.find(std::string(" h=") + h + " ") != std::string::npos);
+            losses.push_back(step_lines(r.out).at(0).loss);
+            params.push_back(printed_parameters(r.out));
+        }
+        CHECK(params[0] == params[1]);
+        CHECK(params[1] == params[2]);
+        CHECK(losses[0] != losses[1]);
+        CHECK(losses[1] != losses[2]);
+        CHECK(losses[0] != losses[2]);
+    }
+}
+
+TEST_CASE("copy_task --schedule cosine --lr --warmup: the printed lr of every step is the formula's") {
+    // warmup 4 steps linear to 0.002, then half a cosine down to 0 at step 9
+    const ExampleRun r = run_example("copy_task", small_copy_task({"--steps", "9", "--warmup", "4", "--lr", "0.002",
+                                                                   "--schedule", "cosine", "--print-every", "1"}));
+    REQUIRE(r.status == 0);
+    const std::vector<StepLine> lines = step_lines(r.out);
+    REQUIRE(lines.size() == 9);
+    for (const StepLine& l : lines) {
+        CAPTURE(l.step);
+        CHECK(l.lr == doctest::Approx(cosine_lr(l.step, 0.002, 4, 9)).epsilon(1e-3));   // printed with 4 digits
+    }
+    CHECK(lines[3].lr == doctest::Approx(0.002).epsilon(1e-3));   // the peak, at the end of the warmup
+    CHECK(lines[8].lr == 0.0);                                    // and 0 at the last step
+}
+
+TEST_CASE("copy_task --schedule noam --lr-factor --warmup: the printed lr of every step is the paper's formula") {
+    const ExampleRun r = run_example("copy_task", small_copy_task({"--steps", "9", "--warmup", "4", "--lr-factor", "2",
+                                                                   "--schedule", "noam", "--print-every", "1"}));
+    REQUIRE(r.status == 0);
+    CHECK(r.out.find("lr = 2 * Noam(D=16, warmup=4)") != std::string::npos);
+    const std::vector<StepLine> lines = step_lines(r.out);
+    REQUIRE(lines.size() == 9);
+    for (const StepLine& l : lines) {
+        CAPTURE(l.step);
+        CHECK(l.lr == doctest::Approx(noam_lr(l.step, 2.0, 16, 4)).epsilon(1e-3));
+    }
+    // by hand: the peak at step 4 is 2 / sqrt(16) / sqrt(4) = 0.25, and step 9 is 2 / 4 / 3
+    CHECK(lines[3].lr == doctest::Approx(0.25).epsilon(1e-3));
+    CHECK(lines[8].lr == doctest::Approx(2.0 / 4 / 3).epsilon(1e-3));
+}
+
+TEST_CASE("copy_task --schedule: another name is refused in one line") {
+    const ExampleRun r = run_example("copy_task", small_copy_task({"--schedule", "linear", "--steps", "1"}));
+    CHECK(r.status == 2);
+    CHECK(r.out.empty());
+    CHECK(count_lines(r.err) == 1);
+    CHECK(r.err.find("--schedule must be cosine or noam, not 'linear'") != std::string::npos);
+}
+
+TEST_CASE("copy_task --batch (and --lr reaching Adam): at lr 0, one batch of 16 is the two batches of 8 it is made of") {
+    // With --lr 0 the weights never move, so each step's loss is the untrained model's mean loss
+    // over that step's sequences, and the data stream is the same whatever the batch: the first
+    // batch of 16 holds the first two batches of 8, and its loss is their mean (every sequence has
+    // L-1 target tokens). Warmup 1, so that an lr that never reached Adam would show at step 2.
+    const ExampleRun eight = run_example("copy_task", small_copy_task({"--batch", "8", "--lr", "0", "--warmup", "1",
+                                                                       "--steps", "2", "--print-every", "1"}));
+    const ExampleRun sixteen = run_example("copy_task", small_copy_task({"--batch", "16", "--lr", "0", "--warmup", "1",
+                                                                         "--steps", "1", "--print-every", "1"}));
+    REQUIRE(eight.status == 0);
+    REQUIRE(sixteen.status == 0);
+    CHECK(eight.out.find("2 steps of B=8,") != std::string::npos);
+    CHECK(sixteen.out.find("1 steps of B=16,") != std::string::npos);
+    const std::vector<StepLine> e = step_lines(eight.out), s = step_lines(sixteen.out);
+    REQUIRE(e.size() == 2);
+    REQUIRE(s.size() == 1);
+    CHECK(e[0].loss != e[1].loss);   // two different batches, else the mean below proves nothing
+    // each printed with 4 decimals: the mean of two rounded values is within 1e-4 of the rounded mean
+    CHECK(std::abs(s[0].loss - (e[0].loss + e[1].loss) / 2) <= 1.01e-4);
+}
+
+TEST_CASE("copy_task --print-every: a line at each multiple and at the last step, each with the mean since the last") {
+    const ExampleRun every = run_example("copy_task", small_copy_task({"--steps", "10", "--print-every", "1"}));
+    const ExampleRun third = run_example("copy_task", small_copy_task({"--steps", "10", "--print-every", "3"}));
+    REQUIRE(every.status == 0);
+    REQUIRE(third.status == 0);
+    const std::vector<StepLine> all = step_lines(every.out), some = step_lines(third.out);
+    REQUIRE(all.size() == 10);
+    REQUIRE(some.size() == 4);
+    const int steps[] = {3, 6, 9, 10}, windows[] = {3, 3, 3, 1};   // the last step ends a short window
+    for (int i = 0; i < 4; i++) {
+        CAPTURE(i);
+        CHECK(some[i].step == steps[i]);
+        CHECK(some[i].window == windows[i]);
+        // the same run (--print-every changes only the printing): the step's loss, and the mean
+        // of the window's losses, from the line of every step
+        const StepLine& same = all[steps[i] - 1];
+        CHECK(some[i].loss == same.loss);
+        double sum = 0.0;
+        for (int s = steps[i] - windows[i]; s < steps[i]; s++) sum += all[s].loss;
+        CHECK(std::abs(some[i].mean - sum / windows[i]) <= 1.01e-4);   // 4 decimals each
+    }
+}
+
+TEST_CASE("copy_task --seed: the same seed prints the same run, another seed another one") {
+    const ExampleRun a = run_example("copy_task", small_copy_task({"--steps", "5", "--seed", "7"}));
+    const ExampleRun again = run_example("copy_task", small_copy_task({"--steps", "5", "--seed", "7"}));
+    const ExampleRun b = run_example("copy_task", small_copy_task({"--steps", "5", "--seed", "8"}));
+    REQUIRE(a.status == 0);
+    REQUIRE(again.status == 0);
+    REQUIRE(b.status == 0);
+    CHECK(without_timings(a.out) == without_timings(again.out));
+    CHECK(number_after(a.out, "final loss ") != number_after(b.out, "final loss "));
+    // the seed also draws the evaluation's sequences
+    CHECK(printed_sequences(a.out).examples.at(0).src != printed_sequences(b.out).examples.at(0).src);
+}
+
+TEST_CASE("copy_task --threads: the header says how many, and 1 or 2 threads print the same numbers") {
+    // run_example sets OMP_NUM_THREADS=1, so "2 threads" can only come from the flag. Results are
+    // bit-identical for any thread count by design (reductions in a fixed order).
+    const ExampleRun one = run_example("copy_task", small_copy_task({"--steps", "3", "--threads", "1"}));
+    const ExampleRun two = run_example("copy_task", small_copy_task({"--steps", "3", "--threads", "2"}));
+    REQUIRE(one.status == 0);
+    REQUIRE(two.status == 0);
+    CHECK(one.out.find("| 1 threads") != std::string::npos);
+    // a build without OpenMP runs everything on one thread, and says so
+    CHECK(two.out.find(autograd::kernels::kOpenMP ? "| 2 threads" : "| 1 threads") != std::string::npos);
+    CHECK(without_timings(std::regex_replace(one.out, std::regex(R"(\| \d threads)"), "")) ==
+          without_timings(std::regex_replace(two.out, std::regex(R"(\| \d threads)"), "")));
+}
+
+TEST_CASE("copy_task --dropout: changes training, and only training") {
+    SUBCASE("the losses of training differ from a run without dropout") {
+        const ExampleRun off = run_example("copy_task", small_copy_task({"--steps", "3", "--print-every", "1"}));
+        const ExampleRun on = run_example("copy_task", small_copy_task({"--steps", "3", "--print-every", "1", "--dropout", "0.5"}));
+        REQUIRE(off.status == 0);
+        REQUIRE(on.status == 0);
+        CHECK(off.out.find("dropout=0 ") != std::string::npos);
+        CHECK(on.out.find("dropout=0.5 ") != std::string::npos);
+        // the first step's loss, before any update: the same weights, only dropout between them
+        CHECK(step_lines(on.out).at(0).loss != step_lines(off.out).at(0).loss);
+    }
+    SUBCASE("an untrained model decodes the same with or without it: evaluation runs without dropout") {
+        // dropout draws nothing when the model is built, so the weights are the same
+        const ExampleRun off = run_example("copy_task", small_copy_task({"--steps", "0"}));
+        const ExampleRun on = run_example("copy_task", small_copy_task({"--steps", "0", "--dropout", "0.5"}));
+        REQUIRE(off.status == 0);
+        REQUIRE(on.status == 0);
+        const std::vector<Decoded> a = all_printed(off.out), b = all_printed(on.out);
+        REQUIRE(a.size() == b.size());
+        for (size_t i = 0; i < a.size(); i++) CHECK(a[i].out == b[i].out);
+    }
+}
+
+TEST_CASE("copy_task --vocab --seq-len: the sequences have L symbols, the first 1, the others in 1..V-1") {
+    const ExampleRun r = run_example("copy_task", small_copy_task({"--vocab", "5", "--seq-len", "7", "--steps", "0"}));
+    REQUIRE(r.status == 0);
+    CHECK(r.out.find("V=5 L=7 ") != std::string::npos);
+    const std::vector<Decoded> printed = all_printed(r.out);
+    REQUIRE(printed.size() >= 3);
+    for (const Decoded& d : printed) {
+        REQUIRE(d.src.size() == 7);
+        CHECK(d.out.size() == 7);
+        CHECK(d.src[0] == 1);
+        CHECK(d.out[0] == 1);
+        for (int32_t id : d.src) CHECK((id >= 1 && id <= 4));
+        for (int32_t id : d.out) CHECK((id >= 0 && id <= 4));   // the model may say 0, never more than V-1
+    }
+}
+
+TEST_CASE("copy_task --bf16: on a CPU without AVX512_BF16 refused in one line; with it, a different loss") {
+    // /proc/cpuinfo names the instruction set when the CPU has it (Linux, x86). Here (the machine
+    // this test was written on) it does not: the first branch ran.
+    const std::string cpuinfo = read_whole_file("/proc/cpuinfo");
+    const bool has_bf16 = cpuinfo.find(" avx512_bf16") != std::string::npos;
+    const ExampleRun bf16 = run_example("copy_task", small_copy_task({"--steps", "3", "--bf16"}));
+    if (!has_bf16) {
+        CHECK(bf16.status == 2);
+        CHECK(bf16.out.empty());
+        CHECK(count_lines(bf16.err) == 1);
+        CHECK(bf16.err.find("--bf16 needs a CPU with AVX512_BF16") != std::string::npos);
+    } else {
+        const ExampleRun fp32 = run_example("copy_task", small_copy_task({"--steps", "3"}));
+        REQUIRE(bf16.status == 0);
+        REQUIRE(fp32.status == 0);
+        CHECK(bf16.out.find(" dropout=0 bf16 |") != std::string::npos);
+        CHECK(number_after(bf16.out, "final loss ") != number_after(fp32.out, "final loss "));
+    }
+}
+
+TEST_CASE("copy_task --eval: exact match counts that many fresh sequences, right") {
+    // Loaded, to decode only. With 6 sequences every mistake is listed (up to 6 are), so the
+    // count is 6 minus the listed mistakes, and each listed output is checked by a greedy search
+    // done here, outside copy_task. With 2, the count is that of the 2 examples shown.
+    const SavedModel& m = mostly_trained_model();
+    const LoadedModel model(m.path);
+    const ExampleRun six = run_example("copy_task", {"--load", m.path.string(), "--eval", "6"});
+    const ExampleRun two = run_example("copy_task", {"--load", m.path.string(), "--eval", "2"});
+    REQUIRE(six.status == 0);
+    REQUIRE(two.status == 0);
+    const Printed p6 = printed_sequences(six.out), p2 = printed_sequences(two.out);
+    const auto [correct6, total6] = exact_match(six.out);
+    CHECK(total6 == 6);
+    CHECK(correct6 == 6 - static_cast<int>(p6.mistakes.size()));
+    CHECK(correct6 > 0);   // both kinds, so that a count of either would be seen
+    CHECK(correct6 < 6);
+    for (const Decoded& d : all_printed(six.out)) CHECK(d.out == model.greedy(d.src));
+    for (const Decoded& d : p6.mistakes) CHECK(d.out != d.src);
+    // --eval 2: the first two of the same fresh sequences (one seed), and their count by hand
+    const auto [correct2, total2] = exact_match(two.out);
+    CHECK(total2 == 2);
+    REQUIRE(p2.examples.size() == 2);
+    int copies = 0;
+    for (int i = 0; i < 2; i++) {
+        CHECK(p2.examples[i].src == p6.examples.at(i).src);
+        CHECK(p2.examples[i].out == model.greedy(p2.examples[i].src));
+        copies += p2.examples[i].out == p2.examples[i].src;
+    }
+    CHECK(correct2 == copies);
+    CHECK(p2.examples[0].out == p2.examples[0].src);   // a copy first, so a count that skipped it would be seen
+    CHECK(p2.examples[1].out != p2.examples[1].src);
+}
+
+TEST_CASE("copy_task --save --load: the loaded model is the trained one, and its config comes from the file") {
+    const SavedModel& m = mostly_trained_model();
+    REQUIRE(std::filesystem::exists(m.path));
+    CHECK(m.run.out.find("saved " + m.path.string()) != std::string::npos);
+    // 1) the file holds the trained model: decoded here, it gives what the training run printed,
+    //    which differs from what the same model printed untrained (so the file is not the init)
+    const LoadedModel model(m.path);
+    const std::vector<Decoded> trained = all_printed(m.run.out);
+    for (const Decoded& d : trained) CHECK(d.out == model.greedy(d.src));
+    std::vector<std::string> args = saved_model_shape;
+    for (const char* a : {"--steps", "0", "--eval", "6"}) args.push_back(a);
+    const ExampleRun untrained = run_example("copy_task", args);
+    REQUIRE(untrained.status == 0);
+    CHECK(all_printed(untrained.out).at(0).out != trained.at(0).out);
+    // 2) --load evaluates it without training, on the same fresh sequences: the same lines. No
+    //    shape flags: the file's config wins over the defaults (D=128).
+    const ExampleRun loaded = run_example("copy_task", {"--load", m.path.string(), "--eval", "6"});
+    REQUIRE(loaded.status == 0);
+    CHECK(loaded.out.find("loaded " + m.path.string()) != std::string::npos);
+    CHECK(loaded.out.find("trained") == std::string::npos);
+    CHECK(loaded.out.find("V=3 L=5 | model N=2 D=16 F=32 h=2 ") != std::string::npos);
+    CHECK(printed_parameters(loaded.out) == transformer_parameters(2, 16, 32, 3));
+    const auto training_eval = m.run.out.substr(m.run.out.find("examples ("));
+    const auto loaded_eval = loaded.out.substr(loaded.out.find("examples ("));
+    CHECK(without_timings(loaded_eval) == without_timings(training_eval));
+}
+
+TEST_CASE("copy_task --decode: prints the greedy output of each line of the file, and only that") {
+    const SavedModel& m = half_trained_model();
+    const LoadedModel model(m.path);
+    // sequences of several lengths, the output as long as its source
+    const std::vector<Ids> sources = {{1, 2, 2, 1, 2}, {1, 2, 1}, {1, 1, 2, 2, 2, 1, 2}, {1, 2}, {1, 2, 1, 1}};
+    const ScratchDir dir("copy-flags-decode");
+    std::ofstream file(dir.path / "sources.txt");
+    for (const Ids& s : sources) {
+        for (size_t i = 0; i < s.size(); i++) file << (i ? " " : "") << s[i];
+        file << "\n";
+    }
+    file.close();
+    const ExampleRun r = run_example("copy_task", {"--load", m.path.string(), "--decode", (dir.path / "sources.txt").string()});
+    REQUIRE(r.status == 0);
+    std::istringstream out(r.out);
+    int not_copies = 0;
+    for (const Ids& s : sources) {
+        std::string line;
+        REQUIRE(std::getline(out, line));
+        std::istringstream ids(line);
+        Ids printed;
+        for (int32_t id; ids >> id;) printed.push_back(id);
+        CHECK(printed == model.greedy(s));
+        not_copies += printed != s;
+    }
+    CHECK(not_copies > 0);   // so echoing the input would be seen
+    std::string rest;
+    CHECK_FALSE(std::getline(out, rest));   // nothing else on stdout
+
+    const ExampleRun no_model = run_example("copy_task", {"--decode", "sources.txt"});
+    CHECK(no_model.status == 2);
+    CHECK(no_model.err.find("--decode needs a model: give --load PATH") != std::string::npos);
+}
+
+TEST_CASE("copy_task --beam: a beam as wide as all prefixes finds the most likely output, which greedy misses") {
+    // L=5: outputs of 4 tokens over V=3, 81 of them. A beam of 27 keeps every 3-token prefix, so
+    // at the last step it scores all 81: its answer is the exhaustive search's, done here.
+    const SavedModel& m = half_trained_model();
+    const LoadedModel model(m.path);
+    // Runs on other fresh sequences (--seed) until one is where greedy and the best differ, so
+    // that ignoring --beam would be seen (the first seed shows 3 here; a CPU that rounds
+    // differently trains a slightly different model).
+    int greedy_differs = 0;
+    for (int seed = 1; seed <= 4 && greedy_differs == 0; seed++) {
+        CAPTURE(seed);
+        const ExampleRun beam = run_example("copy_task", {"--load", m.path.string(), "--eval", "40", "--beam", "27",
+                                                          "--seed", std::to_string(seed)});
+        REQUIRE(beam.status == 0);
+        CHECK(beam.out.find("examples (beam 27 decoding)") != std::string::npos);
+        for (const Decoded& d : all_printed(beam.out)) {
+            const Ids best = model.most_likely(d.src);
+            CHECK(d.out == best);
+            greedy_differs += model.greedy(d.src) != best;
+        }
+    }
+    CHECK(greedy_differs > 0);
+
+    // and a beam of 1 is greedy
+    const ExampleRun one = run_example("copy_task", {"--load", m.path.string(), "--eval", "40", "--beam", "1"});
+    REQUIRE(one.status == 0);
+    CHECK(one.out.find("examples (beam 1 decoding)") != std::string::npos);
+    for (const Decoded& d : all_printed(one.out)) CHECK(d.out == model.greedy(d.src));
+}
+
+TEST_CASE("copy_task --no-kv-cache: recomputing the prefix decodes the same as the cache, and says which ran") {
+    // The two paths differ only in speed: what the flag can be held to is the line that names the
+    // path, and outputs equal to a decoding done here, for greedy and for a beam.
+    const SavedModel& m = half_trained_model();
+    const LoadedModel model(m.path);
+    for (const bool beam : {false, true}) {
+        CAPTURE(beam);
+        std::vector<std::string> args = {"--load", m.path.string(), "--eval", "6"};
+        if (beam) args.insert(args.end(), {"--beam", "27"});
+        const ExampleRun cached = run_example("copy_task", args);
+        args.push_back("--no-kv-cache");
+        const ExampleRun recomputed = run_example("copy_task", args);
+        REQUIRE(cached.status == 0);
+        REQUIRE(recomputed.status == 0);
+        CHECK(cached.out.find("(key/value cache)") != std::string::npos);
+        CHECK(recomputed.out.find("(recomputing the prefix: --no-kv-cache)") != std::string::npos);
+        CHECK(recomputed.out.find("key/value cache") == std::string::npos);
+        for (const Decoded& d : all_printed(recomputed.out)) CHECK(d.out == (beam ? model.most_likely(d.src) : model.greedy(d.src)));
+        CHECK(exact_match(recomputed.out) == exact_match(cached.out));
+    }
+}
+
+TEST_CASE("copy_task --seed: draws both the initial weights and the training data") {
+    // L=2 over V=3: each sequence is "1 x" with x = 1 or 2, one target token. At --lr 0 the
+    // weights stay the initial ones (so the saved model is the untrained one), and a step's loss
+    // is the mean of two per-sequence losses, a for x = 1 and c for x = 2, worked out here from
+    // the saved model: loss = (n a + (B - n) c) / B, so the batch's count n of x = 1 reads back as
+    // B (loss - c) / (a - c). Different seeds must give different weights and different counts.
+    const ScratchDir dir("copy-flags-seed");
+    const int B = 8, steps = 6;
+    struct Seeded {
+        std::vector<float> weights;
+        std::vector<double> counts;   // of x = 1 in each step's batch
+    };
+    auto run = [&](const std::string& seed) {
+        const std::string path = (dir.path / ("seed" + seed + ".safetensors")).string();
+        const ExampleRun r = run_example("copy_task", {"--vocab", "3", "--seq-len", "2", "--d-model", "16", "--heads", "2",
+                                                       "--d-ff", "32", "--batch", std::to_string(B), "--steps",
+                                                       std::to_string(steps), "--lr", "0", "--print-every", "1", "--eval",
+                                                       "1", "--seed", seed, "--save", path});
+        REQUIRE(r.status == 0);
+        const LoadedModel model(path);
+        Seeded s;
+        for (const autograd::Tensor& p : model.model->parameters()) s.weights.insert(s.weights.end(), p.data(), p.data() + p.numel());
+        const double a = -model.next_log_probs({1, 1}, {1, 1})[0][1], c = -model.next_log_probs({1, 2}, {1, 2})[0][2];
+        REQUIRE(std::abs(a - c) > 0.02);   // far enough apart to tell the counts, from losses printed with 4 decimals
+        for (const StepLine& l : step_lines(r.out)) s.counts.push_back(B * (l.loss - c) / (a - c));
+        REQUIRE(s.counts.size() == steps);
+        for (double n : s.counts) {
+            CHECK(std::abs(n - std::round(n)) < 0.05);   // a whole number of sequences
+            CHECK((n > -0.5 && n < B + 0.5));
+        }
+        return s;
+    };
+    const Seeded first = run("7"), again = run("7"), other = run("8");
+    CHECK(first.weights == again.weights);
+    CHECK(first.weights != other.weights);
+    std::string n_first, n_again, n_other;   // "3 5 4 ..."
+    for (int i = 0; i < steps; i++) {
+        n_first += std::to_string(std::lround(first.counts[i])) + " ";
+        n_again += std::to_string(std::lround(again.counts[i])) + " ";
+        n_other += std::to_string(std::lround(other.counts[i])) + " ";
+    }
+    CHECK(n_first == n_again);
+    CHECK(n_first != n_other);
+}
+
+TEST_CASE("copy_task --plot: an SVG with one point per step, at the printed losses") {
+    const ScratchDir dir("copy-flags-plot");
+    const std::string path = (dir.path / "loss.svg").string();
+    const ExampleRun r = run_example("copy_task", small_copy_task({"--steps", "7", "--print-every", "1", "--plot", path}));
+    const std::string svg = read_whole_file(path);
+    REQUIRE(r.status == 0);
+    CHECK(r.out.find("wrote " + path) != std::string::npos);
+    // the curve: <path ... d="M x,y L x,y ..."/>, y on a log axis whose ticks are labelled
+    std::smatch m;
+    REQUIRE(std::regex_search(svg, m, std::regex(R"re(<path stroke="[^"]*" d="([^"]*)")re")));
+    std::vector<std::pair<double, double>> points;
+    const std::string d = m[1];
+    const std::regex xy(R"(([0-9.]+),([0-9.]+))");
+    for (std::sregex_iterator it(d.begin(), d.end(), xy), end; it != end; ++it)
+        points.push_back({std::stod((*it)[1]), std::stod((*it)[2])});
+    const std::vector<StepLine> lines = step_lines(r.out);
+    REQUIRE(lines.size() == 7);
+    REQUIRE(points.size() == 7);
+    // y tick labels: <text x=".." y="Y" text-anchor="end" dy="0.35em">LABEL</text>
+    std::vector<std::pair<double, double>> ticks;   // (pixel y, value)
+    const std::regex tick(R"re(y="([0-9.]+)" text-anchor="end" dy="0.35em">([0-9.e+-]+)<)re");
+    for (std::sregex_iterator it(svg.begin(), svg.end(), tick), end; it != end; ++it)
+        ticks.push_back({std::stod((*it)[1]), std::stod((*it)[2])});
+    REQUIRE(ticks.size() >= 2);
+    const auto [y0, v0] = ticks.front();
+    const auto [y1, v1] = ticks.back();
+    for (int i = 0; i < 7; i++) {
+        CAPTURE(i);
+        if (i > 0) CHECK(points[i].first > points[i - 1].first);   // one step after another
+        const double loss = v0 * std::pow(v1 / v0, (points[i].second - y0) / (y1 - y0));   // log axis, read back
+        CHECK(loss == doctest::Approx(lines[i].loss).epsilon(2e-3));
+    }
+}
+
+TEST_CASE("copy_task --paper: The Annotated Transformer's configuration, and flags given beside it win") {
+    SUBCASE("N=2 D=512 F=2048 h=8, dropout 0.1, B=80, 0.5 * Noam(warmup 400): the header and the parameter count") {
+        const ExampleRun r = run_example("copy_task", {"--paper", "--steps", "0", "--eval", "1"});
+        REQUIRE(r.status == 0);
+        CHECK(r.out.find("model N=2 D=512 F=2048 h=8 dropout=0.1 |") != std::string::npos);
+        CHECK(printed_parameters(r.out) == transformer_parameters(2, 512, 2048, 11));
+        CHECK(r.out.find("0 steps of B=80, Adam(0.9, 0.98, 1e-9), lr = 0.5 * Noam(D=512, warmup=400)") != std::string::npos);
+    }
+    SUBCASE("400 steps, a line every 20, the lr of 0.5 * Noam(D, 400): on an 8-wide model and batches of 1, fast") {
+        const ExampleRun r = run_example("copy_task", {"--paper", "--d-model", "8", "--heads", "2", "--d-ff", "8",
+                                                       "--batch", "1", "--seq-len", "2", "--eval", "1"});
+        REQUIRE(r.status == 0);
+        CHECK(r.out.find("model N=2 D=8 F=8 h=2 dropout=0.1 |") != std::string::npos);
+        CHECK(r.out.find("400 steps of B=1,") != std::string::npos);
+        const std::vector<StepLine> lines = step_lines(r.out);
+        REQUIRE(lines.size() == 20);
+        for (int i = 0; i < 20; i++) {
+            CAPTURE(i);
+            CHECK(lines[i].step == 20 * (i + 1));
+            CHECK(lines[i].window == 20);
+            CHECK(lines[i].lr == doctest::Approx(noam_lr(lines[i].step, 0.5, 8, 400)).epsilon(1e-3));
+        }
+        CHECK(lines[19].lr == doctest::Approx(0.5 / std::sqrt(8.0) / 20).epsilon(1e-3));   // the peak, at step 400, by hand
+    }
 }
