@@ -63,10 +63,16 @@ inline ExampleRun run_example(const std::string& name, const std::vector<std::st
                               const std::string& stdin_text = "") {
     const std::filesystem::path dir = example_scratch_dir("run");
     std::ofstream(dir / "stdin", std::ios::binary) << stdin_text;
-    std::string cmd = "OMP_NUM_THREADS=1 " + shell_quote(std::string(EXAMPLES_BIN) + "/" + name);
-    for (const std::string& a : args) cmd += " " + shell_quote(a);
-    cmd += " <" + shell_quote((dir / "stdin").string()) + " >" + shell_quote((dir / "out").string()) + " 2>" +
-           shell_quote((dir / "err").string());
+    std::string cmd = "OMP_NUM_THREADS=1 ";
+    cmd += shell_quote(std::string(EXAMPLES_BIN) + "/" + name);
+    for (const std::string& a : args) {   // (appended piece by piece: GCC 12 warns, wrongly, on " " + string)
+        cmd += ' ';
+        cmd += shell_quote(a);
+    }
+    for (const auto& [redirect, file] : {std::pair{" <", "stdin"}, {" >", "out"}, {" 2>", "err"}}) {
+        cmd += redirect;
+        cmd += shell_quote((dir / file).string());
+    }
     ExampleRun r;
     const int raw = std::system(cmd.c_str());
     r.status = raw != -1 && WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;

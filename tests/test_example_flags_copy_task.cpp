@@ -606,8 +606,8 @@ TEST_CASE("copy_task --beam: a beam as wide as all prefixes finds the most likel
 }
 
 TEST_CASE("copy_task --no-kv-cache: recomputing the prefix decodes the same as the cache, and says which ran") {
-    // The two paths differ only in speed: what the flag can be held to is the line that names the
-    // path, and outputs equal to a decoding done here, for greedy and for a beam.
+    // The two paths give the same outputs by design: what the flag can be held to is the line that
+    // names the path, outputs equal to a decoding done here (greedy and a beam), and the work done.
     const SavedModel& m = half_trained_model();
     const LoadedModel model(m.path);
     for (const bool beam : {false, true}) {
@@ -624,6 +624,11 @@ TEST_CASE("copy_task --no-kv-cache: recomputing the prefix decodes the same as t
         CHECK(recomputed.out.find("key/value cache") == std::string::npos);
         for (const Decoded& d : all_printed(recomputed.out)) CHECK(d.out == (beam ? model.most_likely(d.src) : model.greedy(d.src)));
         CHECK(exact_match(recomputed.out) == exact_match(cached.out));
+        // The work tells the paths apart: a cached step runs one position per row, a recomputing
+        // one the whole prefix. Greedy, 6 sequences of L = 5 (4 steps): 6 x 4 positions against
+        // 6 x (1 + 2 + 3 + 4); a beam of 27 over V = 3 tokens holds 1, 3, 9, 27 rows at steps 1-4.
+        CHECK(number_after(cached.out, "tokens/s, ") == (beam ? 6 * (1 + 3 + 9 + 27) : 6 * 4));
+        CHECK(number_after(recomputed.out, "tokens/s, ") == (beam ? 6 * (1 * 1 + 3 * 2 + 9 * 3 + 27 * 4) : 6 * (1 + 2 + 3 + 4)));
     }
 }
 
