@@ -57,13 +57,15 @@ inline std::string read_whole_file(const std::filesystem::path& p) {
     return s.str();
 }
 
-// Runs EXAMPLES_BIN/name with `args` (and `stdin_text` on its standard input), on one thread unless
-// args say otherwise, and returns its exit status and everything it printed.
+// Runs EXAMPLES_BIN/name with `args` (and `stdin_text` on its standard input), with OMP_NUM_THREADS
+// = omp_threads (one thread unless args say otherwise), and returns its exit status and everything
+// it printed.
 inline ExampleRun run_example(const std::string& name, const std::vector<std::string>& args,
-                              const std::string& stdin_text = "") {
+                              const std::string& stdin_text = "", int omp_threads = 1) {
     const std::filesystem::path dir = example_scratch_dir("run");
     std::ofstream(dir / "stdin", std::ios::binary) << stdin_text;
-    std::string cmd = "OMP_NUM_THREADS=1 ";
+    std::string cmd = "OMP_NUM_THREADS=" + std::to_string(omp_threads);
+    cmd += ' ';
     cmd += shell_quote(std::string(EXAMPLES_BIN) + "/" + name);
     for (const std::string& a : args) {   // (appended piece by piece: GCC 12 warns, wrongly, on " " + string)
         cmd += ' ';

@@ -147,6 +147,19 @@ TEST_CASE("non-leaf gradients are kept only on request") {
     CHECK_FALSE(w.has_grad());
 }
 
+// As a leaf's, a kept non-leaf gradient adds up over backward passes until it is zeroed: the
+// second pass through z = y * y (y = 2x = 6) adds dz/dy = 2y = 12 to the first pass's 12.
+TEST_CASE("a retained non-leaf gradient accumulates over two backward passes, as a leaf's does") {
+    Tensor x = leaf(3.0f);
+    Tensor y = x * 2.0f;
+    y.retain_grad();
+    Tensor z = y * y;
+    z.backward(/*retain_graph=*/true);
+    z.backward();
+    CHECK(y.grad().item() == 24.0f);
+    CHECK(x.grad().item() == 48.0f);
+}
+
 TEST_CASE("anomaly mode names the op that made a NaN") {
     Tensor x = Tensor::from_vector({-1.0f, 4.0f}, {2}).requires_grad_();
     {

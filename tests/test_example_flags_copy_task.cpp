@@ -420,6 +420,10 @@ TEST_CASE("copy_task --threads: the header says how many, and 1 or 2 threads pri
     CHECK(two.out.find(autograd::kernels::kOpenMP ? "| 2 threads" : "| 1 threads") != std::string::npos);
     CHECK(without_timings(std::regex_replace(one.out, std::regex(R"(\| \d threads)"), "")) ==
           without_timings(std::regex_replace(two.out, std::regex(R"(\| \d threads)"), "")));
+    // and the other way round: --threads 1 holds where the environment offers 2
+    const ExampleRun one_of_two = run_example("copy_task", small_copy_task({"--steps", "0", "--threads", "1"}), "", 2);
+    REQUIRE(one_of_two.status == 0);
+    CHECK(one_of_two.out.find("| 1 threads") != std::string::npos);
 }
 
 TEST_CASE("copy_task --dropout: changes training, and only training") {

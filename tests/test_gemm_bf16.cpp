@@ -33,6 +33,18 @@ TEST_CASE("bf16 rounding: docs/15 worked examples (round to nearest, ties to eve
     CHECK(std::isinf(kernels::round_to_bf16(3.4e38f)));                 // past bf16's largest: rounds to infinity
     CHECK(std::isnan(kernels::round_to_bf16(std::numeric_limits<float>::quiet_NaN())));
     CHECK(kernels::bf16_to_float(0x7F7F) == 3.3895314e38f);             // bf16's largest finite value
+    // a denormal (exponent bits 0) becomes a zero of its sign, whatever its low bits, as
+    // vcvtne2ps2bf16 makes it; the smallest normal float is kept
+    for (const uint32_t bits : {0x00000001u, 0x0000FFFFu, 0x00408000u, 0x007FFFFFu}) {
+        CAPTURE(bits);
+        float x, minus_x;
+        const uint32_t negative = bits | 0x80000000u;
+        std::memcpy(&x, &bits, sizeof x);
+        std::memcpy(&minus_x, &negative, sizeof minus_x);
+        CHECK(kernels::bf16_bits(x) == 0x0000);
+        CHECK(kernels::bf16_bits(minus_x) == 0x8000);
+    }
+    CHECK(kernels::bf16_bits(std::numeric_limits<float>::min()) == 0x0080);   // 2^-126, the smallest normal
     // stagnation: near 0.1, bf16's neighbours are 2^-11 apart, so an Adam-sized step of 1e-4 vanishes
     CHECK(kernels::round_to_bf16(0.1f + 1e-4f) == kernels::round_to_bf16(0.1f));
     CHECK(0.1f + 1e-4f != 0.1f);                                        // fp32 keeps it
