@@ -1,6 +1,12 @@
-// The numbers the chapters of docs/ quote, computed by today's code: a change that moves one
-// fails here until the chapter is updated. One TEST_CASE per chapter; each chapter names its test.
+// The numbers the chapters of docs/ quote, held to today's code: a change that moves one fails
+// here until the chapter is updated. Where a quoted number is the result of a formula (attention
+// weights, smoothed cross-entropy, Noam's rate), the test also works the formula out itself, in
+// double and without the library, so a quote and the code cannot agree on a wrong value. One
+// TEST_CASE per chapter; each chapter names its test.
+#include <algorithm>
 #include <cmath>
+#include <utility>
+#include <vector>
 
 #include "autograd/autograd.h"
 #include <doctest/doctest.h>
@@ -21,6 +27,34 @@ Tensor by_hand(const float (&a)[data::attention_by_hand::T][data::attention_by_h
     std::vector<float> v;
     for (const auto& row : a) v.insert(v.end(), row, row + DK);
     return Tensor::from_vector(v, {1, T, DK});   // (1, T, Dk)
+}
+
+// softmax(q_i . k_j / sqrt(dk)) over j, for the dk columns of one head starting at column c0 of
+// the walk-through's Q and K, in double; causal: position i sees only j <= i.
+std::vector<std::vector<double>> naive_weights(int c0, int dk, bool causal = false) {
+    using namespace data::attention_by_hand;
+    std::vector<std::vector<double>> w(T, std::vector<double>(T, 0.0));
+    for (int i = 0; i < T; i++) {
+        double sum = 0.0;
+        for (int j = 0; j < T; j++) {
+            if (causal && j > i) continue;
+            double dot = 0.0;
+            for (int c = c0; c < c0 + dk; c++) dot += double(Q[i][c]) * K[j][c];
+            sum += w[i][j] = std::exp(dot / std::sqrt(double(dk)));
+        }
+        for (double& x : w[i]) x /= sum;
+    }
+    return w;
+}
+
+// The quoted table is the formula's, to the 4 decimals quoted.
+void check_quote(const std::vector<std::vector<double>>& text, const std::vector<std::vector<double>>& formula) {
+    for (size_t r = 0; r < text.size(); r++)
+        for (size_t c = 0; c < text[r].size(); c++) {
+            CAPTURE(r);
+            CAPTURE(c);
+            CHECK(std::fabs(text[r][c] - formula[r][c]) <= 0.5e-4 + 1e-9);
+        }
 }
 
 void check_rows(const Tensor& t, const std::vector<std::vector<double>>& text) {
@@ -74,6 +108,7 @@ TEST_CASE("docs/06: the attention_by_hand walk-through") {
     const nn::AttentionOutput plain = nn::scaled_dot_product_attention_with_weights(q, k, v, 1);
     const std::vector<std::vector<double>> weights = {
         {0.5065, 0.1863, 0.3072}, {0.0900, 0.6652, 0.2447}, {0.3333, 0.3333, 0.3333}};
+    check_quote(weights, naive_weights(0, DK));
     check_rows(plain.weights, weights);
     check_rows(plain.out, {{0.5065, 0.1863, 0.3072, 1.0}, {0.0900, 0.6652, 0.2447, 1.0}, {0.3333, 0.3333, 0.3333, 1.0}});
     // backward of L = O[cat][dim 1]: dO one-hot
@@ -86,12 +121,18 @@ TEST_CASE("docs/06: the attention_by_hand walk-through") {
     }
     // the decoder's subsequent mask
     const nn::AttentionOutput masked = nn::scaled_dot_product_attention_with_weights(q, k, v, 1, models::subsequent_mask(T));
-    check_rows(masked.weights, {{1.0, 0.0, 0.0}, {0.1192, 0.8808, 0.0}, {0.3333, 0.3333, 0.3333}});
+    const std::vector<std::vector<double>> masked_weights = {{1.0, 0.0, 0.0}, {0.1192, 0.8808, 0.0}, {0.3333, 0.3333, 0.3333}};
+    check_quote(masked_weights, naive_weights(0, DK, /*causal=*/true));
+    check_rows(masked.weights, masked_weights);
     // two heads of Dk = 2
     const nn::AttentionOutput two = nn::scaled_dot_product_attention_with_weights(q, k, v, 2);
     const Tensor head0 = narrow(two.weights, 1, 0, 1), head1 = narrow(two.weights, 1, 1, 1);
-    check_rows(head0, {{0.4011, 0.1978, 0.4011}, {0.1084, 0.4458, 0.4458}, {0.2483, 0.2483, 0.5035}});
-    check_rows(head1, {{0.5035, 0.2483, 0.2483}, {0.1636, 0.6728, 0.1636}, {0.4011, 0.4011, 0.1978}});
+    const std::vector<std::vector<double>> weights0 = {{0.4011, 0.1978, 0.4011}, {0.1084, 0.4458, 0.4458}, {0.2483, 0.2483, 0.5035}},
+                                           weights1 = {{0.5035, 0.2483, 0.2483}, {0.1636, 0.6728, 0.1636}, {0.4011, 0.4011, 0.1978}};
+    check_quote(weights0, naive_weights(0, 2));    // head 0: columns 0-1 of Q and K
+    check_quote(weights1, naive_weights(2, 2));    // head 1: columns 2-3
+    check_rows(head0, weights0);
+    check_rows(head1, weights1);
     check_rows(two.out, {{0.4011, 0.1978, 0.2483, 1.0}, {0.1084, 0.4458, 0.1636, 1.0}, {0.2483, 0.2483, 0.1978, 1.0}});
 }
 
@@ -118,16 +159,36 @@ TEST_CASE("docs/10: cross-entropy with label smoothing, V = 4, and the H(q) floo
     check_rows(softmax(z), {{0.6439, 0.2369, 0.0871, 0.0321}});
     loss.backward();
     check_rows(z.grad(), {{-0.2811, 0.2119, 0.0621, 0.0071}});   // p - q
-    // the floor H(q): the loss when p = q, i.e. logits log q
+    {   // the same, worked in double: q = (0.9 + 0.1/4, 0.1/4, 0.1/4, 0.1/4), p = softmax(z),
+        // loss = -sum_j q_j log p_j, gradient p - q
+        const double zs[] = {2, 1, 0, -1}, q[] = {0.925, 0.025, 0.025, 0.025};
+        double lse = 0.0, loss_by_hand = 0.0;
+        for (double x : zs) lse += std::exp(x);
+        lse = std::log(lse);
+        for (int j = 0; j < 4; j++) loss_by_hand -= q[j] * (zs[j] - lse);
+        CHECK(std::fabs(loss_by_hand - 0.5902) <= 0.5e-4);
+        const double quoted_p[] = {0.6439, 0.2369, 0.0871, 0.0321}, quoted_grad[] = {-0.2811, 0.2119, 0.0621, 0.0071};
+        for (int j = 0; j < 4; j++) {
+            CHECK(std::fabs(std::exp(zs[j] - lse) - quoted_p[j]) <= 0.5e-4);
+            CHECK(std::fabs(std::exp(zs[j] - lse) - q[j] - quoted_grad[j]) <= 0.5e-4);
+        }
+    }
+    // the floor H(q): the loss when p = q, i.e. logits log q; by hand,
+    // H(q) = -(0.9 + 0.1/V) log(0.9 + 0.1/V) - (V - 1) (0.1/V) log(0.1/V)
     const auto floor_at = [](int64_t V) {
         std::vector<float> logq(V, std::log(0.1f / V));
         logq[0] = std::log(0.9f + 0.1f / V);
         return nn::cross_entropy(Tensor::from_vector(logq, {1, V}), Tokens({0}, {1}), {.label_smoothing = 0.1f}).item();
     };
-    CHECK(floor_at(4) == doctest::Approx(0.3488).epsilon(1e-3));
-    CHECK(floor_at(11) == doctest::Approx(0.514).epsilon(1e-3));
-    CHECK(floor_at(100) == doctest::Approx(0.778).epsilon(1e-3));
-    CHECK(floor_at(1000) == doctest::Approx(1.015).epsilon(1e-3));
+    const auto entropy = [](int64_t V) {
+        const double top = 0.9 + 0.1 / V, rest = 0.1 / V;
+        return -top * std::log(top) - (V - 1) * rest * std::log(rest);
+    };
+    for (const auto& [V, text] : {std::pair<int64_t, double>{4, 0.3488}, {11, 0.514}, {100, 0.778}, {1000, 1.015}}) {
+        CAPTURE(V);
+        CHECK(entropy(V) == doctest::Approx(text).epsilon(1e-3));
+        CHECK(floor_at(V) == doctest::Approx(text).epsilon(1e-3));
+    }
 }
 
 TEST_CASE("docs/11: the Noam table and Adam without bias correction") {
@@ -144,6 +205,12 @@ TEST_CASE("docs/11: the Noam table and Adam without bias correction") {
         CAPTURE(r.warmup);
         CHECK(s.lr_at(1) == doctest::Approx(r.lr1).epsilon(0.03));       // quoted with 2 digits
         CHECK(s.lr_at(r.warmup) == doctest::Approx(r.peak).epsilon(0.01));
+        // the quotes are the formula's: factor * d^-0.5 * min(s^-0.5, s * w^-1.5)
+        const auto noam = [&](double step) {
+            return r.factor / std::sqrt(double(r.d_model)) * std::min(1 / std::sqrt(step), step * std::pow(double(r.warmup), -1.5));
+        };
+        CHECK(noam(1) == doctest::Approx(r.lr1).epsilon(0.03));
+        CHECK(noam(double(r.warmup)) == doctest::Approx(r.peak).epsilon(0.01));
         CHECK(s.lr_at(r.warmup) >= s.lr_at(r.warmup - 1));
         CHECK(s.lr_at(r.warmup) >= s.lr_at(r.warmup + 1));
     }

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "autograd/io/safetensors.h"
+#include "autograd/kernels/threads.h"
 #include "examples/data/translation_data.h"
 #include "examples/eval/translation_eval.h"
 #include "models/checkpoint.h"
@@ -735,4 +736,33 @@ TEST_CASE("translation --attention PATH: a heatmap per layer and head, a row per
     const ExampleRun alone = run_example("translation", {"--load", t.path, "--attention", svg_path});
     CHECK(alone.status == 2);
     CHECK(alone.err.find("--attention needs a sentence") != std::string::npos);
+}
+
+// The model and training flags translation shares with copy_task are parsed by the same code
+// (examples/common/training_flags.cpp, tested with copy_task); this holds translation's own use
+// of them: the header, the first step's learning rate, the seed.
+TEST_CASE("translation --heads --dropout --warmup --lr-factor --seed --threads: each reaches the model or the schedule") {
+    const Corpus c = write_corpus("translation-shared");
+    const RemoveOnExit cleanup{c.dir};
+    const ExampleRun base = run_example("translation", tiny_run(c, {}));
+    REQUIRE(base.status == 0);
+    CHECK(base.out.find("h=2 dropout=0.1,") != std::string::npos);   // tiny_run's heads, the default dropout
+    // Noam at step 1: lr_factor * D^-0.5 * warmup^-1.5 = 1 * 16^-0.5 * 400^-1.5 = 3.125e-5 (defaults)
+    CHECK(number_after(base.err, "lr ") == doctest::Approx(3.125e-5).epsilon(0.01));
+
+    const ExampleRun changed = run_example(
+        "translation", tiny_run(c, {"--heads", "4", "--dropout", "0.25", "--warmup", "100", "--lr-factor", "2", "--threads", "2"}));
+    REQUIRE(changed.status == 0);
+    CHECK(changed.out.find("h=4 dropout=0.25,") != std::string::npos);
+    CHECK(number_after(changed.err, "lr ") == doctest::Approx(2 * 0.25 * 1e-3).epsilon(0.01));   // 2 * 16^-0.5 * 100^-1.5
+    // run_example offers one thread (OMP_NUM_THREADS=1): two can only come from the flag
+    CHECK(changed.out.find(autograd::kernels::kOpenMP ? "| 2 threads" : "| 1 threads") != std::string::npos);
+
+    // --seed: the same seed trains the same numbers, another seed other initial weights
+    const ExampleRun again = run_example("translation", tiny_run(c, {}));
+    const ExampleRun seed2 = run_example("translation", tiny_run(c, {"--seed", "2"}));
+    REQUIRE(again.status == 0);
+    REQUIRE(seed2.status == 0);
+    CHECK(number_after(again.err, "loss ") == number_after(base.err, "loss "));
+    CHECK(number_after(seed2.err, "loss ") != number_after(base.err, "loss "));
 }

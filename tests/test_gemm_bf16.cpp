@@ -29,7 +29,8 @@ TEST_CASE("bf16 rounding: docs/15 worked examples (round to nearest, ties to eve
     CHECK(kernels::round_to_bf16(3.14159265f) == 3.140625f);            // pi keeps 3 significant digits
     CHECK(kernels::round_to_bf16(-0.1f) == -0.10009765625f);
     CHECK(kernels::round_to_bf16(1e-30f) == doctest::Approx(1e-30).epsilon(0.004));   // fp32's range: no underflow
-    CHECK(kernels::bf16_bits(3.0e38f) == 0x7F62);                       // near fp32's largest: still finite
+    CHECK(kernels::bf16_bits(3.0e38f) == 0x7F62);   // near fp32's largest, still finite: 3e38 = 1.763 * 2^127,
+                                                      // exponent 0xFE, mantissa round(0.763 * 128) = 98 = 0x62
     CHECK(std::isinf(kernels::round_to_bf16(3.4e38f)));                 // past bf16's largest: rounds to infinity
     CHECK(std::isnan(kernels::round_to_bf16(std::numeric_limits<float>::quiet_NaN())));
     CHECK(kernels::bf16_to_float(0x7F7F) == 3.3895314e38f);             // bf16's largest finite value
