@@ -216,6 +216,9 @@ private:
     std::vector<std::vector<float>> params_;
 };
 
+// How decoding runs, as the decoding lines on stderr say it.
+const char* path_name(const Options& o) { return o.no_kv_cache ? "recomputing the prefix: --no-kv-cache" : "key/value cache"; }
+
 // BLEU and exact match on the test split, greedy and (with --beam) beam search. `what` names the
 // model scored ("test": the best epoch's; "averaged test": --average-last).
 void report_test(models::Transformer& model, const data::TranslationData& d, const Options& o, const TrainingLog& log,
@@ -231,6 +234,9 @@ void report_test(models::Transformer& model, const data::TranslationData& d, con
         std::printf("%s beam %d: BLEU %.1f, exact match %.1f%%  [%s]\n", w, o.beam, final_score.bleu.score, final_score.exact,
                     data::to_string(final_score.bleu).c_str());
     std::printf("total %.0f s\n", log.seconds());
+    // the decoding's work, on stderr beside the progress: --no-kv-cache recomputes every prefix
+    std::fprintf(stderr, "%s decoding: %lld decoder positions (%s)\n", w,
+                 (long long)(greedy.decoder_positions + (o.beam > 0 ? final_score.decoder_positions : 0)), path_name(o));
     // The signature says which BLEU this is (sacreBLEU 2.x's notation): one reference, case,
     // tokenizer, smoothing. The score is against the references as written.
     std::printf("%s BLEU: %.1f (%s), exact match: %.1f%%  [signature: %s]\n", w, final_score.bleu.score,
@@ -256,9 +262,11 @@ int translate_with_checkpoint(const Options& o) {
     std::vector<std::string> texts;   // the non-empty lines, translated together in batches
     for (const std::string& line : lines)
         if (!line.empty()) texts.push_back(line);
-    const std::vector<std::string> out = eval::translate(model, codec, texts, o.beam, !o.no_kv_cache, o.attention);
+    int64_t positions = 0;
+    const std::vector<std::string> out = eval::translate(model, codec, texts, o.beam, !o.no_kv_cache, o.attention, &positions);
     size_t next = 0;
     for (const std::string& line : lines) std::printf("%s\n", line.empty() ? "" : out[next++].c_str());
+    std::fprintf(stderr, "decoding: %lld decoder positions (%s)\n", (long long)positions, path_name(o));
     return 0;
 }
 

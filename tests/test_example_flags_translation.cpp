@@ -766,3 +766,38 @@ TEST_CASE("translation --heads --dropout --warmup --lr-factor --seed --threads: 
     CHECK(number_after(again.err, "loss ") == number_after(base.err, "loss "));
     CHECK(number_after(seed2.err, "loss ") != number_after(base.err, "loss "));
 }
+
+// The cache and recomputing give the same translations by design, so what shows the flag reached
+// the decoder is its work, which the program reports on stderr. Greedy decodes the 7 test
+// sentences as one batch of 7 rows for T steps: 7 T positions with the cache, 7 (1 + 2 + ... + T)
+// recomputing every prefix. With --load, the same for the sentences translated.
+TEST_CASE("translation --no-kv-cache: the same translations, and the work of recomputing every prefix") {
+    const Corpus c = write_corpus("translation-kv-cache");
+    const RemoveOnExit cleanup{c.dir};
+    const ExampleRun cached = run_example("translation", tiny_run(c, {"--beam", "0"}));
+    const ExampleRun recomputed = run_example("translation", tiny_run(c, {"--beam", "0", "--no-kv-cache"}));
+    REQUIRE(cached.status == 0);
+    REQUIRE(recomputed.status == 0);
+    CHECK(line_starting(recomputed.out, "test greedy: ") == line_starting(cached.out, "test greedy: "));
+    CHECK(outputs_after(recomputed.out, "test greedy: ") == outputs_after(cached.out, "test greedy: "));
+    const long long with_cache = number_matching(cached.err, R"(test decoding: (\d+) decoder positions \(key/value cache\))");
+    const long long without = number_matching(
+        recomputed.err, R"(test decoding: (\d+) decoder positions \(recomputing the prefix: --no-kv-cache\))");
+    CHECK(with_cache % 7 == 0);
+    const long long T = with_cache / 7;
+    CHECK(T >= 2);
+    CHECK(without == 7 * T * (T + 1) / 2);
+
+    const TrainedCheckpoint& t = trained_checkpoint();
+    const std::string text = sentence(0).src;
+    const ExampleRun loaded_cached = run_example("translation", {"--load", t.path, "--beam", "0", "--translate", text});
+    const ExampleRun loaded_recomputed =
+        run_example("translation", {"--load", t.path, "--beam", "0", "--translate", text, "--no-kv-cache"});
+    REQUIRE(loaded_cached.status == 0);
+    REQUIRE(loaded_recomputed.status == 0);
+    CHECK(loaded_recomputed.out == loaded_cached.out);
+    // one sentence: T steps make T positions cached, T (T + 1) / 2 recomputing
+    const long long steps = number_matching(loaded_cached.err, R"(decoding: (\d+) decoder positions \(key/value cache\))");
+    CHECK(number_matching(loaded_recomputed.err, R"(decoding: (\d+) decoder positions \(recomputing the prefix: --no-kv-cache\))") ==
+          steps * (steps + 1) / 2);
+}

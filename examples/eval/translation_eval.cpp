@@ -33,7 +33,7 @@ double mean_loss(models::Transformer& model, const std::vector<data::Example>& e
 }
 
 std::vector<std::vector<int32_t>> translate_ids(models::Transformer& model, const std::vector<std::vector<int32_t>>& srcs,
-                                                int beam, int64_t max_len, bool kv_cache) {
+                                                int beam, int64_t max_len, bool kv_cache, int64_t* positions) {
     model.eval();
     std::vector<std::vector<int32_t>> out(srcs.size());
     std::vector<data::Example> by_length(srcs.size());
@@ -47,12 +47,14 @@ std::vector<std::vector<int32_t>> translate_ids(models::Transformer& model, cons
         if (beam > 0) {
             const std::vector<models::Hypothesis> best = models::beam_search_batch(
                 model, src, src_mask,
-                {.beam_size = beam, .max_len = max_len, .bos = Vocab::BOS, .eos = Vocab::EOS, .length_penalty = 0.6f, .kv_cache = kv_cache});
+                {.beam_size = beam, .max_len = max_len, .bos = Vocab::BOS, .eos = Vocab::EOS, .length_penalty = 0.6f, .kv_cache = kv_cache,
+                 .positions = positions});
             for (size_t r = 0; r < idx.size(); r++) out[idx[r]] = best[r].tokens;
             continue;
         }
         const Tokens ys = models::greedy_decode(model, src, src_mask,
-                                                {.max_len = max_len, .bos = Vocab::BOS, .eos = Vocab::EOS, .pad = Vocab::PAD, .kv_cache = kv_cache});
+                                                {.max_len = max_len, .bos = Vocab::BOS, .eos = Vocab::EOS, .pad = Vocab::PAD,
+                                                 .kv_cache = kv_cache, .positions = positions});
         const int64_t L = ys.size(1);
         for (size_t r = 0; r < idx.size(); r++) {
             out[idx[r]].assign(ys.data.begin() + r * L, ys.data.begin() + (r + 1) * L);
@@ -101,10 +103,10 @@ void draw_attention(models::Transformer& model, const data::TextCodec& codec, co
 }  // namespace
 
 std::vector<std::string> translate(models::Transformer& model, const data::TextCodec& codec, const std::vector<std::string>& texts,
-                                   int beam, bool kv_cache, const std::string& attention_svg) {
+                                   int beam, bool kv_cache, const std::string& attention_svg, int64_t* positions) {
     std::vector<std::vector<int32_t>> srcs;
     for (const std::string& text : texts) srcs.push_back(codec.encode_source(codec.tokenize(text)));
-    const std::vector<std::vector<int32_t>> outs = translate_ids(model, srcs, beam, codec.max_len + 2, kv_cache);
+    const std::vector<std::vector<int32_t>> outs = translate_ids(model, srcs, beam, codec.max_len + 2, kv_cache, positions);
     if (!attention_svg.empty() && !texts.empty()) draw_attention(model, codec, texts[0], srcs[0], outs[0], attention_svg);
     std::vector<std::string> translations;
     for (const auto& ids : outs) translations.push_back(codec.decode_target(ids));
@@ -123,7 +125,7 @@ Score score(models::Transformer& model, const data::TextCodec& codec, const std:
         return data::tokenize_13a(bleu_lowercase ? data::to_lower_utf8(line) : line);
     };
     Score s;
-    for (const auto& ids : translate_ids(model, srcs, beam, codec.max_len + 2, kv_cache)) {
+    for (const auto& ids : translate_ids(model, srcs, beam, codec.max_len + 2, kv_cache, &s.decoder_positions)) {
         s.hypotheses.push_back(codec.decode_target(ids));
         s.exact += normalized(s.hypotheses.back()) == normalized(refs[s.hypotheses.size() - 1]);
     }

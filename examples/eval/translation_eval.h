@@ -17,21 +17,24 @@ double mean_loss(models::Transformer& model, const std::vector<data::Example>& e
 
 // Source id sequences -> output id sequences (<bos> ... [<eos>]), at most max_len ids each, in
 // the input order: greedy (beam == 0) or beam search, in batches of sentences of similar length.
-// kv_cache = false decodes by recomputing the whole prefix every step (models/decoding.h).
+// kv_cache = false decodes by recomputing the whole prefix every step (models/decoding.h); with
+// `positions`, the decoder's work is added to it (the positions it ran, models/decoding.h).
 std::vector<std::vector<int32_t>> translate_ids(models::Transformer& model, const std::vector<std::vector<int32_t>>& srcs,
-                                                int beam, int64_t max_len, bool kv_cache = true);
+                                                int beam, int64_t max_len, bool kv_cache = true, int64_t* positions = nullptr);
 
 // Sentences, text to text, translated in batches as translate_ids does. With an attention_svg
 // path, also draws the encoder-decoder attention of every layer and head while the model writes
 // the first translation: all of them to that SVG file, and the last layer's mean over heads on
 // stderr (in colour on a terminal).
 std::vector<std::string> translate(models::Transformer& model, const data::TextCodec& codec, const std::vector<std::string>& texts,
-                                   int beam, bool kv_cache = true, const std::string& attention_svg = "");
+                                   int beam, bool kv_cache = true, const std::string& attention_svg = "",
+                                   int64_t* positions = nullptr);
 
 struct Score {
     data::BleuResult bleu;
     double exact = 0.0;                    // % of hypotheses equal to their reference (as 13a tokens)
     std::vector<std::string> hypotheses;   // the model's translations, detokenized
+    int64_t decoder_positions = 0;         // the decoding's work: positions the decoder ran
 };
 
 // BLEU as sacreBLEU computes it: hypotheses (detokenized model output) against the references as
