@@ -9,7 +9,7 @@
 # make figures-check   render every SVG of docs/ (needs rsvg-convert, Debian's librsvg2-bin)
 # make docs-check     every link in README.md and docs/ resolves, every code name they cite exists
 # make mutate    plant each mistake of tests/mutations.txt in turn and report those the suite
-#                 misses (a developer's check of the tests; 15-30 minutes; tests/mutate.sh)
+#                 misses (a developer's check of the tests; 7 minutes on 2 cores; tests/mutate.sh)
 # make clean
 #
 # Variables (make VAR=value ...; README says more):
