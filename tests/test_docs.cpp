@@ -184,7 +184,9 @@ TEST_CASE("docs/10: cross-entropy with label smoothing, V = 4, and the H(q) floo
         const double top = 0.9 + 0.1 / V, rest = 0.1 / V;
         return -top * std::log(top) - (V - 1) * rest * std::log(rest);
     };
-    for (const auto& [V, text] : {std::pair<int64_t, double>{4, 0.3488}, {11, 0.514}, {100, 0.778}, {1000, 1.015}}) {
+    for (const auto& quote : {std::pair<int64_t, double>{4, 0.3488}, {11, 0.514}, {100, 0.778}, {1000, 1.015}}) {
+        const int64_t V = quote.first;   // (not a structured binding: clang 14 cannot capture one)
+        const double text = quote.second;
         CAPTURE(V);
         CHECK(entropy(V) == doctest::Approx(text).epsilon(1e-3));
         CHECK(floor_at(V) == doctest::Approx(text).epsilon(1e-3));

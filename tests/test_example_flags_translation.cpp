@@ -471,7 +471,9 @@ TEST_CASE("translation --batch B: ceil(pairs / B) batches an epoch; --batch-toke
     REQUIRE(even.size() == 143);
     const std::string even_tsv = (c.dir / "even.tsv").string();
     write_tsv(even_tsv, even);
-    for (const auto& [tokens, per_batch] : std::vector<std::pair<int, long long>>{{96, 12}, {95, 11}, {8, 1}}) {
+    for (const auto& limit : std::vector<std::pair<int, long long>>{{96, 12}, {95, 11}, {8, 1}}) {
+        const int tokens = limit.first;          // (not a structured binding: clang 14 cannot capture one)
+        const long long per_batch = limit.second;
         CAPTURE(tokens);
         const ExampleRun r = run_example("translation", tiny_run(c, {"--data", even_tsv, "--batch-tokens", std::to_string(tokens)}));
         REQUIRE(r.status == 0);
