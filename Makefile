@@ -138,19 +138,15 @@ bench: $(BENCHES)
 	@for c in default d128 paper paper-bf16; do OMP_NUM_THREADS=2 ./$(BUILD)/bench/bench_training $$c || exit 1; done
 	OMP_NUM_THREADS=2 ./$(BUILD)/bench/bench_decoding
 
-# The whole suite, then a short training run of each example (with a save, a load and a
-# translation), built with ASan + UBSan (+ LeakSanitizer, part of ASan on Linux) in build-sanitize/.
+# The whole suite built with ASan + UBSan (+ LeakSanitizer, part of ASan on Linux) in
+# build-sanitize/, the examples too: the suite's flag tests (tests/test_example_flags_*.cpp) run
+# them, sanitized, through training, checkpoint save and load, beam search, --decode, --stdin and
+# --attention, and a report from a sanitizer fails the test that ran the program.
 SAN_FLAGS := OPT="-O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined -DAUTOGRAD_POISON_MEMORY" \
              LDFLAGS="$(omp_ldflags) -fsanitize=address,undefined" BUILD=build-sanitize OPENMP=$(OPENMP)
 sanitize:
-	$(MAKE) $(SAN_FLAGS) test build-sanitize/bin/copy_task build-sanitize/bin/translation
-	build-sanitize/bin/copy_task --steps 30 --eval 20 --save build-sanitize/copy.safetensors > /dev/null
-	build-sanitize/bin/copy_task --load build-sanitize/copy.safetensors --eval 20 --beam 2 > /dev/null
-	build-sanitize/bin/translation --epochs 1 --d-model 32 --d-ff 64 --heads 2 --beam 2 \
-	    --save build-sanitize/tr.safetensors > /dev/null
-	echo "the dog sees the cat ." | build-sanitize/bin/translation --load build-sanitize/tr.safetensors --stdin \
-	    --attention build-sanitize/attn.svg > /dev/null
-	@echo "sanitize: suite and example runs clean"
+	$(MAKE) $(SAN_FLAGS) test
+	@echo "sanitize: the suite and its example runs are clean"
 
 # Every figure of docs/, from today's code: the two examples trained with their default (fixed)
 # seeds, which give the same numbers for any thread count, draw their loss curves and the
