@@ -44,7 +44,7 @@ filters=()
 for a in "$@"; do
     case "$a" in
         -k) keep=1 ;;
-        -h|--help) sed -n '2,36p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,37p' "$0"; exit 0 ;;
         *) filters+=("$a") ;;
     esac
 done
