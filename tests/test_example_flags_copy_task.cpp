@@ -122,6 +122,16 @@ int count_lines(const std::string& text) {
     return n;
 }
 
+// A bad flag stops the program before it runs: exit status 2, nothing on stdout, one line on
+// stderr that says what was wrong.
+void check_refused_in_one_line(const ExampleRun& r, const std::string& message) {
+    INFO(r.err);
+    CHECK(r.status == 2);
+    CHECK(r.out.empty());
+    CHECK(count_lines(r.err) == 1);
+    CHECK(r.err.find(message) != std::string::npos);
+}
+
 // ---- answers worked out without copy_task ----
 
 // The encoder-decoder Transformer's parameters, counted from the paper's architecture (every
@@ -287,10 +297,7 @@ TEST_CASE("copy_task --layers --d-model --d-ff --vocab --heads: the model has th
 TEST_CASE("copy_task --heads: must divide --d-model, and splits attention differently for another count") {
     SUBCASE("a count that does not divide D is refused in one line, before anything runs") {
         const ExampleRun r = run_example("copy_task", small_copy_task({"--heads", "3", "--steps", "1"}));
-        CHECK(r.status == 2);
-        CHECK(r.out.empty());
-        CHECK(count_lines(r.err) == 1);
-        CHECK(r.err.find("--d-model (16) must be a multiple of --heads (3)") != std::string::npos);
+        check_refused_in_one_line(r, "--d-model (16) must be a multiple of --heads (3)");
     }
     SUBCASE("h = 1, 2, 4 over the same D: the same parameters, three different losses") {
         // The heads share the parameters (h only splits D), so only the attention itself can make
@@ -345,10 +352,7 @@ TEST_CASE("copy_task --schedule noam --lr-factor --warmup: the printed lr of eve
 
 TEST_CASE("copy_task --schedule: another name is refused in one line") {
     const ExampleRun r = run_example("copy_task", small_copy_task({"--schedule", "linear", "--steps", "1"}));
-    CHECK(r.status == 2);
-    CHECK(r.out.empty());
-    CHECK(count_lines(r.err) == 1);
-    CHECK(r.err.find("--schedule must be cosine or noam, not 'linear'") != std::string::npos);
+    check_refused_in_one_line(r, "--schedule must be cosine or noam, not 'linear'");
 }
 
 TEST_CASE("copy_task --batch (and --lr reaching Adam): at lr 0, one batch of 16 is the two batches of 8 it is made of") {
@@ -472,10 +476,7 @@ TEST_CASE("copy_task --bf16: on a CPU without AVX512_BF16 refused in one line; w
     const bool has_bf16 = cpuinfo.find(" avx512_bf16") != std::string::npos;
     const ExampleRun bf16 = run_example("copy_task", small_copy_task({"--steps", "3", "--bf16"}));
     if (!has_bf16) {
-        CHECK(bf16.status == 2);
-        CHECK(bf16.out.empty());
-        CHECK(count_lines(bf16.err) == 1);
-        CHECK(bf16.err.find("--bf16 needs a CPU with AVX512_BF16") != std::string::npos);
+        check_refused_in_one_line(bf16, "--bf16 needs a CPU with AVX512_BF16");
     } else {
         const ExampleRun fp32 = run_example("copy_task", small_copy_task({"--steps", "3"}));
         REQUIRE(bf16.status == 0);
