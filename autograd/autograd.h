@@ -5,6 +5,7 @@
 #include "autograd/kernels/gemm.h"
 #include "autograd/kernels/gemm_bf16.h"
 #include "autograd/mixed_precision.h"
+#include "autograd/fused_kernels.h"
 #include "autograd/gradcheck.h"
 #include "autograd/graph_dot.h"
 #include "autograd/ops.h"
