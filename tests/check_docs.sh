@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # make docs-check: the docs point at things that exist.
-#   1) every relative link in README.md and docs/*.md resolves to a file or folder;
+#   1) every relative link in README.md, docs/*.md and bench/RESULTS.md resolves to a file or folder;
 #   2) a link whose text names code, "[`name` in path](path)", points at a file containing name;
 #   3) every name in backticks (outside ``` blocks) that looks like code exists in the sources:
 #      a call `name(...)`, a qualified `a::b`, a snake_case `two_words` or a CamelCase
@@ -14,7 +14,7 @@ cd "$(dirname "$0")/.."
 # chapter's history tells.
 ALLOWED="x_forward x_backward x_reference median_step_ms LabelSmoothing set_cache_limit empty_cache"
 
-docs=(README.md docs/*.md)
+docs=(README.md docs/*.md bench/RESULTS.md)
 problems=0
 fail() { echo "$1: $2"; problems=$((problems + 1)); }
 
