@@ -8,7 +8,7 @@
 
 namespace common {
 
-TrainingLog::TrainingLog(int total_steps) : progress_(std::max(total_steps, 1)) {}
+TrainingLog::TrainingLog(int total_steps, std::ostream& progress_out) : progress_(std::max(total_steps, 1), progress_out) {}
 
 void TrainingLog::step(float loss, double weight, const Fields& live) {
     steps_.push_back(static_cast<double>(steps_.size() + 1));

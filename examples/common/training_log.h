@@ -14,6 +14,7 @@
 //   log.plot("loss.svg", "Copy task: training loss", "train", /*log_y=*/true);
 #pragma once
 #include <chrono>
+#include <iostream>
 #include <string>
 #include <vector>
 
@@ -28,7 +29,8 @@ struct LossWindow {
 
 class TrainingLog {
 public:
-    explicit TrainingLog(int total_steps);   // the progress bar's length (at least 1)
+    // total_steps: the progress bar's length (at least 1); the progress line goes to progress_out
+    explicit TrainingLog(int total_steps, std::ostream& progress_out = std::cerr);
 
     // One optimizer step: its loss joins the train curve and the current window, where it counts
     // `weight` times (the number of tokens the loss is a mean over; 1 when every step has the same
