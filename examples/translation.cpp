@@ -62,8 +62,8 @@ Options parse_options(int argc, char** argv) {
     p.add("--min-freq", &o.corpus.min_freq, "drop words seen fewer times in training (they become <unk>)").min(1);
     p.add("--bpe", &o.bpe,
           "byte-pair-encoding merges learned on both languages together (0: words). Default with --data: a quarter of "
-          "the distinct training words, between 500 and 32000 (about 1000 for 5k pairs); the toy corpus stays word "
-          "level (its 770 words are all frequent)").min(-1);
+          "the distinct training words, between 500 and 32000; the toy corpus stays word level (its 770 words are "
+          "all frequent)").min(-1);
     p.flag("--tie-weights", &o.train.model.tie_weights,
            "one matrix for both embeddings and the pre-softmax projection (paper, section 3.4); the default with --bpe, "
            "whose vocabulary is shared");
@@ -71,7 +71,7 @@ Options parse_options(int argc, char** argv) {
     p.add("--max-len", &o.corpus.max_len, "skip training pairs longer than this many tokens").range(1, 1000);
     p.add("--epochs", &o.epochs,
           "passes over the training set. Default: 10 for the toy corpus; with --data, 1300 / sqrt(training pairs) "
-          "between 1 and 30 (19 for 5k pairs, 6 for 50k, 2 for 500k)").min(-1);
+          "between 1 and 30 (18 for 5,000 training pairs, 6 for 50,000, 2 for 500,000)").min(-1);
     p.add("--batch", &o.batch, "sentence pairs per batch (B), when not batching by --batch-tokens").min(1);
     p.add("--batch-tokens", &o.batch_tokens,
           "batches of similar-length pairs with about this many source and target tokens each, padding included "
