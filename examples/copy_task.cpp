@@ -11,19 +11,16 @@
 // main() is the training loop; the data is in examples/data/copy_task_data.h, the evaluation in
 // examples/eval/copy_task_eval.h.
 #include <algorithm>
-#include <chrono>
-#include <cmath>
 #include <memory>
 #include <cstdio>
 #include <string>
-#include <vector>
 
 #include "autograd/autograd.h"
-#include "autograd/kernels/threads.h"
 #include "examples/common/args.h"
 #include "examples/common/progress.h"
-#include "examples/common/svg.h"
+#include "examples/common/saved_model.h"
 #include "examples/common/training_flags.h"
+#include "examples/common/training_log.h"
 #include "examples/data/copy_task_data.h"
 #include "examples/eval/copy_task_eval.h"
 #include "models/checkpoint.h"
@@ -36,7 +33,7 @@ using autograd::Tensor;
 namespace {
 
 struct Options {
-    common::TrainingFlags train{.d_ff = 256, .dropout = 0.0f, .warmup = 100};
+    common::TrainingFlags train{.model = {.layers = 2, .d_model = 128, .d_ff = 256, .heads = 4, .dropout = 0.0f}, .warmup = 100};
     int64_t vocab = 11, seq_len = 10;
     int steps = 600, batch = 128, eval_count = 1000, beam = 0, print_every = 100;
     std::string schedule = "cosine";   // "cosine": warmup to --lr, then down to 0 at the last step; "noam"
@@ -52,11 +49,11 @@ void apply_paper_preset(Options& o, const common::ArgParser& p) {
     auto set = [&](const char* flag, auto& field, auto value) { if (!p.given(flag)) field = value; };
     set("--steps", o.steps, 400);
     set("--batch", o.batch, 80);
-    set("--layers", o.train.layers, int64_t{2});
-    set("--d-model", o.train.d_model, int64_t{512});
-    set("--heads", o.train.heads, int64_t{8});
-    set("--d-ff", o.train.d_ff, int64_t{2048});
-    set("--dropout", o.train.dropout, 0.1f);
+    set("--layers", o.train.model.layers, int64_t{2});
+    set("--d-model", o.train.model.d_model, int64_t{512});
+    set("--heads", o.train.model.heads, int64_t{8});
+    set("--d-ff", o.train.model.d_ff, int64_t{2048});
+    set("--dropout", o.train.model.dropout, 0.1f);
     set("--warmup", o.train.warmup, 400);
     set("--lr-factor", o.train.lr_factor, 0.5f);
     set("--schedule", o.schedule, std::string("noam"));
@@ -92,91 +89,68 @@ Options parse_options(int argc, char** argv) {
     if (o.schedule != "cosine" && o.schedule != "noam") p.fail("--schedule must be cosine or noam, not '" + o.schedule + "'");
 
     common::apply_training_flags(p, o.train);
+    o.train.model.src_vocab = o.train.model.tgt_vocab = o.vocab;
     return o;
 }
 
 void print_model(const models::Transformer& model, const Options& o) {
-    std::printf("copy task: V=%lld L=%lld | model %s | %lld parameters | %d threads\n", (long long)o.vocab,
-                (long long)o.seq_len, common::describe(model.cfg).c_str(), (long long)model.num_parameters(),
-                autograd::kernels::max_threads());
+    std::printf("copy task: V=%lld L=%lld | model %s | %lld parameters | %s\n", (long long)o.vocab, (long long)o.seq_len,
+                common::describe(model.cfg).c_str(), (long long)model.num_parameters(), common::describe_compute().c_str());
 }
 
-// What the training loop reports: a live progress line (loss, lr, tokens/s), a result line
-// every --print-every steps, and at the end the time taken and the loss curve (--plot).
-class TrainingLog {
-public:
-    explicit TrainingLog(const Options& o) : o_(o), progress_(std::max(o.steps, 1)) {
-        std::printf("training: %d steps of B=%d, Adam(0.9, 0.98, 1e-9), ", o.steps, o.batch);
-        if (o.schedule == "noam")
-            std::printf("lr = %.2g * Noam(D=%lld, warmup=%d)\n", o.train.lr_factor, (long long)o.train.d_model, o.train.warmup);
-        else
-            std::printf("lr: %d warmup steps to %.2g, then a cosine down to 0 at step %d\n", std::min(o.train.warmup, o.steps),
-                        o.lr, o.steps);
-    }
+// The optimizer and the learning-rate schedule, before the first step.
+void print_training(const Options& o) {
+    std::printf("training: %d steps of B=%d, Adam(0.9, 0.98, 1e-9), %s\n", o.steps, o.batch,
+                common::describe_lr_schedule(o.schedule, o.lr, o.train.lr_factor, o.train.model.d_model, o.train.warmup, o.steps).c_str());
+}
 
-    void step(int step, float loss, float lr) {
-        steps_.push_back(step);
-        losses_.push_back(loss);
-        window_loss_ += loss;
-        window_++;
-        const double tok_s = static_cast<double>(step) * o_.batch * (o_.seq_len - 1) / seconds();
-        progress_.update(step, {{"loss", common::format_value(loss)}, {"lr", common::format_value(lr, 3)},
-                                {"tok/s", common::format_value(tok_s, 3)}});
-        if (step % o_.print_every == 0 || step == o_.steps) {
-            char line[160];
-            std::snprintf(line, sizeof line, "step %5d  loss %.4f  (mean of last %d: %.4f)  lr %.3e", step, loss, window_,
-                          window_loss_ / window_, lr);
-            progress_.result(line);
-            window_loss_ = 0.0;
-            window_ = 0;
-        }
-    }
+// A step on the live progress line (loss, lr, tokens/s), and every --print-every steps a result
+// line with the mean loss since the last one.
+void report_step(common::TrainingLog& log, const Options& o, int step, float loss, float lr) {
+    const double tok_s = static_cast<double>(step) * o.batch * (o.seq_len - 1) / log.seconds();
+    log.step(loss, 1.0, {{"loss", common::format_value(loss)}, {"lr", common::format_value(lr, 3)}, {"tok/s", common::format_value(tok_s, 3)}});
+    if (step % o.print_every != 0 && step != o.steps) return;
+    const common::LossWindow w = log.take_window();
+    char line[160];
+    std::snprintf(line, sizeof line, "step %5d  loss %.4f  (mean of last %d: %.4f)  lr %.3e", step, loss, w.steps, w.mean, lr);
+    log.result(line);
+}
 
-    void finish() {
-        progress_.finish();
-        const double secs = seconds();
-        std::printf("trained %d steps in %.1f s (%.1f ms/step), final loss %.4f\n", o_.steps, secs,
-                    o_.steps ? 1000.0 * secs / o_.steps : 0.0, losses_.empty() ? NAN : losses_.back());
-        if (o_.plot.empty()) return;
-        common::write_line_plot(o_.plot, "Copy task: training loss", "step", "cross-entropy", {{"train", steps_, losses_}},
-                                {.log_y = true});
-        std::printf("wrote %s\n", o_.plot.c_str());
-    }
+// The time taken, the final loss, and the loss curve (--plot).
+void finish_training(common::TrainingLog& log, const Options& o) {
+    log.finish();
+    const double secs = log.seconds();
+    std::printf("trained %d steps in %.1f s (%.1f ms/step), final loss %.4f\n", o.steps, secs,
+                o.steps ? 1000.0 * secs / o.steps : 0.0, log.last_loss());
+    if (!o.plot.empty()) log.plot(o.plot, "Copy task: training loss", "train", /*log_y=*/true);
+}
 
-private:
-    double seconds() const { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count(); }
-
-    const Options& o_;
-    common::Progress progress_;
-    const std::chrono::steady_clock::time_point t0_ = std::chrono::steady_clock::now();
-    std::vector<double> steps_, losses_;   // the curve for --plot
-    double window_loss_ = 0.0;             // sum of the losses since the last result line
-    int window_ = 0;
-};
-
-// The weights, and in the metadata (as JSON) the config and the task's settings, so --load
-// needs nothing else. The seed is a string: a JSON number is exact only up to 2^53.
+// The weights, the config and the task's settings, so --load needs nothing else. The seed is a
+// string: a JSON number is exact only up to 2^53.
 void save_checkpoint(const models::Transformer& model, const Options& o) {
-    nn::save(model, o.save, models::to_metadata({{"config", models::config_to_json(model.cfg)}, {"task", "copy"},
-                                                 {"seq_len", o.seq_len}, {"step", o.steps}, {"seed", std::to_string(o.train.seed)}}));
+    common::save_model(model, o.save, "copy", {{"seq_len", o.seq_len}, {"step", o.steps}, {"seed", std::to_string(o.train.seed)}});
     std::printf("saved %s\n", o.save.c_str());
+}
+
+// Exact match on --eval fresh sequences: the same ones for a --load'ed model as after training.
+void evaluate(models::Transformer& model, const Options& o) {
+    autograd::Rng eval_rng(o.train.seed + 1000003);   // a stream of its own, apart from the training data's
+    eval::print_exact_match(eval::exact_match(model, eval_rng, o.vocab, o.seq_len, o.eval_count, o.beam, !o.no_kv_cache), o.beam);
 }
 
 // --load: the saved model's exact match (or, with --decode, its outputs for a file); no training.
 int use_checkpoint(Options o) {
-    const autograd::io::SafetensorsFile f = autograd::io::load_safetensors(o.load);
-    models::Transformer model(models::read_metadata(f.metadata, "config", o.load, models::config_from_json));
-    nn::load_parameters(model, f, o.load);
+    const common::SavedModel saved = common::load_saved_model(o.load);
+    models::Transformer& model = *saved.model;
     if (!o.decode.empty()) {
         eval::decode_file(model, o.decode);
         return 0;
     }
     o.vocab = model.cfg.src_vocab;
-    o.seq_len = models::read_metadata(f.metadata, "seq_len", o.load, models::integer_from_json);
+    o.seq_len = models::read_metadata(saved.metadata, "seq_len", o.load, models::integer_from_json);
     print_model(model, o);
     std::printf("loaded %s\n", o.load.c_str());
-    autograd::Rng eval_rng(o.train.seed + 1000003);   // the same fresh sequences as after training
-    eval::print_exact_match(eval::exact_match(model, eval_rng, o.vocab, o.seq_len, o.eval_count, o.beam, !o.no_kv_cache), o.beam);
+    evaluate(model, o);
     return 0;
 }
 
@@ -185,20 +159,22 @@ int use_checkpoint(Options o) {
 int main(int argc, char** argv) {
     const Options o = parse_options(argc, argv);
     try {
+        autograd::FusedKernelsGuard fused_kernels(!o.train.reference);   // --reference: each layer's plain form
         autograd::manual_seed(o.train.seed);   // model init and dropout
         if (!o.load.empty()) return use_checkpoint(o);
 
         autograd::MixedPrecisionGuard mixed_precision(o.train.bf16);   // --bf16: training and evaluation
-        models::Transformer model(common::transformer_config(o.train, o.vocab, o.vocab));
+        models::Transformer model(o.train.model);
         print_model(model, o);
         optim::Adam opt(model.parameters(), {.lr = 0.0f, .beta1 = 0.9f, .beta2 = 0.98f, .eps = 1e-9f});
         // The default schedule ends at 0: with Adam every weight moves by about lr each step, however
         // small its gradient, so a learning rate still high when the loss is near 0 keeps shaking a
         // solved model, and the loss spikes late (docs/11). --paper keeps the paper's Noam schedule.
         const std::unique_ptr<optim::LRSchedule> sched = common::make_lr_schedule(
-            opt, o.schedule, o.lr, o.train.lr_factor, o.train.d_model, o.train.warmup, o.steps);   // sets opt's lr every step
+            opt, o.schedule, o.lr, o.train.lr_factor, o.train.model.d_model, o.train.warmup, o.steps);   // sets opt's lr every step
         autograd::Rng data_rng(o.train.seed * 7919 + 1);   // the data stream, independent of init and dropout draws
-        TrainingLog log(o);
+        print_training(o);
+        common::TrainingLog log(o.steps);
         model.train();
         for (int step = 1; step <= o.steps; step++) {
             const models::Batch b = data::make_copy_batch(data_rng, o.vocab, o.batch, o.seq_len);
@@ -208,13 +184,12 @@ int main(int argc, char** argv) {
             loss.backward();
             const float lr = sched->step();
             opt.step();
-            log.step(step, loss.item(), lr);
+            report_step(log, o, step, loss.item(), lr);
         }
-        log.finish();
+        finish_training(log, o);
         if (!o.save.empty()) save_checkpoint(model, o);
 
-        autograd::Rng eval_rng(o.train.seed + 1000003);   // fresh sequences the model has not seen
-        eval::print_exact_match(eval::exact_match(model, eval_rng, o.vocab, o.seq_len, o.eval_count, o.beam, !o.no_kv_cache), o.beam);
+        evaluate(model, o);
     } catch (const std::exception& e) {
         std::fprintf(stderr, "copy_task: %s\n", e.what());
         return 1;

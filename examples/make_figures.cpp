@@ -16,10 +16,10 @@
 
 #include "autograd/autograd.h"
 #include "examples/common/args.h"
+#include "examples/common/saved_model.h"
 #include "examples/common/svg.h"
 #include "examples/data/translation_data.h"
 #include "examples/data/vocab.h"
-#include "models/checkpoint.h"
 #include "models/decoding.h"
 #include "models/transformer.h"
 #include "nn/nn.h"
@@ -231,9 +231,8 @@ void noam_figure(const std::string& path) {
 // The decoder's src_attn of a trained copy-task model on one sequence: the lesson is the diagonal
 // (output position t reads source position t + 1, the symbol it must write next).
 void copy_attention_figure(const std::string& model_path, const std::string& path) {
-    const autograd::io::SafetensorsFile f = autograd::io::load_safetensors(model_path);
-    models::Transformer model(models::read_metadata(f.metadata, "config", model_path, models::config_from_json));
-    nn::load_parameters(model, f, model_path);
+    const common::SavedModel saved = common::load_saved_model(model_path);
+    models::Transformer& model = *saved.model;
     model.eval();
     autograd::NoGradGuard no_grad;
     const std::vector<int32_t> seq = {1, 3, 7, 2, 9, 4, 4, 8, 5, 6};   // the start symbol 1, then 9 symbols
@@ -276,10 +275,9 @@ struct TreeNode {
 };
 
 void beam_tree_figure(const std::string& model_path, const std::string& sentence, const std::string& path) {
-    const autograd::io::SafetensorsFile f = autograd::io::load_safetensors(model_path);
-    models::Transformer model(models::read_metadata(f.metadata, "config", model_path, models::config_from_json));
-    nn::load_parameters(model, f, model_path);
-    const data::TextCodec codec = data::read_codec(f.metadata, model_path);
+    const common::SavedModel saved = common::load_saved_model(model_path);
+    models::Transformer& model = *saved.model;
+    const data::TextCodec codec = data::read_codec(saved.metadata, model_path);
     model.eval();
     autograd::NoGradGuard no_grad;
     const std::vector<int32_t> ids = codec.encode_source(codec.tokenize(sentence));

@@ -2,6 +2,7 @@
 // heatmaps and checkpoint averaging.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -11,10 +12,11 @@
 
 #include "examples/common/args.h"
 #include "examples/common/heatmap_terminal.h"
-#include "examples/common/last_epochs.h"
+#include "examples/common/kept_epochs.h"
 #include "examples/common/progress.h"
 #include "examples/common/svg.h"
 #include "examples/common/training_flags.h"
+#include "examples/common/training_log.h"
 #include "nn/nn.h"
 #include "optim/optim.h"
 
@@ -473,13 +475,14 @@ TEST_CASE("terminal_heatmap: a title line, vertical column labels, then one line
 // --average-last K of the translation example. The epochs' parameter values are written here, and
 // so are their means: epoch e sets weight element j to (j + 1) * w[e] and bias element j to
 // (j + 1) * b[e], with w = 1, 4, 16, 64 and b = -3, 6, -9, 30 for epochs 1..4.
-TEST_CASE("LastEpochs (--average-last K): each parameter becomes the mean of the last K epochs' values, K = 1, 2, 3") {
+TEST_CASE("KeptEpochs (--average-last K): each parameter becomes the mean of the last K epochs' values, K = 1, 2, 3") {
     nn::Linear layer(2, 3);   // weight (3, 2), bias (3)
     auto set_epoch = [&](float w, float b) {
         for (int64_t j = 0; j < layer.weight.numel(); j++) layer.weight.data()[j] = static_cast<float>(j + 1) * w;
         for (int64_t j = 0; j < layer.bias.numel(); j++) layer.bias.data()[j] = static_cast<float>(j + 1) * b;
     };
     const float w[] = {1, 4, 16, 64}, b[] = {-3, 6, -9, 30};
+    const double valid[] = {2.0, 1.0, 3.0, 1.5};   // epoch 2 is the best: it must not disturb the averaging
     struct Case {
         int k;
         size_t kept;
@@ -490,22 +493,83 @@ TEST_CASE("LastEpochs (--average-last K): each parameter becomes the mean of the
                          Case{3, 3, (4 + 16 + 64) / 3.0f, (6 - 9 + 30) / 3.0f},   // 28, 9
                          Case{5, 4, (1 + 4 + 16 + 64) / 4.0f, (-3 + 6 - 9 + 30) / 4.0f}}) {   // fewer epochs than K: all 4
         CAPTURE(c.k);
-        common::LastEpochs last(c.k);
+        common::KeptEpochs kept(c.k);
         for (int e = 0; e < 4; e++) {
             set_epoch(w[e], b[e]);
-            last.add(layer);
+            kept.add(layer, e + 1, valid[e]);
         }
         set_epoch(1000.0f, 1000.0f);   // what the layer holds before averaging must not count
-        last.average_into(layer);
-        CHECK(last.size() == c.kept);
+        kept.average_last_into(layer);
+        CHECK(kept.averaging());
+        CHECK(kept.last_size() == c.kept);
         for (int64_t j = 0; j < layer.weight.numel(); j++) CHECK(layer.weight.data()[j] == doctest::Approx((j + 1) * c.weight_mean).epsilon(1e-6));
         for (int64_t j = 0; j < layer.bias.numel(); j++) CHECK(layer.bias.data()[j] == doctest::Approx((j + 1) * c.bias_mean).epsilon(1e-6));
     }
-    common::LastEpochs none(0);   // --average-last 0, the default: nothing kept, nothing averaged
-    none.add(layer);
-    CHECK(none.empty());
-    common::LastEpochs two(2);
-    two.add(layer);
+    common::KeptEpochs none(0);   // --average-last 0, the default: nothing kept for averaging
+    none.add(layer, 1, 1.0);
+    CHECK(!none.averaging());
+    common::KeptEpochs two(2);
+    two.add(layer, 1, 1.0);
     nn::Linear other(3, 2);   // another shape: refused, not read out of bounds
-    CHECK_THROWS_WITH_AS(two.average_into(other), doctest::Contains("not those of the epochs kept"), std::invalid_argument);
+    CHECK_THROWS_WITH_AS(two.average_last_into(other), doctest::Contains("not those of the epochs kept"), std::invalid_argument);
+    CHECK_THROWS_WITH_AS(two.restore_best(other), doctest::Contains("not those of the epochs kept"), std::invalid_argument);
+}
+
+// The best epoch (what the translation example tests and --save writes): the lowest validation
+// loss so far, a tie keeps the earlier epoch, NaN is never best, and restore_best puts exactly
+// that epoch's values back whatever the module holds since.
+TEST_CASE("KeptEpochs: the best epoch is the one with the lowest validation loss, and restore_best brings it back") {
+    nn::Linear layer(2, 3);
+    auto set_all = [&](float v) {
+        for (autograd::Tensor& t : layer.parameters()) std::fill(t.data(), t.data() + t.numel(), v);
+    };
+    common::KeptEpochs kept(0);
+    CHECK(kept.best_epoch() == 0);
+    set_all(0.0f);
+    kept.restore_best(layer);   // nothing kept yet: the layer is left alone
+    CHECK(layer.weight.data()[0] == 0.0f);
+    const double valid[] = {3.0, 2.0, 2.5, 2.0, NAN, 2.25};
+    const bool best[] = {true, true, false, false, false, false};
+    for (int e = 0; e < 6; e++) {
+        CAPTURE(e);
+        set_all(static_cast<float>(e + 1));   // epoch e + 1's values: all e + 1
+        CHECK(kept.add(layer, e + 1, valid[e]) == best[e]);
+    }
+    CHECK(kept.best_epoch() == 2);
+    CHECK(kept.best_valid_loss() == 2.0);
+    set_all(1000.0f);
+    kept.restore_best(layer);
+    for (const autograd::Tensor& t : layer.parameters())
+        for (int64_t j = 0; j < t.numel(); j++) CHECK(t.data()[j] == 2.0f);
+}
+
+// The mean a result line prints: copy_task weighs every step the same (weight 1), translation
+// weighs each batch's loss by its target tokens, so a batch of 30 tokens counts 3 times one of 10.
+TEST_CASE("TrainingLog: take_window is the weighted mean since the last one; the curves keep every step") {
+    std::ostringstream progress;
+    common::TrainingLog log(5, progress);
+    CHECK(std::isnan(log.last_loss()));
+    log.step(1.0f, 10, {{"loss", "1"}});
+    log.step(2.0f, 30, {{"loss", "2"}});
+    const common::LossWindow first = log.take_window();
+    CHECK(first.steps == 2);
+    CHECK(first.mean == doctest::Approx((1.0 * 10 + 2.0 * 30) / 40));   // 1.75, not the plain mean 1.5
+    log.add_valid(0.5);
+    log.step(4.0f, 1, {});
+    log.step(8.0f, 1, {});
+    log.step(3.0f, 2, {});
+    const common::LossWindow second = log.take_window();   // only the steps since the first window
+    CHECK(second.steps == 3);
+    CHECK(second.mean == doctest::Approx((4.0 + 8.0 + 2 * 3.0) / 4));
+    CHECK(log.steps() == 5);
+    CHECK(log.last_loss() == 3.0f);
+    CHECK(progress.str().find("loss 2") != std::string::npos);   // the live fields reach the progress line
+}
+
+TEST_CASE("describe_lr_schedule: the words for the schedule make_lr_schedule makes") {
+    CHECK(common::describe_lr_schedule("noam", 3e-3f, 0.5f, 512, 400, 600) == "lr = 0.5 * Noam(D=512, warmup=400)");
+    CHECK(common::describe_lr_schedule("cosine", 3e-3f, 1.0f, 128, 100, 600) ==
+          "lr: 100 warmup steps to 0.003, then a cosine down to 0 at step 600");
+    CHECK(common::describe_lr_schedule("cosine", 3e-3f, 1.0f, 128, 100, 30) ==   // all warmup
+          "lr: 30 warmup steps to 0.003, then a cosine down to 0 at step 30");
 }

@@ -297,7 +297,8 @@ TEST_CASE("copy_task --layers --d-model --d-ff --vocab --heads: the model has th
 TEST_CASE("copy_task --heads: must divide --d-model, and splits attention differently for another count") {
     SUBCASE("a count that does not divide D is refused in one line, before anything runs") {
         const ExampleRun r = run_example("copy_task", small_copy_task({"--heads", "3", "--steps", "1"}));
-        check_refused_in_one_line(r, "--d-model (16) must be a multiple of --heads (3)");
+        // TransformerConfig::validate()'s message, the one check of the model's shape
+        check_refused_in_one_line(r, "d_model (16) must be a multiple of heads (3)");
     }
     SUBCASE("h = 1, 2, 4 over the same D: the same parameters, three different losses") {
         // The heads share the parameters (h only splits D), so only the attention itself can make
@@ -483,6 +484,36 @@ TEST_CASE("copy_task --bf16: on a CPU without AVX512_BF16 refused in one line; w
         REQUIRE(fp32.status == 0);
         CHECK(bf16.out.find(" dropout=0 bf16 |") != std::string::npos);
         CHECK(number_after(bf16.out, "final loss ") != number_after(fp32.out, "final loss "));
+    }
+}
+
+// --reference trains through the plain autograd ops of nn/ instead of the fused kernels. The two
+// compute the same values up to float rounding (they sum in different orders), and draw the same
+// dropout masks, so over 20 steps every printed loss agrees to 3 decimals, while bit-identical
+// output is not promised. The header line says which path ran.
+TEST_CASE("copy_task --reference: says it runs the plain autograd ops, and trains to the fused run's losses") {
+    const std::vector<std::string> run = small_copy_task({"--steps", "20", "--print-every", "1", "--dropout", "0.1"});
+    std::vector<std::string> reference_run = run;
+    reference_run.push_back("--reference");
+    const ExampleRun fused = run_example("copy_task", run);
+    const ExampleRun plain = run_example("copy_task", reference_run);
+    REQUIRE(fused.status == 0);
+    REQUIRE(plain.status == 0);
+    CHECK(fused.out.find("| kernels: fused\n") != std::string::npos);
+    CHECK(plain.out.find("| kernels: plain autograd ops (--reference)\n") != std::string::npos);
+    const std::vector<StepLine> a = step_lines(fused.out), b = step_lines(plain.out);
+    REQUIRE(a.size() == 20);
+    REQUIRE(b.size() == 20);
+    for (size_t i = 0; i < a.size(); i++) {
+        CAPTURE(i);
+        CHECK(std::abs(b[i].loss - a[i].loss) <= 1e-3);
+        CHECK(std::abs(b[i].mean - a[i].mean) <= 1e-3);
+        CHECK(b[i].lr == a[i].lr);   // the schedule does not depend on the path
+    }
+    CHECK(a.back().loss < a.front().loss - 0.1);   // both runs learned something: the losses compared are not flat
+    SUBCASE("with --bf16: refused in one line (the plain path runs in fp32)") {
+        reference_run.push_back("--bf16");
+        check_refused_in_one_line(run_example("copy_task", reference_run), "--reference");
     }
 }
 

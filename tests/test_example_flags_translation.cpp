@@ -803,3 +803,29 @@ TEST_CASE("translation --no-kv-cache: the same translations, and the work of rec
     CHECK(number_matching(loaded_recomputed.err, R"(decoding: (\d+) decoder positions \(recomputing the prefix: --no-kv-cache\))") ==
           steps * (steps + 1) / 2);
 }
+
+// --reference in translation: the same training through the plain autograd ops of nn/, so the
+// per-epoch train and validation losses agree with the fused run's to 3 decimals (up to float
+// rounding; with the default dropout, whose masks both paths draw the same way).
+TEST_CASE("translation --reference: says it runs the plain autograd ops, and trains to the fused run's losses") {
+    const Corpus c = write_corpus("translation-reference");
+    const RemoveOnExit cleanup{c.dir};
+    const ExampleRun fused = run_example("translation", tiny_run(c, {"--epochs", "2"}));
+    const ExampleRun plain = run_example("translation", tiny_run(c, {"--epochs", "2", "--reference"}));
+    REQUIRE(fused.status == 0);
+    REQUIRE(plain.status == 0);
+    CHECK(fused.out.find("| kernels: fused\n") != std::string::npos);
+    CHECK(plain.out.find("| kernels: plain autograd ops (--reference)\n") != std::string::npos);
+    for (const char* epoch : {"epoch  1  train loss ", "epoch  2  train loss "}) {
+        CAPTURE(epoch);
+        const double train_fused = number_after(fused.out, epoch), train_plain = number_after(plain.out, epoch);
+        CHECK(std::abs(train_plain - train_fused) <= 1e-3);
+        const std::string after_fused = fused.out.substr(fused.out.find(epoch));
+        const std::string after_plain = plain.out.substr(plain.out.find(epoch));
+        CHECK(std::abs(number_after(after_plain, "valid loss ") - number_after(after_fused, "valid loss ")) <= 1e-3);
+    }
+    CHECK(number_after(fused.out, "epoch  2  train loss ") < number_after(fused.out, "epoch  1  train loss ") - 0.1);
+    const ExampleRun both = run_example("translation", tiny_run(c, {"--reference", "--bf16"}));
+    CHECK(both.status == 2);
+    CHECK(both.err.find("--reference") != std::string::npos);
+}

@@ -4,35 +4,39 @@
 #include <cstdio>
 #include <stdexcept>
 
+#include "autograd/fused_kernels.h"
 #include "autograd/kernels/gemm_bf16.h"
 #include "autograd/kernels/threads.h"
 
 namespace common {
 
 void add_training_flags(ArgParser& p, TrainingFlags& t, const std::string& seed_help) {
-    p.add("--layers", &t.layers, "encoder and decoder layers (N)").range(1, 64);
-    p.add("--d-model", &t.d_model, "model width (D)").range(1, 8192);
-    p.add("--heads", &t.heads, "attention heads (h); must divide D").range(1, 256);
-    p.add("--d-ff", &t.d_ff, "feed-forward width (F)").range(1, 65536);
-    p.add("--dropout", &t.dropout, "dropout probability").range(0, 0.99);
+    p.add("--layers", &t.model.layers, "encoder and decoder layers (N)").range(1, 64);
+    p.add("--d-model", &t.model.d_model, "model width (D)").range(1, 8192);
+    p.add("--heads", &t.model.heads, "attention heads (h); must divide D").range(1, 256);
+    p.add("--d-ff", &t.model.d_ff, "feed-forward width (F)").range(1, 65536);
+    p.add("--dropout", &t.model.dropout, "dropout probability").range(0, 0.99);
     p.add("--warmup", &t.warmup, "warmup steps of the learning-rate schedule").min(1);
     p.add("--lr-factor", &t.lr_factor, "factor of the Noam schedule").range(0, 100);
     p.add("--seed", &t.seed, seed_help);
     p.add("--threads", &t.threads, "OpenMP threads (0: all cores)").range(0, 1024);
     p.flag("--bf16", &t.bf16, "mixed precision: Linear and attention products read bf16, accumulate in fp32 (needs AVX512_BF16)");
+    p.flag("--reference", &t.reference,
+           "train and evaluate through the plain autograd ops of nn/ (each layer's manual form) instead of the fused "
+           "kernels; the same results up to float rounding, several times slower; for stepping through what the "
+           "chapters teach");
 }
 
 void apply_training_flags(const ArgParser& p, const TrainingFlags& t) {
-    if (t.d_model % t.heads != 0)
-        p.fail("--d-model (" + std::to_string(t.d_model) + ") must be a multiple of --heads (" + std::to_string(t.heads) + ")");
+    try {
+        t.model.validate();   // the one check of the model's shape: --heads must divide --d-model, ...
+    } catch (const std::invalid_argument& e) {
+        p.fail(e.what());
+    }
+    if (t.reference && t.bf16) p.fail("--reference runs the plain autograd ops in fp32: give --bf16 or --reference, not both");
     if (t.threads > 0) autograd::kernels::set_max_threads(t.threads);
     if (t.bf16 && !autograd::kernels::bf16_dot_supported())
         p.fail("--bf16 needs a CPU with AVX512_BF16 (vdpbf16ps), and this one has none");
-}
-
-models::TransformerConfig transformer_config(const TrainingFlags& t, int64_t src_vocab, int64_t tgt_vocab) {
-    return {.src_vocab = src_vocab, .tgt_vocab = tgt_vocab, .layers = t.layers, .d_model = t.d_model, .d_ff = t.d_ff,
-            .heads = t.heads, .dropout = t.dropout};
 }
 
 std::string describe(const models::TransformerConfig& cfg) {
@@ -44,6 +48,11 @@ std::string describe(const models::TransformerConfig& cfg) {
     return line;
 }
 
+std::string describe_compute() {
+    return std::to_string(autograd::kernels::max_threads()) + " threads | kernels: " +
+           (autograd::fused_kernels_enabled() ? "fused" : "plain autograd ops (--reference)");
+}
+
 std::unique_ptr<optim::LRSchedule> make_lr_schedule(optim::Optimizer& opt, const std::string& name, float lr,
                                                     float lr_factor, int64_t d_model, int warmup, int total_steps) {
     if (name == "noam") return std::make_unique<optim::NoamSchedule>(opt, d_model, warmup, lr_factor);
@@ -52,6 +61,17 @@ std::unique_ptr<optim::LRSchedule> make_lr_schedule(optim::Optimizer& opt, const
         return std::make_unique<optim::WarmupCosineSchedule>(opt, lr, std::min(warmup, total), total);
     }
     throw std::invalid_argument("unknown learning-rate schedule '" + name + "' (cosine or noam)");
+}
+
+std::string describe_lr_schedule(const std::string& name, float lr, float lr_factor, int64_t d_model, int warmup,
+                                 int total_steps) {
+    char line[160];
+    if (name == "noam")
+        std::snprintf(line, sizeof line, "lr = %.2g * Noam(D=%lld, warmup=%d)", lr_factor, (long long)d_model, warmup);
+    else
+        std::snprintf(line, sizeof line, "lr: %d warmup steps to %.2g, then a cosine down to 0 at step %d",
+                      std::min(warmup, total_steps), lr, total_steps);
+    return line;
 }
 
 }  // namespace common

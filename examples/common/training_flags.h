@@ -1,12 +1,15 @@
-// The flags both examples share: the Transformer's shape, dropout, the Noam learning-rate
-// schedule, the seed, the thread count and mixed precision.
+// The flags both examples share: the Transformer's shape and dropout (written straight into a
+// models::TransformerConfig), the Noam learning-rate schedule, the seed, the thread count, mixed
+// precision and --reference.
 //
-//   common::TrainingFlags t{.d_ff = 512, .dropout = 0.1f};   // this example's defaults
+//   common::TrainingFlags t{.model = {.layers = 2, .d_model = 128, .d_ff = 512, .heads = 4}};   // this example's defaults
 //   common::add_training_flags(p, t, "random seed (init, dropout, data)");
 //   p.parse(argc, argv);
-//   common::apply_training_flags(p, t);                      // checks D % h, sets the threads
-//   models::Transformer model(common::transformer_config(t, V_src, V_tgt));
-//   autograd::MixedPrecisionGuard mixed_precision(t.bf16);  // --bf16: bf16 matrix products
+//   common::apply_training_flags(p, t);                  // validates t.model, sets the threads
+//   t.model.src_vocab = t.model.tgt_vocab = V;           // once the data is known
+//   autograd::FusedKernelsGuard fused(!t.reference);     // --reference: the plain autograd ops of nn/
+//   autograd::MixedPrecisionGuard mixed_precision(t.bf16);   // --bf16: bf16 matrix products
+//   models::Transformer model(t.model);
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -19,31 +22,32 @@
 namespace common {
 
 struct TrainingFlags {
-    int64_t layers = 2;         // N
-    int64_t d_model = 128;      // D
-    int64_t heads = 4;          // h; must divide D
-    int64_t d_ff = 256;         // F
-    float dropout = 0.0f;
-    int warmup = 400;           // warmup steps of the Noam schedule
-    float lr_factor = 1.0f;     // lr = lr_factor * Noam(step)
+    models::TransformerConfig model;   // --layers --d-model --heads --d-ff --dropout; the vocab sizes come with the data
+    int warmup = 400;                  // warmup steps of the learning-rate schedule
+    float lr_factor = 1.0f;            // lr = lr_factor * Noam(step)
     uint64_t seed = 1;
-    int threads = 0;            // OpenMP threads, 0: all cores
-    bool bf16 = false;          // mixed precision: Linear and attention products in bf16 (docs/15)
+    int threads = 0;                   // OpenMP threads, 0: all cores
+    bool bf16 = false;                 // mixed precision: Linear and attention products in bf16 (docs/15)
+    bool reference = false;            // every layer runs its plain form (autograd ops), no fused kernel
 };
 
-// --layers --d-model --heads --d-ff --dropout --warmup --lr-factor --seed --threads --bf16, with the
-// values in `t` as their defaults.
+// --layers --d-model --heads --d-ff --dropout --warmup --lr-factor --seed --threads --bf16
+// --reference, with the values in `t` as their defaults.
 void add_training_flags(ArgParser& p, TrainingFlags& t, const std::string& seed_help);
 
-// After parsing: exits through p.fail() unless --heads divides --d-model; applies --threads; with
-// --bf16 on a CPU without AVX512_BF16, says so in one line and exits with status 2 (the portable
-// bf16 path would be correct, but slower than fp32: not what --bf16 is asked for).
+// After parsing: exits through p.fail() with TransformerConfig::validate()'s message when the
+// model's flags do not fit together (--heads must divide --d-model), and when --reference and
+// --bf16 are both given; applies --threads; with --bf16 on a CPU without AVX512_BF16, says so in
+// one line and exits with status 2 (the portable bf16 path would be correct, but slower than
+// fp32: not what --bf16 is asked for).
 void apply_training_flags(const ArgParser& p, const TrainingFlags& t);
-
-models::TransformerConfig transformer_config(const TrainingFlags& t, int64_t src_vocab, int64_t tgt_vocab);
 
 // "N=2 D=128 F=256 h=4 dropout=0.1", for the line each example prints before training.
 std::string describe(const models::TransformerConfig& cfg);
+
+// "2 threads | kernels: fused" (or "kernels: plain autograd ops (--reference)" inside a
+// FusedKernelsGuard that turns them off): how the layers run, for the same line.
+std::string describe_compute();
 
 // The learning-rate schedule named by a --schedule flag, over a run of total_steps:
 //   "noam":   lr = lr_factor * Noam(d_model, warmup)  (the paper's; it never comes down to 0)
@@ -52,5 +56,10 @@ std::string describe(const models::TransformerConfig& cfg);
 // Throws std::invalid_argument for another name.
 std::unique_ptr<optim::LRSchedule> make_lr_schedule(optim::Optimizer& opt, const std::string& name, float lr,
                                                     float lr_factor, int64_t d_model, int warmup, int total_steps);
+
+// The same schedule in words: "lr = 0.5 * Noam(D=512, warmup=400)", or "lr: 100 warmup steps
+// to 0.003, then a cosine down to 0 at step 600".
+std::string describe_lr_schedule(const std::string& name, float lr, float lr_factor, int64_t d_model, int warmup,
+                                 int total_steps);
 
 }  // namespace common

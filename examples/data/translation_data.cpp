@@ -208,9 +208,8 @@ std::vector<std::vector<size_t>> length_batches(const std::vector<Example>& exam
 
 std::vector<std::vector<size_t>> token_batches(const std::vector<Example>& examples, int max_tokens, autograd::Rng* rng) {
     std::vector<size_t> order(examples.size());
-    std::iota(order.begin(), order.end(), 0);
-    if (rng)
-        for (size_t i = order.size(); i > 1; i--) std::swap(order[i - 1], order[rng->below(static_cast<uint32_t>(i))]);
+    if (rng) order = shuffled_indices(examples.size(), *rng);
+    else std::iota(order.begin(), order.end(), 0);
     std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
         return std::make_pair(examples[a].src.size(), examples[a].tgt.size()) <
                std::make_pair(examples[b].src.size(), examples[b].tgt.size());
@@ -231,6 +230,17 @@ std::vector<std::vector<size_t>> token_batches(const std::vector<Example>& examp
         }
     }
     return out;
+}
+
+std::vector<size_t> shuffled_indices(size_t n, autograd::Rng& rng) {
+    std::vector<size_t> order(n);
+    std::iota(order.begin(), order.end(), 0);
+    for (size_t i = n; i > 1; i--) std::swap(order[i - 1], order[rng.below(static_cast<uint32_t>(i))]);
+    return order;
+}
+
+int default_epochs(size_t train_pairs) {
+    return std::clamp(static_cast<int>(std::lround(1300.0 / std::sqrt(static_cast<double>(train_pairs)))), 1, 30);
 }
 
 models::Batch make_batch(const std::vector<Example>& examples, const std::vector<size_t>& idx) {
