@@ -6,6 +6,7 @@
 
 #include "autograd/kernels/gemm_bf16.h"
 #include "autograd/kernels/threads.h"
+#include "autograd/mixed_precision.h"
 
 namespace common {
 
