@@ -12,8 +12,8 @@
 // loss scaling is needed. docs/15-mixed-precision.md tells the whole story.
 //
 // The switch is an RAII guard over a thread_local flag, like NoGradGuard: read where a matmul,
-// linear or attention op is *recorded*, and kept in its backward closure, so backward() needs no guard and
-// a model built under the guard trains the same whichever thread calls backward().
+// linear or attention op is *recorded*, and kept in its backward closure, so backward() needs no
+// guard and a model built under the guard trains the same whichever thread calls backward().
 #pragma once
 
 namespace autograd {
