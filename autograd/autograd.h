@@ -4,6 +4,7 @@
 #include "autograd/anomaly.h"
 #include "autograd/kernels/gemm.h"
 #include "autograd/kernels/gemm_bf16.h"
+#include "autograd/kernels/gemm_dispatch.h"
 #include "autograd/mixed_precision.h"
 #include "autograd/fused_kernels.h"
 #include "autograd/gradcheck.h"

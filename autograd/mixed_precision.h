@@ -1,4 +1,5 @@
-// Mixed precision: which number format the matrix products of Linear layers and attention read.
+// Mixed precision: which number format matrix products read: autograd::matmul, and so the
+// Linear layers and attention of both paths (the plain one and the fused kernels).
 //
 //   autograd::MixedPrecisionGuard bf16;   // while alive: their products read bfloat16 inputs
 //   Tensor loss = ...forward...;          //   and accumulate in fp32
@@ -10,9 +11,9 @@
 // bf16 keeps fp32's 8-bit exponent, so gradients do not underflow as they would in fp16, and no
 // loss scaling is needed. docs/15-mixed-precision.md tells the whole story.
 //
-// The switch is an RAII guard over a thread_local flag, like NoGradGuard: read where a Linear or
-// attention op is *recorded*, and kept in its backward closure, so backward() needs no guard and
-// a model built under the guard trains the same whichever thread calls backward().
+// The switch is an RAII guard over a thread_local flag, like NoGradGuard: read where a matmul,
+// linear or attention op is *recorded*, and kept in its backward closure, so backward() needs no
+// guard and a model built under the guard trains the same whichever thread calls backward().
 #pragma once
 
 namespace autograd {
@@ -20,10 +21,10 @@ namespace autograd {
 // The format a matrix product reads its inputs in; accumulation and output are always fp32.
 enum class Precision { fp32, bf16 };
 
-// What Linear layers and attention use now: bf16 inside a MixedPrecisionGuard, else fp32.
+// What matrix products use now: bf16 inside a MixedPrecisionGuard, else fp32.
 Precision matmul_precision();
 
-// While alive, the products of Linear layers and attention read bf16 inputs. With enabled =
+// While alive, matrix products read bf16 inputs. With enabled =
 // false it changes nothing, so a flag can decide: MixedPrecisionGuard mixed(o.bf16);
 class MixedPrecisionGuard {
 public:

@@ -1,14 +1,16 @@
 // matmul: 2-D and batched, with broadcast batch dims and transposes that never copy.
-// The arithmetic is kernels::gemm (kernels/gemm.cpp); this file only works out shapes and offsets.
+// The arithmetic is kernels::gemm_in (kernels/gemm_dispatch.h): gemm, or gemm_bf16 inside a
+// MixedPrecisionGuard; this file only works out shapes and offsets.
 #include <stdexcept>
 
-#include "autograd/kernels/gemm.h"
+#include "autograd/kernels/gemm_dispatch.h"
 #include "autograd/kernels/parallel.h"
+#include "autograd/mixed_precision.h"
 #include "autograd/ops.h"
 
 namespace autograd {
 
-using kernels::gemm;
+using kernels::gemm_in;
 using kernels::worth_threads;
 
 namespace {
@@ -93,14 +95,15 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool ta, bool tb) {
     Tensor y = Tensor::empty(out_shape);                      // (..., M, N)
     const float *A = a.data(), *B = b.data();
     float* C = y.data();
+    const Precision precision = matmul_precision();   // fp32, or bf16 under mixed precision; the backward uses it too
     for_each_batch(p, false, [&](int64_t i) {
-        gemm(ta, tb, p.M, p.N, p.K, A + p.a_off[i], p.lda(), B + p.b_off[i], p.ldb(), C + i * p.M * p.N, p.N, false);
+        gemm_in(precision, ta, tb, p.M, p.N, p.K, A + p.a_off[i], p.lda(), B + p.b_off[i], p.ldb(), C + i * p.M * p.N, p.N, false);
     });
 
     // backward, with C = op(A) op(B):  d op(A) = dC op(B)^T   and   d op(B) = op(A)^T dC.
     // When A itself is stored transposed, dA = (dC op(B)^T)^T = op(B) dC^T, and likewise for B.
     // Each case is one gemm call with the right transpose flags; nothing is copied.
-    record(y, {a, b}, "matmul", [p](Node& self) {
+    record(y, {a, b}, "matmul", [p, precision](Node& self) {
         const float *A = self.parent_data(0), *B = self.parent_data(1), *dC = self.grad.data();
         float* dA = self.parent_grad(0);
         float* dB = self.parent_grad(1);
@@ -109,15 +112,15 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool ta, bool tb) {
             for_each_batch(p, p.a_broadcast, [&](int64_t i) {
                 const float *g = dC + i * mn, *Bi = B + p.b_off[i];
                 float* dAi = dA + p.a_off[i];
-                if (!p.ta) gemm(false, !p.tb, M, K, N, g, N, Bi, p.ldb(), dAi, K, true);    // dA = dC op(B)^T
-                else       gemm(p.tb, true, K, M, N, Bi, p.ldb(), g, N, dAi, M, true);      // dA = op(B) dC^T
+                if (!p.ta) gemm_in(precision, false, !p.tb, M, K, N, g, N, Bi, p.ldb(), dAi, K, true);    // dA = dC op(B)^T
+                else       gemm_in(precision, p.tb, true, K, M, N, Bi, p.ldb(), g, N, dAi, M, true);      // dA = op(B) dC^T
             });
         if (dB)
             for_each_batch(p, p.b_broadcast, [&](int64_t i) {
                 const float *g = dC + i * mn, *Ai = A + p.a_off[i];
                 float* dBi = dB + p.b_off[i];
-                if (!p.tb) gemm(!p.ta, false, K, N, M, Ai, p.lda(), g, N, dBi, N, true);    // dB = op(A)^T dC
-                else       gemm(true, p.ta, N, K, M, g, N, Ai, p.lda(), dBi, K, true);      // dB = dC^T op(A)
+                if (!p.tb) gemm_in(precision, !p.ta, false, K, N, M, Ai, p.lda(), g, N, dBi, N, true);    // dB = op(A)^T dC
+                else       gemm_in(precision, true, p.ta, N, K, M, g, N, Ai, p.lda(), dBi, K, true);      // dB = dC^T op(A)
             });
     });
     return y;

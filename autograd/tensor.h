@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "autograd/kernels/allocator.h"
+#include "autograd/kernels/float_buffer.h"
 
 namespace autograd {
 
@@ -26,8 +26,8 @@ Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op);
 // Map a possibly negative dim (-1 = last) into [0, ndim); throws naming `op` if out of range.
 int normalize_dim(int64_t dim, int ndim, const char* op);
 
-// Tensor storage: a std::vector<float> whose memory comes from the tensor allocator, and whose new
-// elements are left uninitialized (autograd/kernels/allocator.h says why).
+// Tensor storage: a std::vector<float> whose new elements are left uninitialized
+// (autograd/kernels/float_buffer.h).
 using FloatBuffer = kernels::FloatBuffer;
 
 namespace detail { struct NodeInternals; }   // engine bookkeeping that is not the lesson (detail.h)

@@ -3,7 +3,7 @@
 //     Attention(Q, K, V) = softmax(Q K^T / sqrt(Dk)) V          (Vaswani et al. 2017, eq. 1)
 //
 // then the same through the library (nn::scaled_dot_product_attention, the fused op the model
-// uses, and kernels::attention_reference, the same composed from primitive ops) to show they
+// uses, and attention_reference, its plain path composed from primitive ops) to show they
 // agree, then again with the decoder's subsequent mask, then split into two heads.
 //
 //   ./examples/attention_by_hand                    # print every step
@@ -166,6 +166,12 @@ static std::vector<Matrix> attention_backward_by_hand(const Matrix& q, const Mat
     return {dq, dk, dv};
 }
 
+// The plain path of the library's op (fused kernels off): composed from primitive ops.
+static Tensor attention_reference(const Tensor& q, const Tensor& k, const Tensor& v, int64_t heads, const Mask& mask) {
+    autograd::FusedKernelsGuard plain(false);
+    return nn::scaled_dot_product_attention(q, k, v, heads, mask);
+}
+
 // The same through the library: the fused op the model uses, and the reference composed from
 // primitive ops (reshape, transpose, matmul, masked_fill, softmax, matmul).
 static void compare_with_library(const Matrix& by_hand, const Mask& mask) {
@@ -175,7 +181,7 @@ static void compare_with_library(const Matrix& by_hand, const Mask& mask) {
     const Tensor tq = Tensor::from_vector(q, {1, T, DK}), tk = Tensor::from_vector(k, {1, T, DK}),   // (B, T, D)
         tv = Tensor::from_vector(v, {1, T, DK});
     const Tensor fused = nn::scaled_dot_product_attention(tq, tk, tv, /*heads=*/1, mask);         // (1, T, DK)
-    const Tensor ref = autograd::kernels::attention_reference(tq, tk, tv, /*heads=*/1, mask);
+    const Tensor ref = attention_reference(tq, tk, tv, /*heads=*/1, mask);
     print_matrix("library: nn::scaled_dot_product_attention(q, k, v, heads = 1" + std::string(mask.data.empty() ? "" : ", mask") + ")",
                  to_matrix(fused), false);
     std::printf("max |by hand - scaled_dot_product_attention| = %.2g\n", max_abs_diff(by_hand, to_matrix(fused)));
@@ -193,7 +199,7 @@ static void compare_gradients_with_library(const std::vector<Matrix>& by_hand, c
         Tensor tq = Tensor::from_vector(q, {1, T, DK}).requires_grad_(), tk = Tensor::from_vector(k, {1, T, DK}).requires_grad_(),
                tv = Tensor::from_vector(v, {1, T, DK}).requires_grad_();
         const Tensor out = which == 0 ? nn::scaled_dot_product_attention(tq, tk, tv, 1)
-                                      : autograd::kernels::attention_reference(tq, tk, tv, 1, Mask());
+                                      : attention_reference(tq, tk, tv, 1, Mask());
         out.backward(dO);
         const float diff = std::max({max_abs_diff(by_hand[0], to_matrix(tq.grad())), max_abs_diff(by_hand[1], to_matrix(tk.grad())),
                                      max_abs_diff(by_hand[2], to_matrix(tv.grad()))});

@@ -1,19 +1,19 @@
 #include "nn/attention.h"
 
+#include <cmath>
+#include <limits>
 #include <stdexcept>
 
 #include "autograd/kernels/attention.h"
-#include "autograd/mixed_precision.h"
 
 namespace nn {
 
 namespace kernels = autograd::kernels;
-using autograd::Node;
 using autograd::shape_str;
 
-// Expand a mask that broadcasts to (B, T, S) into a dense (B, T, S) byte array (1 = may attend).
+// Expand a mask that broadcasts to (B, T, S) into a dense (B, T, S) one (1 = may attend).
 // A leading head dim of size 1, as in (B, 1, 1, S), is accepted too.
-static std::vector<uint8_t> expand_mask(const Mask& mask, int64_t B, int64_t T, int64_t S) {
+static Mask expand_mask(const Mask& mask, int64_t B, int64_t T, int64_t S) {
     Shape ms = mask.shape;
     if (ms.size() == 4 && ms[1] == 1) ms.erase(ms.begin() + 1);
     const Shape target{B, T, S};
@@ -26,7 +26,7 @@ static std::vector<uint8_t> expand_mask(const Mask& mask, int64_t B, int64_t T, 
         throw std::invalid_argument("attention: mask of shape " + shape_str(mask.shape) +
                                     " does not broadcast to (B, T, S) = " + shape_str(target));
     while (ms.size() < 3) ms.insert(ms.begin(), 1);
-    std::vector<uint8_t> out(static_cast<size_t>(B * T * S));
+    Mask out = Mask::full(target, 0);   // (B, T, S)
     for (int64_t b = 0; b < B; b++)
         for (int64_t t = 0; t < T; t++)
             for (int64_t s = 0; s < S; s++) {
@@ -36,33 +36,50 @@ static std::vector<uint8_t> expand_mask(const Mask& mask, int64_t B, int64_t T, 
     return out;
 }
 
-AttentionOutput scaled_dot_product_attention_with_weights(const Tensor& q, const Tensor& k, const Tensor& v, int64_t H,
-                                                          const Mask& mask, float dropout_p, bool training) {
+AttentionOutput scaled_dot_product_attention_with_weights(const Tensor& q, const Tensor& k, const Tensor& v, int64_t heads,
+                                                          const Mask& mask, float dropout_p, bool training, int64_t keys) {
     if (q.dim() != 3 || k.dim() != 3 || k.shape() != v.shape() || q.size(0) != k.size(0) || q.size(2) != k.size(2) ||
-        H <= 0 || q.size(2) % H != 0)
+        heads <= 0 || q.size(2) % heads != 0)
         throw std::invalid_argument("attention: expected q (B, T, D) and k, v (B, S, D) with D a multiple of the " +
-                                    std::to_string(H) + " heads, got q " + shape_str(q.shape()) + ", k " + shape_str(k.shape()) +
-                                    ", v " + shape_str(v.shape()));
-    const int64_t B = q.size(0), T = q.size(1), S = k.size(1), D = q.size(2);
-    const kernels::AttentionDims d{B, H, T, S, D / H};
-    const std::vector<uint8_t> allowed = mask.data.empty() ? std::vector<uint8_t>() : expand_mask(mask, B, T, S);   // (B, T, S)
-    const kernels::DropoutDraws drop = dropout_draws(dropout_p, training, "attention");
-    Tensor weights = Tensor::empty({B, H, T, S});
-    Tensor out = Tensor::empty({B, T, D});
-    const autograd::Precision precision = autograd::matmul_precision();   // the backward uses it too
-    kernels::attention_forward(out.data(), weights.data(), q.data(), k.data(), v.data(),
-                               allowed.empty() ? nullptr : allowed.data(), d, drop, precision);
-    autograd::record(out, {q, k, v}, "attention", [d, drop, weights, precision](Node& self) {
-        kernels::attention_backward(self.parent_grad(0), self.parent_grad(1), self.parent_grad(2), self.grad.data(),
-                                    self.parent_data(0), self.parent_data(1), self.parent_data(2), weights.data(), d, drop,
-                                    precision);
-    });
-    return {out, weights};
+                                    std::to_string(heads) + " heads, got q " + shape_str(q.shape()) + ", k " +
+                                    shape_str(k.shape()) + ", v " + shape_str(v.shape()));
+    if (keys < -1 || keys > k.size(1))
+        throw std::invalid_argument("attention: keys = " + std::to_string(keys) + " is outside [0, " + std::to_string(k.size(1)) +
+                                    "] (the rows of k " + shape_str(k.shape()) + "), or -1 for all of them");
+    check_dropout_p(dropout_p, "attention");
+    const int64_t B = q.size(0), T = q.size(1), S = keys < 0 ? k.size(1) : keys, D = q.size(2), Dk = D / heads;
+    const Mask allowed = mask.data.empty() ? Mask() : expand_mask(mask, B, T, S);   // (B, T, S), or empty: no mask
+    const float p = training ? dropout_p : 0.0f;
+    if (autograd::fused_kernels_enabled()) {   // fused: the same values; no head copies, no (B, H, T, S) intermediates but P
+        const kernels::AttentionResult a = kernels::attention(q, k, v, heads, allowed, p, S);
+        return {a.out, a.weights};
+    }
+    // 1) the first S rows of k and v; split the heads: (B, ., D) -> (B, ., H, Dk) -> (B, H, ., Dk)
+    const Tensor ks = S == k.size(1) ? k : narrow(k, 1, 0, S);          // (B, S, D)
+    const Tensor vs = S == v.size(1) ? v : narrow(v, 1, 0, S);          // (B, S, D)
+    const Tensor qh = transpose(q.reshape({B, T, heads, Dk}), 1, 2);    // (B, H, T, Dk)
+    const Tensor kh = transpose(ks.reshape({B, S, heads, Dk}), 1, 2);   // (B, H, S, Dk)
+    const Tensor vh = transpose(vs.reshape({B, S, heads, Dk}), 1, 2);   // (B, H, S, Dk)
+    // 2) scores: how well each query matches each key, scaled so their variance does not grow with Dk
+    Tensor scores = matmul(qh, kh, false, true) * (1.0f / std::sqrt(static_cast<float>(Dk)));   // (B, H, T, S)
+    // 3) a key the mask forbids scores -inf: softmax gives it weight exactly 0
+    if (!allowed.data.empty()) {
+        Mask blocked = allowed;                   // masked_fill fills where true: the forbidden keys
+        for (auto& m : blocked.data) m = !m;
+        blocked.shape = {B, 1, T, S};             // the same for every head
+        scores = masked_fill(scores, blocked, -std::numeric_limits<float>::infinity());   // (B, H, T, S)
+    }
+    // 4) weights: a distribution over the keys for each query; dropout on them when training
+    const Tensor weights = softmax(scores);                    // (B, H, T, S)
+    const Tensor dropped = dropout(weights, p, training);     // (B, H, T, S)
+    // 5) the weighted sum of the values, then the heads side by side again: (B, H, T, Dk) -> (B, T, D)
+    const Tensor x = matmul(dropped, vh);                      // (B, H, T, Dk)
+    return {transpose(x, 1, 2).reshape({B, T, D}), weights.detach()};
 }
 
-Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, int64_t H, const Mask& mask,
-                                    float dropout_p, bool training) {
-    return scaled_dot_product_attention_with_weights(q, k, v, H, mask, dropout_p, training).out;
+Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, int64_t heads, const Mask& mask,
+                                    float dropout_p, bool training, int64_t keys) {
+    return scaled_dot_product_attention_with_weights(q, k, v, heads, mask, dropout_p, training, keys).out;
 }
 
 MultiHeadAttention::MultiHeadAttention(int64_t d_model_, int64_t h_, float dropout)

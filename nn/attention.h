@@ -9,17 +9,21 @@
 
 namespace nn {
 
-// Scaled dot-product attention over H heads, fused, with a hand-derived backward:
+// Scaled dot-product attention over H = heads heads:
 //     out_h = dropout(softmax(Q_h K_h^T / sqrt(Dk) with masked scores removed)) V_h   for every head h
 // q (B, T, D), k (B, S, D), v (B, S, D) -> out (B, T, D), with D = H * Dk. Head h of a token is
 // the slice [h*Dk, (h+1)*Dk) of its D-vector; the heads' outputs come out side by side, already
-// concatenated. The kernel is autograd/kernels/attention.h (with attention_reference beside it,
-// the same computation composed from primitive ops step by step).
+// concatenated. Written step by step as the paper draws it (split the heads, scores, mask,
+// softmax, dropout, weighted sum, concatenate); with fused kernels on, one op computes the same
+// with a hand-derived backward (autograd/kernels/attention.h).
 // mask: true = "query t may attend to key s"; any shape that broadcasts to (B, T, S), e.g. a
 // padding mask (B, 1, S), the decoder's subsequent mask (1, T, T), or both combined (B, T, S);
 // an empty Mask means no mask. A query row with no allowed key gets weight 0 everywhere.
+// keys: attend to the first `keys` rows of k and v only (S = keys; the mask is relative to it),
+// e.g. the filled rows of a decoder cache that holds more; -1 = all of them.
 Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, int64_t heads,
-                                    const Mask& mask = Mask(), float dropout_p = 0.0f, bool training = false);
+                                    const Mask& mask = Mask(), float dropout_p = 0.0f, bool training = false,
+                                    int64_t keys = -1);
 
 // The same, also returning the attention weights, e.g. to draw them.
 struct AttentionOutput {
@@ -28,7 +32,7 @@ struct AttentionOutput {
 };
 AttentionOutput scaled_dot_product_attention_with_weights(const Tensor& q, const Tensor& k, const Tensor& v, int64_t heads,
                                                           const Mask& mask = Mask(), float dropout_p = 0.0f,
-                                                          bool training = false);
+                                                          bool training = false, int64_t keys = -1);
 
 // Multi-head attention (section 3.2.2): project q, k, v to H heads of size Dk = D / H, attend in
 // each head independently, concatenate the heads and project back to D.

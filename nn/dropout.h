@@ -3,22 +3,19 @@
 #pragma once
 #include <string>
 
-#include "autograd/kernels/dropout.h"
 #include "nn/module.h"
 
 namespace nn {
 
-// Each call draws one 64-bit seed from the default generator; element i is then kept iff
-// counter_uniform(seed, i) >= p, a counter-based draw (autograd/kernels/dropout.h). So the
-// decisions do not depend on which thread handles which element, and the backward recomputes
-// them instead of storing a mask.
+// y = x * keep, keep_i = 0 with probability p, else 1/(1-p); x itself when not training.
+// Each call draws one 64-bit seed from the default generator, and element i (its flat index) is
+// kept iff a hash of (seed, i) is >= p, in both paths: so the decisions do not depend on which
+// thread handles which element, the backward recomputes them instead of storing a mask, and the
+// fused and the plain path drop the same elements (autograd/kernels/dropout.h).
 Tensor dropout(const Tensor& x, float p, bool training);
 
 // The one check of a dropout probability: throws std::invalid_argument naming `op` unless 0 <= p < 1.
 void check_dropout_p(float p, const std::string& op);
-// The draws of one dropout (in nn::dropout, linear or attention): none when not training or
-// p = 0, else p and a fresh seed from the default generator. Checks p first.
-autograd::kernels::DropoutDraws dropout_draws(float p, bool training, const std::string& op);
 
 class Dropout : public Module {
 public:

@@ -5,9 +5,9 @@
 
 namespace nn {
 
-// x (..., C), gain (C,), bias (C,) -> y (..., C). Fused: one op (one loop over rows) forward and
-// backward, instead of the seven primitive ops the formula would record; the kernel is
-// autograd/kernels/layer_norm.h.
+// x (..., C), gain (C,), bias (C,) -> y (..., C). Written as the formula reads (mean, variance,
+// normalize, scale, shift: seven primitive ops); with fused kernels on, one op with one loop over
+// the rows forward and backward computes the same values (autograd/kernels/layer_norm.h).
 Tensor layer_norm(const Tensor& x, const Tensor& gain, const Tensor& bias, float eps = 1e-5f);
 
 class LayerNorm : public Module {

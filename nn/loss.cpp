@@ -1,8 +1,10 @@
 #include "nn/loss.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "autograd/kernels/cross_entropy.h"
+#include "autograd/ops.h"
 
 namespace nn {
 
@@ -27,14 +29,23 @@ Tensor cross_entropy(const Tensor& logits, const Tokens& targets, const CrossEnt
     check_targets("cross_entropy", logits, targets, opt.ignore_index);
     if (!(opt.label_smoothing >= 0.0f && opt.label_smoothing <= 1.0f))
         throw std::invalid_argument("cross_entropy: label_smoothing must be in [0, 1], got " + std::to_string(opt.label_smoothing));
-    const kernels::CrossEntropyDims d{targets.numel(), logits.size(-1), opt.ignore_index, opt.label_smoothing};
-    auto lse = std::make_shared<autograd::FloatBuffer>(d.R);   // per row: log-sum-exp, for the backward
-    Tensor loss = Tensor::scalar(kernels::cross_entropy_forward(lse->data(), logits.data(), targets.data.data(), d));
-    autograd::record(loss, {logits}, "cross_entropy", [d, lse, targets](Node& self) {
-        kernels::cross_entropy_backward(self.parent_grad(0), self.grad[0], self.parent_data(0), lse->data(),
-                                        targets.data.data(), d);
-    });
-    return loss;
+    const float eps = opt.label_smoothing;
+    if (autograd::fused_kernels_enabled())   // fused: one pass per row, the backward simply (softmax - q) / n
+        return kernels::cross_entropy(logits, targets, opt.ignore_index, eps);
+    const Tensor logp = log_softmax(logits);                             // (..., V)
+    const Tensor nll = nll_loss(logp, targets, {opt.ignore_index});      // (): mean of -log p[target]
+    if (eps == 0.0f) return nll;
+    // The smoothed target puts eps / V on every class: its part of the loss is the mean over the
+    // counted rows of (1/V) sum_j -log p_j. `counted` weighs a row 1/n, or 0 if it is ignored.
+    Shape rows = logits.shape();
+    rows.back() = 1;
+    std::vector<float> w(static_cast<size_t>(targets.numel()), 0.0f);
+    const int64_t n = std::count_if(targets.data.begin(), targets.data.end(), [&](int32_t t) { return t != opt.ignore_index; });
+    for (int64_t r = 0; r < targets.numel(); r++)
+        if (targets[r] != opt.ignore_index) w[r] = 1.0f / static_cast<float>(n);
+    const Tensor counted = Tensor::from_vector(w, rows);                 // (..., 1)
+    const Tensor uniform = -sum(mean(logp, -1, true) * counted);         // ()
+    return (1.0f - eps) * nll + eps * uniform;                           // ()
 }
 
 Tensor nll_loss(const Tensor& log_probs, const Tokens& targets, const NllLossOptions& opt) {

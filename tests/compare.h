@@ -1,14 +1,15 @@
-// Comparing a fused op with its reference (the x_reference functions beside each kernel in
-// autograd/kernels/, composed from primitive ops whose gradients gradcheck verifies one by one):
-// `expect_close` compares two tensors, `expect_fused_equals_composed` two functions' values and
-// gradients. With them the tests hold every fused op equal to its reference on shapes far larger
-// than finite differences could afford.
+// Comparing a fused op with its plain form (the same computation composed from primitive ops
+// whose gradients gradcheck verifies one by one): `expect_close` compares two tensors,
+// `expect_fused_equals_composed` two functions' values and gradients, `expect_fused_equals_plain`
+// one nn function with fused kernels on and off. With them the tests hold every fused op equal to
+// its plain form on shapes far larger than finite differences could afford.
 #pragma once
 #include <doctest/doctest.h>
 
 #include <cmath>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "autograd/autograd.h"
@@ -56,4 +57,27 @@ inline void expect_fused_equals_composed(const std::function<autograd::Tensor(co
     for (size_t i = 0; i < leaves.size(); i++)
         if (leaves[i].requires_grad()) expect_close(got[i + 1], want[i + 1], rtol, atol, "gradient of input " + std::to_string(i));
     for (autograd::Tensor& t : leaves) t.zero_grad();
+}
+
+// f run twice on the same leaves, under FusedKernelsGuard(true) and FusedKernelsGuard(false):
+// the same values and gradients. f reseeds the generator itself if it draws dropout masks.
+inline void expect_fused_equals_plain(const std::function<autograd::Tensor(const std::vector<autograd::Tensor>&)>& f,
+                                      std::vector<autograd::Tensor> leaves, double rtol, double atol) {
+    expect_fused_equals_composed(
+        [&](const std::vector<autograd::Tensor>& v) { autograd::FusedKernelsGuard fused(true); return f(v); },
+        [&](const std::vector<autograd::Tensor>& v) { autograd::FusedKernelsGuard plain(false); return f(v); },
+        std::move(leaves), rtol, atol);
+}
+
+// softmax and log_softmax over the last dim, composed from primitive ops the way the formulas
+// read: what autograd::softmax and log_softmax (ops_softmax.cpp) are held equal to.
+// m is a constant shift (detached): it changes no value and no gradient, it only keeps exp()
+// from overflowing.
+inline autograd::Tensor softmax_reference(const autograd::Tensor& x) {
+    const autograd::Tensor e = exp(x - max(x, -1, true).detach());
+    return e / sum(e, -1, true);
+}
+inline autograd::Tensor log_softmax_reference(const autograd::Tensor& x) {
+    const autograd::Tensor z = x - max(x, -1, true).detach();
+    return z - log(sum(exp(z), -1, true));
 }

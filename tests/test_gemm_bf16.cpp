@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "autograd/kernels/gemm_bf16.h"
+#include "autograd/kernels/gemm_dispatch.h"
 #include "autograd/kernels/threads.h"
 #include "gemm_problem.h"
 

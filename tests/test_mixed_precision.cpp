@@ -1,5 +1,6 @@
-// Mixed precision: MixedPrecisionGuard switches the products of Linear layers and attention to
-// bf16 inputs (gemm_bf16), forward and backward, and nothing else. The forward values equal the
+// Mixed precision: MixedPrecisionGuard switches matrix products (autograd::matmul, and the fused
+// linear and attention kernels) to bf16 inputs (gemm_bf16), forward and backward, and nothing
+// else; so the plain path and the fused one agree under it too. The forward values equal the
 // fp32 reference computed on bf16-rounded inputs; the gradients stay within bf16's rounding of
 // the fp32 ones; the backward uses the forward's precision even when it runs outside the guard;
 // and a training step is bit-identical on 1 and 2 threads, as in fp32.
@@ -8,8 +9,6 @@
 #include <cstring>
 
 #include "autograd/autograd.h"
-#include "autograd/kernels/attention.h"
-#include "autograd/kernels/linear.h"
 #include "autograd/kernels/parallel.h"
 #include "examples/data/copy_task_data.h"
 #include "models/transformer.h"
@@ -50,6 +49,12 @@ TEST_CASE("MixedPrecisionGuard: bf16 while alive, the previous precision after, 
     CHECK(matmul_precision() == Precision::fp32);
 }
 
+// nn::linear's plain form (fused kernels off), in whatever precision is current: the reference.
+static Tensor plain_linear(const Tensor& x, const Tensor& w, const Tensor& b, nn::Activation act) {
+    FusedKernelsGuard plain(false);
+    return nn::linear(x, w, b, act, 0.0f, true);
+}
+
 TEST_CASE("linear under mixed precision: forward = reference on bf16-rounded x and W; gradients within bf16 rounding") {
     manual_seed(12);
     const Tensor x = param({3, 5, 40}), w = param({24, 40}), b = param({24});
@@ -61,13 +66,13 @@ TEST_CASE("linear under mixed precision: forward = reference on bf16-rounded x a
             MixedPrecisionGuard bf16;
             y_bf16 = nn::linear(x, w, b, act, 0.0f, true);
         }
-        const Tensor y_ref = kernels::linear_reference(rounded_to_bf16(x), rounded_to_bf16(w), b.detach(), relu, {});
+        const Tensor y_ref = plain_linear(rounded_to_bf16(x), rounded_to_bf16(w), b.detach(), act);
         expect_close(y_bf16, y_ref, 1e-5, 1e-6, "value: the products of the rounded inputs");
         CHECK_FALSE(same_bytes(y_bf16, nn::linear(x, w, b, act, 0.0f, true)));   // and not the fp32 value
 
         // gradients: the guard ends before backward(); the closure keeps the forward's precision
         auto mixed = [&](V v) { MixedPrecisionGuard bf16; return nn::linear(v[0], v[1], v[2], act, 0.0f, true); };
-        auto reference = [&](V v) { return kernels::linear_reference(v[0], v[1], v[2], relu, {}); };
+        auto reference = [&](V v) { return plain_linear(v[0], v[1], v[2], act); };
         expect_fused_equals_composed(mixed, reference, {x, w, b}, 2e-2, 2e-2);
     }
 }
@@ -79,7 +84,7 @@ TEST_CASE("attention under mixed precision: within bf16 rounding of the fp32 ref
     Mask pad = Mask::full({B, 1, S}, 1);
     for (int64_t s = S - 3; s < S; s++) pad[s] = 0;
     auto mixed = [&](V x) { MixedPrecisionGuard bf16; return nn::scaled_dot_product_attention(x[0], x[1], x[2], H, pad); };
-    auto reference = [&](V x) { return kernels::attention_reference(x[0], x[1], x[2], H, pad); };
+    auto reference = [&](V x) { FusedKernelsGuard plain(false); return nn::scaled_dot_product_attention(x[0], x[1], x[2], H, pad); };
     expect_fused_equals_composed(mixed, reference, {q, k, v}, 2e-2, 2e-2);
 
     // the backward runs in the precision the forward was recorded in, wherever it runs
@@ -103,6 +108,26 @@ TEST_CASE("attention under mixed precision: within bf16 rounding of the fp32 ref
     const auto inside = grads(true), outside = grads(false);
     for (int i = 0; i < 3; i++) CHECK(same_bytes(inside[inside.size() - 3 + i], outside[outside.size() - 3 + i]));
     for (Tensor t : {q, k, v}) t.zero_grad();
+}
+
+TEST_CASE("mixed precision reaches the plain path too: plain bf16 = fused bf16, values and gradients (matmul reads the precision)") {
+    manual_seed(14);
+    const Tensor x = param({3, 5, 40}), w = param({24, 40}), b = param({24});
+    auto linear_bf16 = [](V v) { MixedPrecisionGuard bf16; return nn::linear(v[0], v[1], v[2], nn::Activation::relu, 0.2f, true); };
+    expect_fused_equals_plain([&](V v) { manual_seed(15); return linear_bf16(v); }, {x, w, b}, 1e-5, 1e-5);
+    // and it is bf16: not the fp32 plain value
+    Tensor plain_bf16, plain_fp32;
+    {
+        FusedKernelsGuard plain(false);
+        plain_fp32 = nn::linear(x, w, b, nn::Activation::relu);
+        MixedPrecisionGuard bf16;
+        plain_bf16 = nn::linear(x, w, b, nn::Activation::relu);
+    }
+    CHECK_FALSE(same_bytes(plain_bf16, plain_fp32));
+    const int64_t B = 2, H = 2, T = 9, S = 13, D = 16;
+    const Tensor q = param({B, T, D}), k = param({B, S, D}), v = param({B, S, D});
+    expect_fused_equals_plain([&](V u) { MixedPrecisionGuard bf16; return nn::scaled_dot_product_attention(u[0], u[1], u[2], H); },
+                              {q, k, v}, 1e-4, 1e-5);
 }
 
 TEST_CASE("a bf16 training step is bit-identical on 1 and 2 OpenMP threads") {

@@ -74,7 +74,7 @@ TEST_CASE("linear: gradcheck, with and without bias and ReLU, batched input") {
                param({3, 4}), param({6, 4}), param({6}));
     CHECK_GRAD([](V x) { manual_seed(2); return nn::linear(x[0], x[1], x[2], nn::Activation::none, 0.3f, true); },
                param({3, 4}), param({6, 4}), param({6}));
-    // (equal to linear_reference, values and gradients: test_kernels.cpp)
+    // (the fused kernel equals the plain form, values and gradients: test_kernels.cpp)
     CHECK_THROWS_WITH_AS(nn::linear(param({2, 5}), param({5, 4}), param({5})), doctest::Contains("(2, 5)"), std::invalid_argument);
     CHECK_THROWS_WITH_AS(nn::linear(param({2, 4}), param({5, 4}), param({5}), nn::Activation::none, 1.0f, true),
                          doctest::Contains("linear: dropout probability must be in [0, 1), got 1.0"), std::invalid_argument);
@@ -101,7 +101,7 @@ TEST_CASE("linear and layer_norm store into an empty gradient and add into a use
 TEST_CASE("layer_norm: gradcheck; the module normalizes each row to mean 0, variance 1") {
     manual_seed(2);
     CHECK_GRAD([](V x) { return nn::layer_norm(x[0], x[1], x[2]); }, param({2, 3, 5}), param({5}), param({5}));
-    // (equal to layer_norm_reference, values and gradients: test_kernels.cpp)
+    // (the fused kernel equals the plain form, values and gradients: test_kernels.cpp)
     const Tensor x = param({4, 6}, -3.0f, 3.0f);
     nn::LayerNorm ln(6);
     const Tensor y = ln.forward(x);
@@ -165,7 +165,7 @@ TEST_CASE("positional encoding matches the paper's formula") {
     CHECK(short_rows.at({4, 3}) == all_rows.at({4, 3}));
 }
 
-// q (B, T, D), k and v (B, S, D) with D = H * Dk. (Equal to attention_reference, values and
+// q (B, T, D), k and v (B, S, D) with D = H * Dk. (Equal to the plain form, values and
 // gradients, with and without masks and dropout: test_kernels.cpp.)
 TEST_CASE("fused attention: gradcheck, with and without a padding mask") {
     manual_seed(7);
@@ -323,7 +323,7 @@ TEST_CASE("cross_entropy: matches log_softmax + nll and the composition of primi
     }
     CHECK(nn::cross_entropy(logits, t, {.ignore_index = 0, .label_smoothing = 0.1f}).item() == doctest::Approx(smooth / 4));
     CHECK_GRAD([&](V x) { return nn::cross_entropy(x[0], t, {.ignore_index = 0, .label_smoothing = 0.1f}); }, param({2, 3, 5}));
-    // (equal to cross_entropy_reference, loss and gradient: test_kernels.cpp)
+    // (the fused kernel equals the plain form, loss and gradient: test_kernels.cpp)
     CHECK_GRAD([&](V x) { return nn::cross_entropy(x[0], t); }, param({2, 3, 5}));
     CHECK_GRAD([&](V x) { return nn::nll_loss(log_softmax(x[0]), t, {.ignore_index = 0}); }, param({2, 3, 5}));
     // padded positions get exactly zero gradient

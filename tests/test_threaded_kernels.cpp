@@ -3,8 +3,8 @@
 //   - on 1 and on 2 threads, which must give the same bytes (each thread writes its own
 //     elements, and every sum has one fixed order);
 //   - with 2 threads, the kernel must have opened exactly its number of threaded regions;
-//   - its values and gradients must equal a plain reference: a serial loop, or the kernel's
-//     x_reference, the same computation composed from primitive ops (autograd/kernels/).
+//   - its values and gradients must equal a plain reference: a serial loop, or the layer's plain
+//     form, the same computation composed from primitive ops (nn/, under FusedKernelsGuard(false)).
 // Every dimension a kernel splits among threads or sums over is an odd prime (or a product of
 // them, as B * T rows), and no two are equal: 2 threads then get shares that differ by one, so a
 // split that drops its remainder or is off by one at a bound leaves an element unwritten, which
@@ -249,7 +249,7 @@ TEST_CASE("threaded cross_entropy: equal to the composition of primitives, with 
         const auto got = same_on_1_and_2_threads(
             [&] { return forward_backward({logits}, [&] { return nn::cross_entropy(logits, targets, opt); }, one); }, 2);
         const auto want = forward_backward(
-            {logits}, [&] { return cross_entropy_reference(logits, targets, opt.ignore_index, opt.label_smoothing); }, one);
+            {logits}, [&] { FusedKernelsGuard plain(false); return nn::cross_entropy(logits, targets, opt); }, one);
         expect_close(got[0], want[0], 1e-5, 0.0, "loss");
         expect_close(got[1], want[1], 1e-4, 1e-9, "gradient");
     }
@@ -266,7 +266,7 @@ TEST_CASE("threaded layer_norm: equal to the composition of primitives, x, gain 
     const auto got = same_on_1_and_2_threads(
         [&] { return forward_backward({x, gain, bias}, [&] { return nn::layer_norm(x, gain, bias); }, w); },
         3);   // forward rows, dx rows, gain/bias column sums
-    const auto want = forward_backward({x, gain, bias}, [&] { return layer_norm_reference(x, gain, bias); }, w);
+    const auto want = forward_backward({x, gain, bias}, [&] { FusedKernelsGuard plain(false); return nn::layer_norm(x, gain, bias); }, w);
     expect_close(got[0], want[0], 1e-5, 1e-5, "value");
     expect_close(got[1], want[1], 1e-4, 1e-5, "dx");
     expect_close(got[2], want[2], 1e-4, 1e-4, "dgain");
@@ -290,10 +290,8 @@ TEST_CASE("threaded linear epilogue (bias, ReLU, dropout) and bias gradient: equ
         CAPTURE(c.p);
         auto fused = [&] { manual_seed(9); return nn::linear(x, weight, bias, c.act, c.p, c.p > 0.0f); };
         const auto got = same_on_1_and_2_threads([&] { return forward_backward({x, weight, bias}, fused, w); }, c.regions);
-        // the same draws as the fused op: the seed it takes from the reseeded generator
-        const DropoutDraws drop = c.p > 0.0f ? DropoutDraws{c.p, Rng(9).next_u64()} : DropoutDraws{};
-        const bool relu = c.act == nn::Activation::relu;
-        const auto want = forward_backward({x, weight, bias}, [&] { return linear_reference(x, weight, bias, relu, drop); }, w);
+        auto plain = [&] { FusedKernelsGuard off(false); manual_seed(9); return nn::linear(x, weight, bias, c.act, c.p, c.p > 0.0f); };
+        const auto want = forward_backward({x, weight, bias}, plain, w);
         expect_close(got[0], want[0], 1e-5, 1e-6, "value");
         expect_close(got[1], want[1], 1e-5, 1e-5, "dx");
         expect_close(got[2], want[2], 1e-5, 1e-4, "dweight");
@@ -345,14 +343,17 @@ TEST_CASE("threaded attention: equal to the composition of primitives, without a
     const Tensor w = Tensor::randn({B, T, D});
     const auto got = same_on_1_and_2_threads(
         [&] { return forward_backward({q, k, v}, [&] { return nn::scaled_dot_product_attention(q, k, v, H, pad); }, w); }, 2);
-    const auto want = forward_backward({q, k, v}, [&] { return attention_reference(q, k, v, H, pad); }, w);
+    const auto want = forward_backward({q, k, v}, [&] { FusedKernelsGuard plain(false); return nn::scaled_dot_product_attention(q, k, v, H, pad); }, w);
     const char* names[] = {"value", "dq", "dk", "dv"};
     for (int i = 0; i < 4; i++) expect_close(got[i], want[i], 1e-4, 1e-5, names[i]);
     const auto got_dropout = same_on_1_and_2_threads([&] {
         return forward_backward({q, k, v}, [&] { manual_seed(13); return nn::scaled_dot_product_attention(q, k, v, H, pad, 0.2f, true); }, w);
     }, 2);
-    const DropoutDraws drop{0.2f, Rng(13).next_u64()};   // the seed the op takes from the reseeded generator
-    const auto want_dropout = forward_backward({q, k, v}, [&] { return attention_reference(q, k, v, H, pad, drop); }, w);
+    const auto want_dropout = forward_backward({q, k, v}, [&] {
+        FusedKernelsGuard plain(false);
+        manual_seed(13);
+        return nn::scaled_dot_product_attention(q, k, v, H, pad, 0.2f, true);
+    }, w);
     for (int i = 0; i < 4; i++) expect_close(got_dropout[i], want_dropout[i], 1e-4, 1e-5, names[i]);
 }
 

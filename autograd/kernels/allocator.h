@@ -16,7 +16,9 @@
 // The process keeps its peak memory until it exits. On a C library other than glibc the
 // setting is skipped: everything still works, with the page faults.
 //
-// Blocks are 64-byte aligned (one cache line, one AVX-512 vector).
+// Blocks are 64-byte aligned (one cache line, one AVX-512 vector). tensor_alloc, tensor_free and
+// FloatBuffer are declared in float_buffer.h, which autograd/tensor.h includes; this header adds
+// the memory statistics.
 //
 // FloatBuffer is std::vector<float> over this allocator, with one difference on purpose:
 // resize(n) and FloatBuffer(n) leave new elements uninitialized (default-, not
@@ -26,45 +28,15 @@
 // test that reads memory nobody wrote fails instead of passing by luck.
 #pragma once
 #include <cstddef>
-#include <new>
-#include <vector>
+
+#include "autograd/kernels/float_buffer.h"
 
 namespace autograd::kernels {
-
-void* tensor_alloc(std::size_t bytes);    // 64-byte aligned; throws std::bad_alloc
-void tensor_free(void* p) noexcept;       // p from tensor_alloc (or nullptr)
 
 struct MemoryStats {
     std::size_t live_bytes = 0;       // in blocks handed out and not yet freed
     std::size_t peak_live_bytes = 0;  // the most live_bytes has ever been
 };
 MemoryStats memory_stats();
-
-// std::allocator interface over tensor_alloc, for std::vector.
-template <typename T>
-struct TensorAllocator {
-    using value_type = T;
-    TensorAllocator() = default;
-    template <typename U>
-    TensorAllocator(const TensorAllocator<U>&) noexcept {}
-
-    T* allocate(std::size_t n) {
-        if (n > std::size_t(-1) / sizeof(T)) throw std::bad_array_new_length();
-        return static_cast<T*>(tensor_alloc(n * sizeof(T)));
-    }
-    void deallocate(T* p, std::size_t) noexcept { tensor_free(p); }
-
-    // default-initialize: `new (p) U` leaves a float uninitialized, where std::allocator's
-    // `new (p) U()` would zero it
-    template <typename U>
-    void construct(U* p) noexcept { ::new (static_cast<void*>(p)) U; }
-    template <typename U, typename... Args>
-    void construct(U* p, Args&&... args) { ::new (static_cast<void*>(p)) U(static_cast<Args&&>(args)...); }
-
-    template <typename U>
-    bool operator==(const TensorAllocator<U>&) const noexcept { return true; }
-};
-
-using FloatBuffer = std::vector<float, TensorAllocator<float>>;
 
 }  // namespace autograd::kernels

@@ -5,29 +5,28 @@
 #include <limits>
 
 #include "autograd/kernels/allocator.h"
-#include "autograd/kernels/gemm_bf16.h"
+#include "autograd/kernels/gemm_dispatch.h"
 #include "autograd/kernels/parallel.h"
 #include "autograd/kernels/softmax_rows.h"
-#include "autograd/ops.h"
 
 namespace autograd::kernels {
 
 void attention_forward(float* out, float* P, const float* q, const float* k, const float* v, const uint8_t* allowed,
                        const AttentionDims& d, const DropoutDraws& draws, Precision precision) {
-    const int64_t B = d.B, H = d.H, T = d.T, S = d.S, Dk = d.Dk, D = d.D();
+    const int64_t B = d.B, H = d.H, T = d.T, S = d.S, Dk = d.Dk, D = d.D(), KV = d.kv_rows;
     const float scale = 1.0f / std::sqrt(static_cast<float>(Dk));
     constexpr float kNegInf = -std::numeric_limits<float>::infinity();
     #pragma omp parallel if (worth_threads(B * H * T * S * Dk, kAttentionParallelMin))
     {
         // Each thread's own copy of the draws: the compiler then knows no store in the loops below
         // changes them, and vectorizes the keep-factor loop (through the shared reference it
-        // does not: measured, 2x the kernel's time at D=128).
+        // does not, and the loop costs about as much as the rest of the kernel).
         const DropoutDraws drop = draws;
         FloatBuffer dropped(drop.active() ? T * S : 0);   // per-thread scratch
         #pragma omp for schedule(static)
         for (int64_t bh = 0; bh < B * H; bh++) {
             const int64_t b = bh / H, h = bh % H;
-            const float *Q = q + b * T * D + h * Dk, *K = k + b * S * D + h * Dk, *V = v + b * S * D + h * Dk;
+            const float *Q = q + b * T * D + h * Dk, *K = k + b * KV * D + h * Dk, *V = v + b * KV * D + h * Dk;
             float* Pbh = P + bh * T * S;
             // 1) scores = Q K^T                                                    (T, S)
             gemm_in(precision, false, true, T, S, Dk, Q, D, K, D, Pbh, S, false);
@@ -56,19 +55,26 @@ void attention_forward(float* out, float* P, const float* q, const float* k, con
     }
 }
 
-void attention_backward(float* dq, float* dk, float* dv, const float* dout, const float* q, const float* k,
+void attention_backward(GradOut dq, GradOut dk, GradOut dv, const float* dout, const float* q, const float* k,
                         const float* v, const float* P, const AttentionDims& d, const DropoutDraws& draws,
                         Precision precision) {
-    const int64_t B = d.B, H = d.H, T = d.T, S = d.S, Dk = d.Dk, D = d.D();
+    const int64_t B = d.B, H = d.H, T = d.T, S = d.S, Dk = d.Dk, D = d.D(), KV = d.kv_rows;
     const float scale = 1.0f / std::sqrt(static_cast<float>(Dk));
     const bool dropping = draws.active();
+    // In the forward pass this was, per (b, h), with Sc = Q K^T / sqrt(Dk):
+    //     P = softmax(Sc) (masked entries -inf, so P = 0 there),  Pd = P * keep,  out = Pd V
+    // so, walking back from dO = dL/dout:
+    //     dV = Pd^T dO                     dPd = dO V^T,   dP = dPd * keep
+    //     dSc = P * (dP - rowsum(dP * P))  (softmax's backward; where P = 0, dSc = 0: masked keys get nothing)
+    //     dQ = dSc K / sqrt(Dk),   dK = dSc^T Q / sqrt(Dk)
+    // Each (b, h) writes its own columns [h*Dk, (h+1)*Dk) of dq, dk and dv: the threads never collide.
     #pragma omp parallel if (worth_threads(B * H * T * S * Dk, kAttentionParallelMin))
     {
         const DropoutDraws drop = draws;   // each thread's own copy, as in the forward
         FloatBuffer dP(T * S), Pd(dropping ? T * S : 0), keep(dropping ? T * S : 0);   // per-thread scratch
         #pragma omp for schedule(static)
         for (int64_t bh = 0; bh < B * H; bh++) {
-            const int64_t b = bh / H, h = bh % H, qo = b * T * D + h * Dk, ko = b * S * D + h * Dk;
+            const int64_t b = bh / H, h = bh % H, qo = b * T * D + h * Dk, ko = b * KV * D + h * Dk;
             const float *Pbh = P + bh * T * S, *dO = dout + qo;
             const float* Pused = Pbh;
             if (dropping) {   // the keep factors, drawn again from the seed, once for both uses
@@ -79,9 +85,9 @@ void attention_backward(float* dq, float* dk, float* dv, const float* dout, cons
                 }
                 Pused = Pd.data();
             }
-            if (dv) gemm_in(precision, true, false, S, Dk, T, Pused, S, dO, D, dv + ko, D, true);   // dV += Pd^T dO
-            if (!dq && !dk) continue;
-            gemm_in(precision, false, true, T, S, Dk, dO, D, v + ko, D, dP.data(), S, false);       // dPd = dO V^T
+            if (dv.data) gemm_in(precision, true, false, S, Dk, T, Pused, S, dO, D, dv.data + ko, D, dv.add);   // dV = Pd^T dO
+            if (!dq.data && !dk.data) continue;
+            gemm_in(precision, false, true, T, S, Dk, dO, D, v + ko, D, dP.data(), S, false);                   // dPd = dO V^T
             for (int64_t t = 0; t < T; t++) {
                 float* g = dP.data() + t * S;
                 const float* p = Pbh + t * S;
@@ -91,32 +97,29 @@ void attention_backward(float* dq, float* dk, float* dv, const float* dout, cons
                 for (int64_t s = 0; s < S; s++) dot += g[s] * p[s];
                 for (int64_t s = 0; s < S; s++) g[s] = p[s] * (g[s] - dot) * scale;   // dSc, with the 1/sqrt(Dk)
             }
-            if (dq) gemm_in(precision, false, false, T, Dk, S, dP.data(), S, k + ko, D, dq + qo, D, true);   // dQ += dSc K
-            if (dk) gemm_in(precision, true, false, S, Dk, T, dP.data(), S, q + qo, D, dk + ko, D, true);    // dK += dSc^T Q
+            if (dq.data) gemm_in(precision, false, false, T, Dk, S, dP.data(), S, k + ko, D, dq.data + qo, D, dq.add);   // dQ = dSc K
+            if (dk.data) gemm_in(precision, true, false, S, Dk, T, dP.data(), S, q + qo, D, dk.data + ko, D, dk.add);    // dK = dSc^T Q
         }
     }
 }
 
-Tensor attention_reference(const Tensor& q, const Tensor& k, const Tensor& v, int64_t H, const Mask& mask,
-                           const DropoutDraws& drop) {
-    const int64_t B = q.size(0), T = q.size(1), S = k.size(1), D = q.size(2), Dk = D / H;
-    // 1) split the heads: (B, T, D) -> (B, T, H, Dk) -> (B, H, T, Dk)
-    const Tensor qh = transpose(q.reshape({B, T, H, Dk}), 1, 2);
-    const Tensor kh = transpose(k.reshape({B, S, H, Dk}), 1, 2);
-    const Tensor vh = transpose(v.reshape({B, S, H, Dk}), 1, 2);
-    // 2) scores, masked, softmax, dropout, weighted sum of values
-    Tensor scores = matmul(qh, kh, false, true) * (1.0f / std::sqrt(static_cast<float>(Dk)));   // (B, H, T, S)
-    if (!mask.data.empty()) {
-        Mask blocked = mask;                                                   // masked_fill fills where true
-        for (auto& m : blocked.data) m = !m;
-        if (blocked.dim() == 3) blocked.shape.insert(blocked.shape.begin() + 1, 1);   // (B, 1, T, S): all heads
-        scores = masked_fill(scores, blocked, -std::numeric_limits<float>::infinity());
-    }
-    Tensor weights = softmax(scores);                                          // (B, H, T, S)
-    if (drop.active()) weights = dropout_reference(weights, drop);
-    const Tensor x = matmul(weights, vh);                                      // (B, H, T, Dk)
-    // 3) concatenate the heads: (B, H, T, Dk) -> (B, T, H, Dk) -> (B, T, D)
-    return transpose(x, 1, 2).reshape({B, T, D});
+AttentionResult attention(const Tensor& q, const Tensor& k, const Tensor& v, int64_t heads, const Mask& allowed,
+                          float dropout_p, int64_t keys) {
+    const int64_t B = q.size(0), T = q.size(1), D = q.size(2);
+    const AttentionDims d{B, heads, T, keys, D / heads, k.size(1)};
+    const DropoutDraws drop = draw_dropout(dropout_p);
+    Tensor weights = Tensor::empty({B, heads, T, keys});   // (B, H, T, S)
+    Tensor out = Tensor::empty({B, T, D});                 // (B, T, D)
+    const Precision precision = matmul_precision();        // the backward uses it too
+    attention_forward(out.data(), weights.data(), q.data(), k.data(), v.data(), allowed.data.empty() ? nullptr : allowed.data.data(),
+                      d, drop, precision);
+    record(out, {q, k, v}, "attention", [d, drop, weights, precision](Node& self) {
+        // add (+=): q, k and v may be one tensor, and the kernel writes them interleaved, per head
+        attention_backward(GradOut{self.parent_grad(0)}, GradOut{self.parent_grad(1)}, GradOut{self.parent_grad(2)},
+                           self.grad.data(), self.parent_data(0), self.parent_data(1), self.parent_data(2), weights.data(), d,
+                           drop, precision);
+    });
+    return {out, weights};
 }
 
 }  // namespace autograd::kernels

@@ -3,43 +3,47 @@
 // Head h of a token is the slice [h*Dk, (h+1)*Dk) of its D-vector (the (B, T, H, Dk) view of
 // (B, T, D)): each head's matrices are read and written in place through gemm's row stride
 // (lda = D), so splitting into heads and concatenating them back costs no copies and no
-// transposes. nn::scaled_dot_product_attention (nn/attention.cpp) is the autograd op around it.
+// transposes. nn::scaled_dot_product_attention (nn/attention.cpp) calls kernels::attention, the
+// autograd op around it, when fused kernels are on.
 #pragma once
 #include <cstdint>
 
 #include "autograd/kernels/dropout.h"
+#include "autograd/kernels/grad_out.h"
 #include "autograd/mixed_precision.h"
 #include "autograd/tensor.h"
 
 namespace autograd::kernels {
 
 struct AttentionDims {
-    int64_t B, H, T, S, Dk;   // batch, heads, queries, keys, per-head width
+    int64_t B, H, T, S, Dk;   // batch, heads, queries, keys attended to, per-head width
+    int64_t kv_rows;          // rows of k and v per batch element as stored (>= S); the first S are read
     int64_t D() const { return H * Dk; }
 };
 
-// q (B, T, D), k and v (B, S, D) -> out (B, T, D), and the attention weights P (B, H, T, S),
-// before dropout (the backward needs them; they are also what a heatmap shows).
-// allowed (B, T, S): 1 = query t may attend to key s, or nullptr for no mask. A query with no
-// allowed key gets weight 0 everywhere (and output 0). precision: the format the two products
-// (Q K^T and P V) read their inputs in; softmax, P and out are fp32 either way.
+// q (B, T, D), k and v (B, kv_rows, D) -> out (B, T, D), and the attention weights P (B, H, T, S),
+// before dropout (the backward needs them; they are also what a heatmap shows). Only the first S
+// rows of k and v are read. allowed (B, T, S): 1 = query t may attend to key s, or nullptr for
+// no mask. A query with no allowed key gets weight 0 everywhere (and output 0). precision: the
+// format the two products (Q K^T and P V) read their inputs in; softmax, P and out are fp32.
 void attention_forward(float* out, float* P, const float* q, const float* k, const float* v, const uint8_t* allowed,
                        const AttentionDims& d, const DropoutDraws& drop, Precision precision = Precision::fp32);
 
-// Adds (+=) into dq (B, T, D), dk and dv (B, S, D); a nullptr gradient is skipped. Per (b, h),
-// with Pd = P * keep (dropout) and out = Pd V:
-//   dV += Pd^T dO                          dPd = dO V^T,   dP = dPd * keep
-//   dSc = P * (dP - rowsum(dP * P))        (softmax backward; masked P = 0 gives dSc = 0 there)
-//   dQ += dSc K / sqrt(Dk),   dK += dSc^T Q / sqrt(Dk)       (Sc = Q K^T / sqrt(Dk))
-// The four products use `precision`, as the forward did; the softmax backward is fp32.
-void attention_backward(float* dq, float* dk, float* dv, const float* dout, const float* q, const float* k,
+// dq (B, T, D), dk and dv (B, kv_rows, D) from dout (B, T, D) and the forward's P; only the first
+// S rows of dk and dv are written, so they must add (GradOut::add). A GradOut with no data is
+// skipped. The four products use `precision`, as the forward did; the softmax backward is fp32.
+void attention_backward(GradOut dq, GradOut dk, GradOut dv, const float* dout, const float* q, const float* k,
                         const float* v, const float* P, const AttentionDims& d, const DropoutDraws& drop,
                         Precision precision = Precision::fp32);
 
-// The reference, composed from autograd ops step by step as the paper draws it: split the heads
-// (reshape + transpose to (B, H, T, Dk)), matmul, masked_fill, softmax, dropout, matmul,
-// concatenate. mask broadcasts to (B, T, S) (1 = may attend) or is empty. -> (B, T, D)
-Tensor attention_reference(const Tensor& q, const Tensor& k, const Tensor& v, int64_t heads, const Mask& mask = Mask(),
-                           const DropoutDraws& drop = {});
+// The autograd op: q (B, T, D), k and v (B, kv_rows, D), attending to their first `keys` rows;
+// allowed a dense (B, T, keys) mask or empty. Shapes are the caller's to check. Draws dropout's
+// seed when dropout_p > 0; reads matmul_precision() and keeps it for the backward.
+struct AttentionResult {
+    Tensor out;       // (B, T, D)
+    Tensor weights;   // (B, H, T, keys), before dropout; no gradient
+};
+AttentionResult attention(const Tensor& q, const Tensor& k, const Tensor& v, int64_t heads, const Mask& allowed,
+                          float dropout_p, int64_t keys);
 
 }  // namespace autograd::kernels

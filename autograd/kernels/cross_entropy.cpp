@@ -1,11 +1,14 @@
 #include "autograd/kernels/cross_entropy.h"
 
+#include <algorithm>
 #include <cmath>
+#include <memory>
 #include <vector>
 
+#include "autograd/detail.h"
+#include "autograd/kernels/allocator.h"
 #include "autograd/kernels/parallel.h"
 #include "autograd/kernels/softmax_rows.h"
-#include "autograd/ops.h"
 
 namespace autograd::kernels {
 
@@ -39,37 +42,41 @@ float cross_entropy_forward(float* lse, const float* logits, const int32_t* targ
     return n ? static_cast<float>(total / static_cast<double>(n)) : 0.0f;
 }
 
-void cross_entropy_backward(float* dlogits, float dloss, const float* logits, const float* lse, const int32_t* targets,
+void cross_entropy_backward(GradOut dlogits, float dloss, const float* logits, const float* lse, const int32_t* targets,
                             const CrossEntropyDims& d) {
+    if (!dlogits.data) return;
     const int64_t R = d.R, V = d.V, n = counted_rows(targets, d);
-    if (n == 0) return;
-    const float eps = d.label_smoothing, g = dloss / static_cast<float>(n), uniform = eps / static_cast<float>(V);
+    const bool add = dlogits.add;
+    const float eps = d.label_smoothing, g = n ? dloss / static_cast<float>(n) : 0.0f, uniform = eps / static_cast<float>(V);
+    // In the forward pass this was, per counted row, loss_r = -sum_j q_j log p_j with
+    // log p_j = x_j - lse(x), and the loss their mean over the n counted rows. Since
+    // d lse / d x_j = p_j and sum_j q_j = 1:
+    //     d loss_r / d x_j = -q_j + (sum_k q_k) p_j = p_j - q_j,   so  dx_j = dloss / n * (p_j - q_j),
+    // and 0 on ignored rows. p_j = e^(x_j - lse), from the lse the forward kept.
     #pragma omp parallel for if (worth_threads(R * V, kCrossEntropyParallelMin))
     for (int64_t r = 0; r < R; r++) {
-        if (targets[r] == d.ignore_index) continue;
+        float* dx = dlogits.data + r * V;
+        if (targets[r] == d.ignore_index || n == 0) {
+            if (!add) std::fill(dx, dx + V, 0.0f);
+            continue;
+        }
         const float *x = logits + r * V, l = lse[r];
-        float* dx = dlogits + r * V;
         for (int64_t j = 0; j < V; j++) {
             const float q = (j == targets[r] ? 1.0f - eps : 0.0f) + uniform;
-            dx[j] += g * (std::exp(x[j] - l) - q);   // softmax_j = e^(x_j - lse)
+            dx[j] = (add ? dx[j] : 0.0f) + g * (std::exp(x[j] - l) - q);
         }
     }
 }
 
-// Mean over the counted rows of -sum_j q_j log softmax(x)_j, with the target distribution
-// q = (1 - eps) one_hot(target) + eps / V, and q = 0 on rows whose target is ignore_index.
-Tensor cross_entropy_reference(const Tensor& logits, const Tokens& targets, int32_t ignore_index, float label_smoothing) {
-    const int64_t V = logits.size(-1), R = targets.numel();
-    std::vector<float> q(static_cast<size_t>(R * V), 0.0f);   // (R, V), a constant
-    int64_t n = 0;
-    for (int64_t r = 0; r < R; r++) {
-        if (targets[r] == ignore_index) continue;
-        n++;
-        for (int64_t j = 0; j < V; j++) q[r * V + j] = label_smoothing / static_cast<float>(V);
-        q[r * V + targets[r]] += 1.0f - label_smoothing;
-    }
-    const Tensor logp = log_softmax_reference(logits).reshape({R, V});                        // (R, V)
-    return -sum(logp * Tensor::from_vector(q, {R, V})) / static_cast<float>(n);
+Tensor cross_entropy(const Tensor& logits, const Tokens& targets, int32_t ignore_index, float label_smoothing) {
+    const CrossEntropyDims d{targets.numel(), logits.size(-1), ignore_index, label_smoothing};
+    auto lse = std::make_shared<FloatBuffer>(d.R);   // per row: log-sum-exp, for the backward
+    Tensor loss = Tensor::scalar(cross_entropy_forward(lse->data(), logits.data(), targets.data.data(), d));   // ()
+    record(loss, {logits}, "cross_entropy", [d, lse, targets](Node& self) {
+        cross_entropy_backward(autograd::detail::parent_grad_to_write(self, 0), self.grad[0], self.parent_data(0), lse->data(),
+                               targets.data.data(), d);
+    });
+    return loss;
 }
 
 }  // namespace autograd::kernels

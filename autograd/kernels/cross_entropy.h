@@ -1,12 +1,13 @@
 // The cross-entropy kernel: log_softmax and the loss fused, over logits (R, V) and R integer
 // targets. With the (smoothed) target distribution of row r
 //     q_j = (1 - eps) [j == target_r] + eps / V        (eps = label_smoothing; eps = 0: one-hot)
-// the loss is the mean over the counted rows (target != ignore_index) of -sum_j q_j log softmax(x_r)_j,
-// and its gradient is simply (softmax(x_r) - q) / n per counted row (0 on ignored rows).
-// nn::cross_entropy (nn/loss.cpp) is the autograd op around it.
+// the loss is the mean over the counted rows (target != ignore_index) of -sum_j q_j log softmax(x_r)_j.
+// nn::cross_entropy (nn/loss.cpp) calls kernels::cross_entropy, the autograd op around it, when
+// fused kernels are on.
 #pragma once
 #include <cstdint>
 
+#include "autograd/kernels/grad_out.h"
 #include "autograd/tensor.h"
 
 namespace autograd::kernels {
@@ -21,12 +22,13 @@ struct CrossEntropyDims {
 // backward.
 float cross_entropy_forward(float* lse, const float* logits, const int32_t* targets, const CrossEntropyDims& d);
 
-// dlogits += dloss * (softmax(x_r) - q) / n, n the number of counted rows.
-void cross_entropy_backward(float* dlogits, float dloss, const float* logits, const float* lse, const int32_t* targets,
+// dlogits (R, V) (+)= dloss * dL/dlogits, from the forward's lse; every element is written
+// (0 on ignored rows). No data: skipped.
+void cross_entropy_backward(GradOut dlogits, float dloss, const float* logits, const float* lse, const int32_t* targets,
                             const CrossEntropyDims& d);
 
-// The reference, composed from autograd ops: -sum(log_softmax(logits) * q) / n, with q built as
-// a constant tensor. logits (..., V), targets (...).
-Tensor cross_entropy_reference(const Tensor& logits, const Tokens& targets, int32_t ignore_index, float label_smoothing);
+// The autograd op: logits (..., V), targets (...) -> the loss, shape (). Shapes and target ids
+// are the caller's to check (nn::cross_entropy does).
+Tensor cross_entropy(const Tensor& logits, const Tokens& targets, int32_t ignore_index, float label_smoothing);
 
 }  // namespace autograd::kernels

@@ -1,10 +1,11 @@
 // Inverted dropout with counter-based draws: the keep decisions that nn::dropout, the linear
-// kernel's epilogue and the attention kernel share.
+// kernel's epilogue and the attention kernel share, in both paths.
 //
-// One call draws one 64-bit seed; element i is then kept iff counter_uniform(seed, i) >= p (a hash
-// of seed and i, autograd/random.h), and a kept element is scaled by 1/(1-p), so evaluation needs
-// no rescaling. The decision for element i does not depend on which thread computes it, and the
-// backward recomputes it instead of storing a mask.
+// One dropout draws one 64-bit seed from the default generator; element i (its flat index in the
+// tensor being dropped) is then kept iff counter_uniform(seed, i) >= p (a hash of seed and i,
+// autograd/random.h), and a kept element is scaled by 1/(1-p). The decision for element i does
+// not depend on which thread computes it, and the backward recomputes it instead of storing a
+// mask. The plain path's autograd::dropout_keep (ops.h) makes the same factors as a tensor.
 #pragma once
 #include <cstdint>
 
@@ -27,14 +28,16 @@ struct DropoutDraws {
     float keep(uint64_t i) const { return !active() ? 1.0f : counter_uniform(seed, i) < p ? 0.0f : scale; }
 };
 
+// The draws of one dropout: none if p = 0 (and no seed drawn), else p and a fresh seed from the
+// default generator. p must be in [0, 1) (the caller checks it).
+DropoutDraws draw_dropout(float p);
+
 // y[i] = x[i] * keep(i), for i < n
 void dropout_forward(float* y, const float* x, int64_t n, const DropoutDraws& drop);
 // dx[i] (+)= dy[i] * keep(i): the same decisions, recomputed
 void dropout_backward(GradOut dx, const float* dy, int64_t n, const DropoutDraws& drop);
 
-// The reference: the keep factors as a tensor of the given shape (a plain loop over keep(i)),
-// so a reference computation applies dropout as one elementwise multiply, y = x * factors.
-Tensor dropout_keep_factors(const Shape& shape, const DropoutDraws& drop);
-Tensor dropout_reference(const Tensor& x, const DropoutDraws& drop);
+// The autograd op: y = x * keep, recorded as "dropout"; x itself when p = 0.
+Tensor dropout(const Tensor& x, float p);
 
 }  // namespace autograd::kernels

@@ -342,11 +342,4 @@ void gemm_bf16(bool trans_a, bool trans_b, int M, int N, int K,
     detail::gemm_bf16_portable(trans_a, trans_b, M, N, K, A, lda, B, ldb, C, ldc, accumulate);
 }
 
-void gemm_in(Precision precision, bool trans_a, bool trans_b, int M, int N, int K,
-             const float* A, int lda, const float* B, int ldb,
-             float* C, int ldc, bool accumulate) {
-    if (precision == Precision::bf16) gemm_bf16(trans_a, trans_b, M, N, K, A, lda, B, ldb, C, ldc, accumulate);
-    else                              gemm(trans_a, trans_b, M, N, K, A, lda, B, ldb, C, ldc, accumulate);
-}
-
 }  // namespace autograd::kernels

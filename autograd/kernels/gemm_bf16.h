@@ -17,8 +17,6 @@
 #pragma once
 #include <cstdint>
 
-#include "autograd/mixed_precision.h"
-
 namespace autograd::kernels {
 
 // Does this CPU (and OS) run AVX512_BF16 instructions? Checked once, at run time, so the project
@@ -41,11 +39,6 @@ void gemm_bf16(bool trans_a, bool trans_b, int M, int N, int K,
 void gemm_bf16_reference(bool trans_a, bool trans_b, int M, int N, int K,
                          const float* A, int lda, const float* B, int ldb,
                          float* C, int ldc, bool accumulate);
-
-// gemm() or gemm_bf16(), as `precision` says: how the Linear and attention kernels multiply.
-void gemm_in(Precision precision, bool trans_a, bool trans_b, int M, int N, int K,
-             const float* A, int lda, const float* B, int ldb,
-             float* C, int ldc, bool accumulate);
 
 namespace detail {
 // The portable path (round copies, then gemm()), callable on any CPU so tests cover it too.

@@ -1,14 +1,17 @@
 #include "autograd/kernels/layer_norm.h"
 
 #include <cmath>
+#include <memory>
 
+#include "autograd/detail.h"
+#include "autograd/kernels/allocator.h"
 #include "autograd/kernels/parallel.h"
-#include "autograd/ops.h"
 
 namespace autograd::kernels {
 
 void layer_norm_forward(float* y, float* mean, float* rstd, const float* x, const float* gain, const float* bias,
-                        int64_t R, int64_t C, float eps) {
+                        const LayerNormDims& d, float eps) {
+    const int64_t R = d.R, C = d.C;
     #pragma omp parallel for if (worth_threads(R * C, kLayerNormParallelMin))
     for (int64_t r = 0; r < R; r++) {
         const float* xr = x + r * C;
@@ -28,7 +31,13 @@ void layer_norm_forward(float* y, float* mean, float* rstd, const float* x, cons
 }
 
 void layer_norm_backward(GradOut dx, GradOut dgain, GradOut dbias, const float* dy, const float* x, const float* mean,
-                         const float* rstd, const float* gain, int64_t R, int64_t C) {
+                         const float* rstd, const float* gain, const LayerNormDims& d) {
+    const int64_t R = d.R, C = d.C;
+    // In the forward pass this was, per row, xhat = (x - mean) * rstd and y = xhat * gain + bias.
+    // With g = dy * gain = dL/dxhat, and mean and rstd both functions of the whole row:
+    //     dx = rstd * (g - mean(g) - xhat * mean(g * xhat))
+    // (the two mean terms are the gradient flowing through the row's mean and its variance), and
+    //     dgain = sum over rows of dy * xhat,    dbias = sum over rows of dy.
     if (float* out = dx.data) {
         const bool add = dx.add;
         #pragma omp parallel for if (worth_threads(R * C, kLayerNormParallelMin))
@@ -59,9 +68,21 @@ void layer_norm_backward(GradOut dx, GradOut dgain, GradOut dbias, const float* 
         });
 }
 
-// (x - mean) / sqrt(biased variance + eps) * gain + bias, over the last dim
-Tensor layer_norm_reference(const Tensor& x, const Tensor& gain, const Tensor& bias, float eps) {
-    return (x - mean(x, -1, true)) / sqrt(var(x, -1, false, true) + eps) * gain + bias;
+Tensor layer_norm(const Tensor& x, const Tensor& gain, const Tensor& bias, float eps) {
+    const int64_t C = x.size(-1);
+    const LayerNormDims d{x.numel() / C, C};
+    Tensor y = Tensor::empty(x.shape());                              // (..., C)
+    auto stats = std::make_shared<FloatBuffer>(2 * d.R);             // per row: mean, then 1/std
+    float *mean = stats->data(), *rstd = mean + d.R;
+    layer_norm_forward(y.data(), mean, rstd, x.data(), gain.data(), bias.data(), d, eps);
+    record(y, {x, gain, bias}, "layer_norm", [d, stats](Node& self) {
+        const float *mean = stats->data(), *rstd = mean + d.R;
+        // dx in the order the kernel writes it, first (autograd/detail.h); gain and bias add
+        const GradOut dx = autograd::detail::parent_grad_to_write(self, 0);
+        const GradOut dgain{self.parent_grad(1)}, dbias{self.parent_grad(2)};
+        layer_norm_backward(dx, dgain, dbias, self.grad.data(), self.parent_data(0), mean, rstd, self.parent_data(1), d);
+    });
+    return y;
 }
 
 }  // namespace autograd::kernels

@@ -1,9 +1,11 @@
 #include "autograd/kernels/linear.h"
 
+#include <algorithm>
+
+#include "autograd/detail.h"
 #include "autograd/kernels/allocator.h"
-#include "autograd/kernels/gemm_bf16.h"
+#include "autograd/kernels/gemm_dispatch.h"
 #include "autograd/kernels/parallel.h"
-#include "autograd/ops.h"
 
 namespace autograd::kernels {
 
@@ -28,12 +30,13 @@ void linear_forward(float* y, const float* x, const float* w, const float* b, co
     }
 }
 
-// In the forward pass this was y = dropout(act(z)), z = x W^T + b. First g = dL/dz: with ReLU,
-// y > 0 exactly where the unit was on and the element kept, so g = dy * scale there and 0
-// elsewhere; without ReLU, g = dy * keep. Then the three products.
 void linear_backward(GradOut dx, GradOut dw, GradOut db, const float* dy, const float* x, const float* w,
                      const float* y, const LinearDims& d, bool relu, const DropoutDraws& drop, Precision precision) {
     const int64_t rows = d.rows, in = d.in, out = d.out, n = rows * out;
+    // In the forward pass this was y = dropout(act(z)), z = x W^T + b. So first g = dL/dz: with
+    // ReLU, y > 0 exactly where the unit was on and the element kept, so g = dy * scale there and
+    // 0 elsewhere (y alone tells, no mask kept); without ReLU, g = dy * keep. Then, from z = x W^T + b:
+    //     dx = g W    (rows, in)      dW = g^T x    (out, in)      db = sum over rows of g
     FloatBuffer masked;   // g, when it differs from dy
     const float* g = dy;
     if (relu || drop.active()) {
@@ -60,11 +63,27 @@ void linear_backward(GradOut dx, GradOut dw, GradOut db, const float* dy, const 
         });
 }
 
-Tensor linear_reference(const Tensor& x, const Tensor& w, const Tensor& b, bool relu, const DropoutDraws& drop) {
-    Tensor y = matmul(x, w, false, true);   // (..., out)
-    if (b.defined()) y = y + b;
-    if (relu) y = autograd::relu(y);
-    return drop.active() ? dropout_reference(y, drop) : y;
+Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b, bool relu, float dropout_p) {
+    const int64_t in = w.size(1), out = w.size(0);
+    const LinearDims d{x.numel() / std::max<int64_t>(in, 1), in, out};
+    const DropoutDraws drop = draw_dropout(dropout_p);
+    Shape ys = x.shape();
+    ys.back() = out;
+    Tensor y = Tensor::empty(ys);                                   // (..., out)
+    const Precision precision = matmul_precision();                  // the backward uses it too
+    linear_forward(y.data(), x.data(), w.data(), b.defined() ? b.data() : nullptr, d, relu, drop, precision);
+
+    std::vector<Tensor> inputs = {x, w};
+    if (b.defined()) inputs.push_back(b);
+    const char* name = relu ? (drop.active() ? "linear_relu_dropout" : "linear_relu") : (drop.active() ? "linear_dropout" : "linear");
+    record(y, inputs, name, [d, relu, drop, precision](Node& self) {
+        // dx, dW, db in the order the kernel writes them (autograd/detail.h says why that matters)
+        const GradOut dx = autograd::detail::parent_grad_to_write(self, 0), dw = autograd::detail::parent_grad_to_write(self, 1),
+                      db = self.parents.size() > 2 ? autograd::detail::parent_grad_to_write(self, 2) : GradOut{};
+        linear_backward(dx, dw, db, self.grad.data(), self.parent_data(0), self.parent_data(1), self.data->data(), d, relu,
+                        drop, precision);
+    });
+    return y;
 }
 
 }  // namespace autograd::kernels

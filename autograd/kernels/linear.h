@@ -2,7 +2,8 @@
 //
 // One gemm forward and two backward; the bias, the ReLU and the dropout ride along in one pass
 // over y (the "epilogue"), and only y is kept for the backward: not the pre-activation, not a
-// separate dropout output. nn::linear (nn/linear.cpp) is the autograd op around it.
+// separate dropout output. nn::linear (nn/linear.cpp) calls kernels::linear, the autograd op
+// around it, when fused kernels are on.
 #pragma once
 #include <cstdint>
 
@@ -23,15 +24,16 @@ struct LinearDims {
 void linear_forward(float* y, const float* x, const float* w, const float* b, const LinearDims& d, bool relu,
                     const DropoutDraws& drop, Precision precision = Precision::fp32);
 
-// With g = dL/d(x W^T + b), recovered from dy and the forward's y:
-//     dx (+)= g W    (rows, in)      dW (+)= g^T x    (out, in)      db (+)= sum over rows of g
-// The two products use `precision`, as the forward did; db is an fp32 sum.
+// dx (rows, in), dW (out, in), db (out,) from dy and the forward's y (rows, out); a GradOut with
+// no data is skipped. The two products use `precision`, as the forward did; db is an fp32 sum.
+// Writes dx, then dW, then db, each completely (the order detail::parent_grad_to_write needs).
 void linear_backward(GradOut dx, GradOut dw, GradOut db, const float* dy, const float* x, const float* w,
                      const float* y, const LinearDims& d, bool relu, const DropoutDraws& drop,
                      Precision precision = Precision::fp32);
 
-// The reference, composed from autograd ops the way the formula reads:
-// dropout(relu(matmul(x, W^T) + b)), b optional (an undefined Tensor), x (..., in).
-Tensor linear_reference(const Tensor& x, const Tensor& w, const Tensor& b, bool relu, const DropoutDraws& drop);
+// The autograd op: x (..., in), w (out, in), b (out,) or undefined -> y (..., out). Shapes are
+// the caller's to check (nn::linear does). Draws dropout's seed when dropout_p > 0; reads
+// matmul_precision() and keeps it for the backward.
+Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b, bool relu, float dropout_p);
 
 }  // namespace autograd::kernels

@@ -11,8 +11,6 @@
 #include <cstdint>
 #include <limits>
 
-#include "autograd/tensor.h"
-
 namespace autograd::kernels {
 
 inline float row_max(const float* x, int64_t n) {
@@ -62,11 +60,5 @@ inline void log_softmax_row(const float* x, float* y, int64_t n) {
     }
     for (int64_t i = 0; i < n; i++) y[i] = (x[i] - lse.max) - lse.log_sum;
 }
-
-// The references: softmax and log_softmax over the last dim, composed from autograd ops the way
-// the formulas read (softmax_rows.cpp). tests/test_kernels.cpp holds autograd::softmax and
-// log_softmax equal to them, values and gradients.
-Tensor softmax_reference(const Tensor& x);
-Tensor log_softmax_reference(const Tensor& x);
 
 }  // namespace autograd::kernels

@@ -7,6 +7,7 @@
 #include "autograd/fused_kernels.h"
 #include "autograd/kernels/gemm_bf16.h"
 #include "autograd/kernels/threads.h"
+#include "autograd/mixed_precision.h"
 
 namespace common {
 
