@@ -63,20 +63,21 @@ TEST_CASE("decode_step: step by step, the decoder's output at each position is t
     const int64_t n = ys.size(0), Tn = ys.size(1), D = model.cfg.d_model;
     NoGradGuard no_grad;
     const Tensor full = model.decode(memory, src_mask, ys, models::subsequent_mask(Tn));   // (n, T', D)
-    models::DecoderCache cache = models::start_decoder_cache(model, memory, src_mask);
+    models::DecoderCache cache = models::start_decoder_cache(model, memory, src_mask, Tn);
     for (int64_t t = 0; t < Tn; t++) {
         Tokens column = Tokens::full({n, 1}, 0);
         for (int64_t i = 0; i < n; i++) column[i] = ys[i * Tn + t];
         const Tensor step = models::decode_step(model, cache, column);    // (n, D)
-        CHECK(cache.length == t + 1);
-        CHECK(cache.layers[0].self_k.shape() == Shape{n, t + 1, D});
+        CHECK(cache.length() == t + 1);
+        CHECK(cache.layers[0].self_attn.length == t + 1);
+        CHECK(cache.layers[0].self_attn.k.shape() == Shape{n, Tn, D});   // allocated for all Tn positions
         for (int64_t i = 0; i < n; i++) {
             CAPTURE(t);
             CAPTURE(i);
             CHECK(same_bits(step.data() + i * D, full.data() + (i * Tn + t) * D, D));
         }
     }
-    CHECK(cache.layers[1].memory_k.shape() == Shape{n, src.size(1), D});
+    CHECK(cache.layers[1].src_attn.k.shape() == Shape{n, src.size(1), D});
     CHECK_THROWS_WITH_AS(models::decode_step(model, cache, Tokens::full({n + 1, 1}, 1)),
                          doctest::Contains("tokens must be (n, 1) = (4, 1) for this cache, got (5, 1)"), std::invalid_argument);
     CHECK_THROWS_WITH_AS(cache.reorder({0, 4}), doctest::Contains("row 4 of a mask with 4 rows"), std::invalid_argument);
@@ -88,16 +89,24 @@ TEST_CASE("DecoderCache::reorder gathers rows: every layer's keys and values, an
     model.eval();
     const Tokens src({1, 2, 3, 4, 5, 0}, {2, 3});
     const Mask src_mask = models::padding_mask(src, 0);
-    models::DecoderCache cache = models::start_decoder_cache(model, model.encode(src, src_mask), src_mask);
+    const int64_t D = model.cfg.d_model, L = 4;
+    models::DecoderCache cache = models::start_decoder_cache(model, model.encode(src, src_mask), src_mask, L);
     models::decode_step(model, cache, Tokens({1, 1}, {2, 1}));
-    const Tensor k_before = cache.layers[1].self_k;   // (2, 1, D)
+    models::decode_step(model, cache, Tokens({3, 2}, {2, 1}));
+    const Tensor k_before = cache.layers[1].self_attn.k, v_before = cache.layers[1].self_attn.v;   // (2, L, D), 2 rows filled
+    const Tensor memory_v_before = cache.layers[0].src_attn.v;                                    // (2, S, D)
     cache.reorder({1, 1, 0});
-    const int64_t D = model.cfg.d_model;
     CHECK(cache.rows() == 3);
-    CHECK(cache.layers[1].self_k.shape() == Shape{3, 1, D});
-    CHECK(same_bits(cache.layers[1].self_k.data(), k_before.data() + D, D));
-    CHECK(same_bits(cache.layers[1].self_k.data() + D, k_before.data() + D, D));
-    CHECK(same_bits(cache.layers[1].self_k.data() + 2 * D, k_before.data(), D));
+    CHECK(cache.length() == 2);
+    const nn::KVCache& c = cache.layers[1].self_attn;
+    CHECK(c.k.shape() == Shape{3, L, D});   // still room for L positions
+    for (int64_t i = 0; i < 3; i++) {
+        CAPTURE(i);
+        const int64_t from = i < 2 ? 1 : 0;
+        CHECK(same_bits(c.k.data() + i * L * D, k_before.data() + from * L * D, 2 * D));   // the 2 filled positions
+        CHECK(same_bits(c.v.data() + i * L * D, v_before.data() + from * L * D, 2 * D));
+        CHECK(same_bits(cache.layers[0].src_attn.v.data() + i * 3 * D, memory_v_before.data() + from * 3 * D, 3 * D));
+    }
     CHECK(cache.src_mask.data == std::vector<uint8_t>{1, 1, 0, 1, 1, 0, 1, 1, 1});
 }
 
