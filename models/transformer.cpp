@@ -101,7 +101,8 @@ Tensor Decoder::forward(Tensor x, const Tensor& memory, const Mask& src_mask, co
     if (cache && cache->layers.size() != layers->size())
         throw std::invalid_argument("Decoder: the cache has " + std::to_string(cache->layers.size()) + " layers, the decoder " +
                                     std::to_string(layers->size()));
-    for (size_t l = 0; l < layers->size(); l++) x = (*layers)[l].forward(x, memory, src_mask, tgt_mask, cache ? &cache->layers[l] : nullptr);
+    for (size_t l = 0; l < layers->size(); l++)
+        x = (*layers)[l].forward(x, memory, src_mask, tgt_mask, cache ? &cache->layers[l] : nullptr);   // (B, T, D)
     return norm->forward(x);   // (B, T, D)
 }
 
