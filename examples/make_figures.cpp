@@ -255,7 +255,7 @@ void copy_attention_figure(const std::string& model_path, const std::string& pat
                             std::vector<float>(w.data() + h * T * S, w.data() + (h + 1) * T * S)});
     }
     common::write_heatmaps(path, "Copy task: encoder-decoder attention (rows: output positions, columns: source)", maps,
-                           static_cast<int>(layers[0].src_attn->h));
+                           static_cast<int>(layers[0].src_attn->heads));
     wrote(path);
 }
 

@@ -16,10 +16,13 @@
 // One step then runs the decoder on the newest position only: every linear layer, LayerNorm and
 // feed-forward sees 1 row instead of t, and attention reads t cached rows. A token costs O(t)
 // instead of O(t^2), a whole output O(T^2) instead of O(T^3) (and the linear layers, the bulk of
-// the work, drop from O(T^2) to O(T)).
+// the work, drop from O(T^2) to O(T)). The step runs the very modules training runs
+// (Transformer::decode, DecoderLayer::forward, MultiHeadAttention::forward), each given its part
+// of the cache: there is no second copy of the decoder to keep in step with the first.
 //
-// Memory, per sentence (and per beam hypothesis), with N layers of width D, after T steps:
-//   self-attention  2 x N x T x D floats (K and V),   memory's K/V  2 x N x S x D floats.
+// Memory, per sentence (and per beam hypothesis), with N layers of width D, for outputs of up to
+// L positions: self-attention  2 x N x L x D floats (K and V, allocated up front, so a step writes
+// its row in place and never copies the rows before it), memory's K/V  2 x N x S x D floats.
 //
 // The cache is a plain value owned by one decoding call and passed to every step, not state
 // hidden inside the modules: the model stays stateless and reusable, and a beam search can
@@ -31,21 +34,25 @@
 
 namespace models {
 
-// One decoder layer's cached keys and values, row i belonging to the i-th sequence decoded.
-// D is the model width: the H heads side by side, as MultiHeadAttention projects them.
+// One decoder layer's cached keys and values (nn::KVCache, nn/attention.h), row i belonging to
+// the i-th sequence decoded. D is the model width: the H heads side by side, as
+// MultiHeadAttention projects them.
 struct LayerCache {
-    Tensor self_k, self_v;       // (n, t, D): w_k and w_v of self_attn applied to positions 0..t-1
-    Tensor memory_k, memory_v;   // (n, S, D): w_k and w_v of src_attn applied to the encoder's output
+    nn::KVCache self_attn;   // appending, (n, L, D): w_k and w_v of self_attn at positions 0..t-1
+    nn::KVCache src_attn;    // computed once, (n, S, D): w_k and w_v of src_attn on the encoder's output
 };
 
 struct DecoderCache {
     std::vector<LayerCache> layers;   // N entries, one per decoder layer
+    Tensor memory;                    // (n, S, D): the encoder's output, until the first step has put its
+                                      // keys and values into every src_attn cache; undefined after
     Mask src_mask;                    // (n, 1, S): which memory positions are real (not padding)
-    int64_t length = 0;               // t: positions decoded so far (the next one is position t)
 
-    int64_t rows() const { return src_mask.shape.empty() ? 0 : src_mask.shape[0]; }   // n
+    int64_t rows() const { return src_mask.shape.empty() ? 0 : src_mask.shape[0]; }        // n
+    int64_t length() const { return layers.empty() ? 0 : layers[0].self_attn.length; }      // t: positions decoded so far
+    int64_t capacity() const { return layers.empty() ? 0 : layers[0].self_attn.capacity(); }   // L: positions it has room for
     // Row i of the new cache is row from[i] of the old one (beam search: hypothesis i continues
-    // hypothesis from[i]); rows may repeat or disappear. A gather: index_select along dim 0.
+    // hypothesis from[i]); rows may repeat or disappear. A gather of the filled rows.
     void reorder(const std::vector<int64_t>& from);
 };
 
@@ -53,13 +60,14 @@ struct DecoderCache {
 // src_mask, and what the recomputing beam search does to its own.
 Mask select_mask_rows(const Mask& mask, const std::vector<int64_t>& from);
 
-// A cache for n = B rows with no position decoded yet: memory (B, S, D) from Transformer::encode,
-// src_mask (B, 1, S). Computes the memory's keys and values of every layer (once per sentence).
-DecoderCache start_decoder_cache(Transformer& model, const Tensor& memory, const Mask& src_mask);
+// A cache for n = B rows with no position decoded yet, with room for max_positions positions
+// (a decoding call producing outputs of L tokens, bos included, decodes L - 1): memory (B, S, D)
+// from Transformer::encode, src_mask (B, 1, S).
+DecoderCache start_decoder_cache(Transformer& model, const Tensor& memory, const Mask& src_mask, int64_t max_positions);
 
 // One decoding step: tokens (n, 1), the token at position t of every row -> the decoder's output
 // at position t, (n, D) (what Transformer::decode gives at position t for the whole prefix; feed
-// it to the generator). Appends position t's keys and values to every layer's cache.
+// it to the generator). Writes position t's keys and values into every layer's cache.
 Tensor decode_step(Transformer& model, DecoderCache& cache, const Tokens& tokens);
 
 }  // namespace models

@@ -3,6 +3,8 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "models/decoder_cache.h"
+
 namespace models {
 
 using autograd::shape_str;
@@ -66,11 +68,14 @@ DecoderLayer::DecoderLayer(const TransformerConfig& c) {
     sublayer2 = register_module("sublayer2", std::make_shared<SublayerConnection>(c.d_model, c.dropout, c.pre_norm));
 }
 
-Tensor DecoderLayer::forward(const Tensor& x, const Tensor& memory, const Mask& src_mask, const Mask& tgt_mask) {
+Tensor DecoderLayer::forward(const Tensor& x, const Tensor& memory, const Mask& src_mask, const Mask& tgt_mask,
+                             LayerCache* cache) {
+    nn::KVCache* self_kv = cache ? &cache->self_attn : nullptr;   // decoding: the earlier positions' keys and values
+    nn::KVCache* memory_kv = cache ? &cache->src_attn : nullptr;  // decoding: the memory's, computed at the first step
     // 1) masked self-attention: position t sees only target positions <= t
-    Tensor h = sublayer0->forward(x, [&](const Tensor& y) { return self_attn->forward(y, y, y, tgt_mask); });
+    Tensor h = sublayer0->forward(x, [&](const Tensor& y) { return self_attn->forward(y, y, y, tgt_mask, self_kv); });
     // 2) encoder-decoder attention: queries from the decoder, keys and values from memory
-    h = sublayer1->forward(h, [&](const Tensor& y) { return src_attn->forward(y, memory, memory, src_mask); });
+    h = sublayer1->forward(h, [&](const Tensor& y) { return src_attn->forward(y, memory, memory, src_mask, memory_kv); });
     // 3) feed-forward
     return sublayer2->forward(h, [&](const Tensor& y) { return feed_forward->forward(y); });   // (B, T, D)
 }
@@ -92,8 +97,12 @@ Decoder::Decoder(const TransformerConfig& c) {
     norm = register_module("norm", std::make_shared<nn::LayerNorm>(c.d_model));
 }
 
-Tensor Decoder::forward(Tensor x, const Tensor& memory, const Mask& src_mask, const Mask& tgt_mask) {
-    for (auto& layer : *layers) x = layer->forward(x, memory, src_mask, tgt_mask);
+Tensor Decoder::forward(Tensor x, const Tensor& memory, const Mask& src_mask, const Mask& tgt_mask, DecoderCache* cache) {
+    if (cache && cache->layers.size() != layers->size())
+        throw std::invalid_argument("Decoder: the cache has " + std::to_string(cache->layers.size()) + " layers, the decoder " +
+                                    std::to_string(layers->size()));
+    for (size_t l = 0; l < layers->size(); l++)
+        x = (*layers)[l].forward(x, memory, src_mask, tgt_mask, cache ? &cache->layers[l] : nullptr);   // (B, T, D)
     return norm->forward(x);   // (B, T, D)
 }
 
@@ -133,9 +142,11 @@ Tensor Transformer::encode(const Tokens& src, const Mask& src_mask) {
     return encoder->forward(src_pos->forward(src_embed->forward(src)), src_mask);   // (B, S, D)
 }
 
-Tensor Transformer::decode(const Tensor& memory, const Mask& src_mask, const Tokens& tgt, const Mask& tgt_mask) {
+Tensor Transformer::decode(const Tensor& memory, const Mask& src_mask, const Tokens& tgt, const Mask& tgt_mask,
+                          DecoderCache* cache) {
     if (tgt.dim() != 2) throw std::invalid_argument("Transformer::decode: tgt must be (B, T), got " + shape_str(tgt.shape));
-    return decoder->forward(tgt_pos->forward(tgt_embed->forward(tgt)), memory, src_mask, tgt_mask);   // (B, T, D)
+    const int64_t start = cache ? cache->length() : 0;   // the position of tgt's first token
+    return decoder->forward(tgt_pos->forward(tgt_embed->forward(tgt), start), memory, src_mask, tgt_mask, cache);   // (B, T, D)
 }
 
 Tensor Transformer::logits(const Tokens& src, const Tokens& tgt, const Mask& src_mask, const Mask& tgt_mask) {

@@ -16,13 +16,16 @@ using autograd::Mask;
 using autograd::Tensor;
 using autograd::Tokens;
 
+struct LayerCache;     // models/decoder_cache.h: the keys and values kept while decoding one position at a time
+struct DecoderCache;
+
 struct TransformerConfig {
     int64_t src_vocab = 11;   // V_src: number of source token ids
     int64_t tgt_vocab = 11;   // V_tgt: number of target token ids
     int64_t layers = 6;       // N: layers in the encoder and in the decoder (paper: 6)
     int64_t d_model = 512;    // D: width of every token vector (paper: 512)
     int64_t d_ff = 2048;      // F: hidden width of the feed-forward sublayer (paper: 2048)
-    int64_t heads = 8;        // h: attention heads; D must be a multiple of h (paper: 8)
+    int64_t heads = 8;        // H: attention heads; D must be a multiple of H (paper: 8)
     float dropout = 0.1f;     // on sublayer outputs, embeddings + positions, attention weights and the
                               // feed-forward hidden layer (paper: 0.1)
     bool pre_norm = true;     // true: x + sublayer(norm(x)) (The Annotated Transformer; trains more
@@ -68,8 +71,10 @@ public:
 class DecoderLayer : public nn::Module {
 public:
     explicit DecoderLayer(const TransformerConfig& cfg);
-    // x (B, T, D), memory (B, S, D) -> (B, T, D)
-    Tensor forward(const Tensor& x, const Tensor& memory, const Mask& src_mask, const Mask& tgt_mask);
+    // x (B, T, D), memory (B, S, D) -> (B, T, D). With a cache, x holds the positions after the
+    // cached ones, and tgt_mask is relative to all of them (none for one new position).
+    Tensor forward(const Tensor& x, const Tensor& memory, const Mask& src_mask, const Mask& tgt_mask,
+                   LayerCache* cache = nullptr);
     std::shared_ptr<nn::MultiHeadAttention> self_attn, src_attn;
     std::shared_ptr<nn::PositionwiseFeedForward> feed_forward;
     std::shared_ptr<SublayerConnection> sublayer0, sublayer1, sublayer2;
@@ -86,7 +91,8 @@ public:
 class Decoder : public nn::Module {
 public:
     explicit Decoder(const TransformerConfig& cfg);
-    Tensor forward(Tensor x, const Tensor& memory, const Mask& src_mask, const Mask& tgt_mask);   // (B, T, D)
+    Tensor forward(Tensor x, const Tensor& memory, const Mask& src_mask, const Mask& tgt_mask,
+                   DecoderCache* cache = nullptr);   // (B, T, D)
     std::shared_ptr<nn::ModuleList<DecoderLayer>> layers;
     std::shared_ptr<nn::LayerNorm> norm;
 };
@@ -104,7 +110,9 @@ class Transformer : public nn::Module {
 public:
     explicit Transformer(const TransformerConfig& cfg);
     Tensor encode(const Tokens& src, const Mask& src_mask);                                      // (B, S, D)
-    Tensor decode(const Tensor& memory, const Mask& src_mask, const Tokens& tgt, const Mask& tgt_mask);   // (B, T, D)
+    // With a cache (models/decoder_cache.h), tgt holds the tokens after the cached positions.
+    Tensor decode(const Tensor& memory, const Mask& src_mask, const Tokens& tgt, const Mask& tgt_mask,
+                  DecoderCache* cache = nullptr);   // (B, T, D)
     // The whole model for training: logits (B, T, V). Train with nn::cross_entropy, which fuses
     // the generator's log-softmax into the loss (the same value as nll_loss of log_probs).
     Tensor logits(const Tokens& src, const Tokens& tgt, const Mask& src_mask, const Mask& tgt_mask);

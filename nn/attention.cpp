@@ -1,5 +1,6 @@
 #include "nn/attention.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <stdexcept>
@@ -82,11 +83,64 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
     return scaled_dot_product_attention_with_weights(q, k, v, heads, mask, dropout_p, training, keys).out;
 }
 
-MultiHeadAttention::MultiHeadAttention(int64_t d_model_, int64_t h_, float dropout)
-    : d_model(d_model_), h(h_), d_k(h_ > 0 ? d_model_ / h_ : 0), dropout_p(dropout) {
-    if (h <= 0 || d_model <= 0 || d_model % h != 0)
+// ---------------------------------------------------------------- the key/value cache
+
+KVCache::KVCache(int64_t n, int64_t capacity, int64_t d_model)
+    : k(Tensor::empty({n, capacity, d_model})), v(Tensor::empty({n, capacity, d_model})), appending(true) {}   // (n, capacity, D)
+
+void KVCache::write(const Tensor& k_new, const Tensor& v_new) {
+    if (autograd::is_grad_enabled())
+        throw std::logic_error("KVCache: decoding with a cache needs autograd::NoGradGuard (rows are written in place, "
+                               "under tensors an earlier step's graph would read)");
+    if (!appending) {   // computed once: these are all the rows
+        k = k_new;      // (n, S, D)
+        v = v_new;
+        length = k.size(1);
+        return;
+    }
+    const int64_t n = k.size(0), capacity = k.size(1), D = k.size(2), T = k_new.size(1);
+    if (k_new.shape() != Shape{n, T, D} || v_new.shape() != k_new.shape())
+        throw std::invalid_argument("KVCache: new rows must be (n, T, D) = (" + std::to_string(n) + ", T, " + std::to_string(D) +
+                                    ") for this cache, got k " + shape_str(k_new.shape()) + " and v " + shape_str(v_new.shape()));
+    if (length + T > capacity)
+        throw std::out_of_range("KVCache: room for " + std::to_string(capacity) + " rows, " + std::to_string(length) +
+                                " filled: cannot write " + std::to_string(T) + " more (the cache is allocated for the " +
+                                "longest sequence its decoding call asked for)");
+    // sequence i's rows length..length+T-1: the new rows go after the ones already held
+    for (int64_t i = 0; i < n; i++) {
+        std::copy_n(k_new.data() + i * T * D, T * D, k.data() + (i * capacity + length) * D);
+        std::copy_n(v_new.data() + i * T * D, T * D, v.data() + (i * capacity + length) * D);
+    }
+    length += T;
+}
+
+void KVCache::reorder(const Tokens& from) {
+    if (!k.defined()) return;   // computed once, not yet computed: nothing held
+    if (!appending) {
+        k = autograd::index_select(k, 0, from);   // (n', S, D); checks every row index
+        v = autograd::index_select(v, 0, from);
+        return;
+    }
+    const int64_t n = k.size(0), capacity = k.size(1), D = k.size(2), m = from.numel();
+    Tensor k2 = Tensor::empty({m, capacity, D}), v2 = Tensor::empty({m, capacity, D});   // (n', capacity, D)
+    for (int64_t i = 0; i < m; i++) {
+        if (from[i] < 0 || from[i] >= n)
+            throw std::invalid_argument("KVCache::reorder: row " + std::to_string(from[i]) + " of a cache with " +
+                                        std::to_string(n) + " rows");
+        std::copy_n(k.data() + from[i] * capacity * D, length * D, k2.data() + i * capacity * D);   // the filled rows only
+        std::copy_n(v.data() + from[i] * capacity * D, length * D, v2.data() + i * capacity * D);
+    }
+    k = k2;
+    v = v2;
+}
+
+// ---------------------------------------------------------------- multi-head attention
+
+MultiHeadAttention::MultiHeadAttention(int64_t d_model, int64_t heads, float dropout)
+    : d_model(d_model), heads(heads), d_k(heads > 0 ? d_model / heads : 0), dropout_p(dropout) {
+    if (heads <= 0 || d_model <= 0 || d_model % heads != 0)
         throw std::invalid_argument("MultiHeadAttention: d_model (" + std::to_string(d_model) +
-                                    ") must be a positive multiple of the number of heads (" + std::to_string(h) + ")");
+                                    ") must be a positive multiple of the number of heads (" + std::to_string(heads) + ")");
     check_dropout_p(dropout, "MultiHeadAttention");
     w_q = register_module("w_q", std::make_shared<Linear>(d_model, d_model));
     w_k = register_module("w_k", std::make_shared<Linear>(d_model, d_model));
@@ -94,18 +148,32 @@ MultiHeadAttention::MultiHeadAttention(int64_t d_model_, int64_t h_, float dropo
     w_o = register_module("w_o", std::make_shared<Linear>(d_model, d_model));
 }
 
-Tensor MultiHeadAttention::forward(const Tensor& query, const Tensor& key, const Tensor& value, const Mask& mask) {
-    if (query.dim() != 3 || key.dim() != 3 || value.dim() != 3 || query.size(-1) != d_model ||
-        key.shape() != value.shape() || key.size(0) != query.size(0) || key.size(-1) != d_model)
+Tensor MultiHeadAttention::forward(const Tensor& query, const Tensor& key, const Tensor& value, const Mask& mask, KVCache* cache) {
+    const bool reads_key = !cache || cache->needs_keys();   // false: the cache holds every key and value
+    if (query.dim() != 3 || query.size(-1) != d_model ||
+        (reads_key && (key.dim() != 3 || key.shape() != value.shape() || key.size(0) != query.size(0) || key.size(-1) != d_model)))
         throw std::invalid_argument("MultiHeadAttention: expected query (B, T, " + std::to_string(d_model) + ") and key, value (B, S, " +
                                     std::to_string(d_model) + "), got " + shape_str(query.shape()) + ", " +
-                                    shape_str(key.shape()) + ", " + shape_str(value.shape()));
+                                    (reads_key ? shape_str(key.shape()) + ", " + shape_str(value.shape()) : "(cached), (cached)"));
+    if (cache && cache->k.defined() && cache->k.size(0) != query.size(0))
+        throw std::invalid_argument("MultiHeadAttention: the cache holds " + std::to_string(cache->k.size(0)) +
+                                    " sequences, the query " + std::to_string(query.size(0)) + ": " + shape_str(query.shape()));
     // 1) project: q, k and v each (B, ., D); head h lives in columns [h*Dk, (h+1)*Dk)
     const Tensor q = w_q->forward(query);   // (B, T, D)
-    const Tensor k = w_k->forward(key);     // (B, S, D)
-    const Tensor v = w_v->forward(value);   // (B, S, D)
+    Tensor k, v;
+    int64_t keys = -1;                      // attend to every row of k and v
+    if (!cache) {
+        k = w_k->forward(key);              // (B, S, D)
+        v = w_v->forward(value);            // (B, S, D)
+    } else {
+        // decoding one position at a time: the earlier positions' keys and values are in the cache
+        if (cache->needs_keys()) cache->write(w_k->forward(key), w_v->forward(value));   // the new rows (B, T, D)
+        k = cache->k;                       // (B, capacity, D), rows 0..length-1 filled
+        v = cache->v;
+        keys = cache->length;
+    }
     // 2) attend in every head at once; the output has the heads side by side (concatenated)
-    const AttentionOutput a = scaled_dot_product_attention_with_weights(q, k, v, h, mask, dropout_p, is_training());
+    const AttentionOutput a = scaled_dot_product_attention_with_weights(q, k, v, heads, mask, dropout_p, is_training(), keys);
     last_attention = a.weights;    // (B, H, T, S)
     // 3) final projection mixes the heads
     return w_o->forward(a.out);    // (B, T, D)

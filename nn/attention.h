@@ -34,6 +34,33 @@ AttentionOutput scaled_dot_product_attention_with_weights(const Tensor& q, const
                                                           const Mask& mask = Mask(), float dropout_p = 0.0f,
                                                           bool training = false, int64_t keys = -1);
 
+// The keys and values of earlier calls, kept while a sequence is decoded one position at a time
+// (incremental decoding; models/decoder_cache.h says why this gives the same result and what it
+// saves). A plain value owned by the decoding call and passed to every forward, not state of the
+// module: the module stays reusable, and a beam search reorders the rows. Two kinds:
+//   appending (self-attention), KVCache(n, capacity, D): room for `capacity` rows, allocated up
+//     front; each forward projects its key and value rows, writes them after the rows already
+//     held, and attends to every row held.
+//   computed once (encoder-decoder attention), KVCache(): the first forward projects its key
+//     and value (the encoder's output, the same at every step) and keeps them; later forwards
+//     attend to those and do not read their key and value.
+// For decoding without gradients only (under autograd::NoGradGuard): rows are written in place.
+struct KVCache {
+    Tensor k, v;             // (n, rows, D): w_k and w_v of the keys and values so far, rows 0..length-1 filled
+    int64_t length = 0;      // rows filled
+    bool appending = false;
+
+    KVCache() = default;                                        // computed once
+    KVCache(int64_t n, int64_t capacity, int64_t d_model);     // appending: (n, capacity, D), never grown
+    int64_t capacity() const { return appending ? k.size(1) : length; }
+    bool needs_keys() const { return appending || length == 0; }   // forward projects its key and value
+    // k_new, v_new (n, T, D): written at rows length..length+T-1 (appending), or kept as all the rows.
+    void write(const Tensor& k_new, const Tensor& v_new);
+    // Row i becomes row from[i] (beam search: hypothesis i continues hypothesis from[i]); rows may
+    // repeat or disappear. Copies the filled rows only.
+    void reorder(const Tokens& from);
+};
+
 // Multi-head attention (section 3.2.2): project q, k, v to H heads of size Dk = D / H, attend in
 // each head independently, concatenate the heads and project back to D.
 // w_k's bias adds q.b_k to every score of a query row, which softmax ignores: its gradient is
@@ -41,11 +68,14 @@ AttentionOutput scaled_dot_product_attention_with_weights(const Tensor& q, const
 // nn.MultiheadAttention, so the parameters match the standard model one for one.
 class MultiHeadAttention : public Module {
 public:
-    MultiHeadAttention(int64_t d_model, int64_t h, float dropout = 0.1f);
-    // query (B, T, D), key and value (B, S, D), mask broadcastable to (B, T, S) -> (B, T, D)
-    Tensor forward(const Tensor& query, const Tensor& key, const Tensor& value, const Mask& mask = Mask());
+    MultiHeadAttention(int64_t d_model, int64_t heads, float dropout = 0.1f);
+    // query (B, T, D), key and value (B, S, D), mask broadcastable to (B, T, S) -> (B, T, D).
+    // With a cache, S counts the cached rows too (the new ones included), and key and value are
+    // read only when cache->needs_keys().
+    Tensor forward(const Tensor& query, const Tensor& key, const Tensor& value, const Mask& mask = Mask(),
+                   KVCache* cache = nullptr);
 
-    int64_t d_model, h, d_k;
+    int64_t d_model, heads, d_k;
     float dropout_p;
     std::shared_ptr<Linear> w_q, w_k, w_v, w_o;
     Tensor last_attention;   // (B, H, T, S) weights of the last forward, for visualization

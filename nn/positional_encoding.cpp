@@ -30,11 +30,13 @@ Tensor PositionalEncoding::table(int64_t T) const {
     return autograd::narrow(pe_, 0, 0, T);                                       // (T, D)
 }
 
-Tensor PositionalEncoding::forward(const Tensor& x) const {
-    if (x.dim() != 3 || x.size(-1) != d_model)
-        throw std::invalid_argument("PositionalEncoding: expected (B, T, " + std::to_string(d_model) + "), got " +
-                                    autograd::shape_str(x.shape()));
-    return dropout(x + table(x.size(1)), dropout_p, is_training());   // (B, T, D)
+Tensor PositionalEncoding::forward(const Tensor& x, int64_t start) const {
+    if (x.dim() != 3 || x.size(-1) != d_model || start < 0)
+        throw std::invalid_argument("PositionalEncoding: expected (B, T, " + std::to_string(d_model) + ") and start >= 0, got " +
+                                    autograd::shape_str(x.shape()) + " and " + std::to_string(start));
+    const int64_t T = x.size(1);
+    const Tensor pe = autograd::narrow(table(start + T), 0, start, T);   // (T, D): positions start..start+T-1
+    return dropout(x + pe, dropout_p, is_training());                    // (B, T, D)
 }
 
 }  // namespace nn

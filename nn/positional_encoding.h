@@ -12,7 +12,9 @@ namespace nn {
 class PositionalEncoding : public Module {
 public:
     PositionalEncoding(int64_t d_model, float dropout = 0.1f, int64_t max_len = 5000);
-    Tensor forward(const Tensor& x) const;   // x (B, T, D) -> dropout(x + PE[:T]) (B, T, D)
+    // x (B, T, D) -> dropout(x + PE[start:start+T]) (B, T, D): the rows of positions start..start+T-1.
+    // start > 0 continues a sequence, as decoding one position at a time does.
+    Tensor forward(const Tensor& x, int64_t start = 0) const;
     // PE rows 0..T-1 (T, D): a constant, not a parameter. Rows are computed the first time a
     // length needs them, not all max_len up front: 5000 x 512 floats would be 10 MB per model
     // side, mostly for positions a copy task of length 10 never reaches.

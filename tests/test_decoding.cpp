@@ -63,20 +63,21 @@ TEST_CASE("decode_step: step by step, the decoder's output at each position is t
     const int64_t n = ys.size(0), Tn = ys.size(1), D = model.cfg.d_model;
     NoGradGuard no_grad;
     const Tensor full = model.decode(memory, src_mask, ys, models::subsequent_mask(Tn));   // (n, T', D)
-    models::DecoderCache cache = models::start_decoder_cache(model, memory, src_mask);
+    models::DecoderCache cache = models::start_decoder_cache(model, memory, src_mask, Tn);
     for (int64_t t = 0; t < Tn; t++) {
         Tokens column = Tokens::full({n, 1}, 0);
         for (int64_t i = 0; i < n; i++) column[i] = ys[i * Tn + t];
         const Tensor step = models::decode_step(model, cache, column);    // (n, D)
-        CHECK(cache.length == t + 1);
-        CHECK(cache.layers[0].self_k.shape() == Shape{n, t + 1, D});
+        CHECK(cache.length() == t + 1);
+        CHECK(cache.layers[0].self_attn.length == t + 1);
+        CHECK(cache.layers[0].self_attn.k.shape() == Shape{n, Tn, D});   // allocated for all Tn positions
         for (int64_t i = 0; i < n; i++) {
             CAPTURE(t);
             CAPTURE(i);
             CHECK(same_bits(step.data() + i * D, full.data() + (i * Tn + t) * D, D));
         }
     }
-    CHECK(cache.layers[1].memory_k.shape() == Shape{n, src.size(1), D});
+    CHECK(cache.layers[1].src_attn.k.shape() == Shape{n, src.size(1), D});
     CHECK_THROWS_WITH_AS(models::decode_step(model, cache, Tokens::full({n + 1, 1}, 1)),
                          doctest::Contains("tokens must be (n, 1) = (4, 1) for this cache, got (5, 1)"), std::invalid_argument);
     CHECK_THROWS_WITH_AS(cache.reorder({0, 4}), doctest::Contains("row 4 of a mask with 4 rows"), std::invalid_argument);
@@ -88,17 +89,139 @@ TEST_CASE("DecoderCache::reorder gathers rows: every layer's keys and values, an
     model.eval();
     const Tokens src({1, 2, 3, 4, 5, 0}, {2, 3});
     const Mask src_mask = models::padding_mask(src, 0);
-    models::DecoderCache cache = models::start_decoder_cache(model, model.encode(src, src_mask), src_mask);
+    const int64_t D = model.cfg.d_model, L = 4;
+    models::DecoderCache cache = models::start_decoder_cache(model, model.encode(src, src_mask), src_mask, L);
     models::decode_step(model, cache, Tokens({1, 1}, {2, 1}));
-    const Tensor k_before = cache.layers[1].self_k;   // (2, 1, D)
+    models::decode_step(model, cache, Tokens({3, 2}, {2, 1}));
+    const Tensor k_before = cache.layers[1].self_attn.k, v_before = cache.layers[1].self_attn.v;   // (2, L, D), 2 rows filled
+    const Tensor memory_v_before = cache.layers[0].src_attn.v;                                    // (2, S, D)
     cache.reorder({1, 1, 0});
-    const int64_t D = model.cfg.d_model;
     CHECK(cache.rows() == 3);
-    CHECK(cache.layers[1].self_k.shape() == Shape{3, 1, D});
-    CHECK(same_bits(cache.layers[1].self_k.data(), k_before.data() + D, D));
-    CHECK(same_bits(cache.layers[1].self_k.data() + D, k_before.data() + D, D));
-    CHECK(same_bits(cache.layers[1].self_k.data() + 2 * D, k_before.data(), D));
+    CHECK(cache.length() == 2);
+    const nn::KVCache& c = cache.layers[1].self_attn;
+    CHECK(c.k.shape() == Shape{3, L, D});   // still room for L positions
+    for (int64_t i = 0; i < 3; i++) {
+        CAPTURE(i);
+        const int64_t from = i < 2 ? 1 : 0;
+        CHECK(same_bits(c.k.data() + i * L * D, k_before.data() + from * L * D, 2 * D));   // the 2 filled positions
+        CHECK(same_bits(c.v.data() + i * L * D, v_before.data() + from * L * D, 2 * D));
+        CHECK(same_bits(cache.layers[0].src_attn.v.data() + i * 3 * D, memory_v_before.data() + from * 3 * D, 3 * D));
+    }
     CHECK(cache.src_mask.data == std::vector<uint8_t>{1, 1, 0, 1, 1, 0, 1, 1, 1});
+}
+
+// Column t of ids (n, T): the token at position t of every row, (n, 1).
+static Tokens column(const Tokens& ids, int64_t t) {
+    const int64_t n = ids.size(0), T = ids.size(1);
+    Tokens c = Tokens::full({n, 1}, 0);   // (n, 1)
+    for (int64_t i = 0; i < n; i++) c[i] = ids[i * T + t];
+    return c;
+}
+
+// The cached step is Transformer::decode given a cache, so whatever a layer does, the step does
+// too. Here on both of SublayerConnection's branches (pre- and post-norm), sources padded to
+// different lengths (one a single token), and a cache fed 3 positions in one call (with the
+// subsequent mask over them) before going on one position at a time.
+TEST_CASE("decode_step's output at position t is row t of Transformer::decode: padded sources, pre- and post-norm, a chunk then steps") {
+    for (bool pre_norm : {true, false}) {
+        CAPTURE(pre_norm);
+        manual_seed(23);
+        models::TransformerConfig cfg = small(9);
+        cfg.pre_norm = pre_norm;
+        Transformer model(cfg);
+        model.eval();
+        const Tokens src = models::pad_rows({{3, 4, 5, 6, 7, 8}, {2}, {5, 5, 1}}, 0);   // (3, 6): 0, 5 and 3 pads
+        const Mask src_mask = models::padding_mask(src, 0);
+        const Tensor memory = model.encode(src, src_mask);                              // (3, 6, D)
+        const Tokens ys = models::pad_rows({{1, 4, 4, 2, 8, 3, 7}, {1, 2, 3, 4, 5, 6, 7}, {1, 8, 7, 6, 5, 4, 3}}, 0);   // (3, 7)
+        const int64_t n = 3, T = 7, D = cfg.d_model, chunk = 3;
+        NoGradGuard no_grad;
+        const Tensor full = model.decode(memory, src_mask, ys, models::subsequent_mask(T));   // (n, T, D)
+        auto full_row = [&](int64_t i, int64_t t) { return full.data() + (i * T + t) * D; };
+
+        models::DecoderCache stepped = models::start_decoder_cache(model, memory, src_mask, T);
+        for (int64_t t = 0; t < T; t++) {
+            const Tensor step = models::decode_step(model, stepped, column(ys, t));   // (n, D)
+            for (int64_t i = 0; i < n; i++) {
+                CAPTURE(t);
+                CAPTURE(i);
+                CHECK(same_bits(step.data() + i * D, full_row(i, t), D));
+            }
+        }
+
+        models::DecoderCache chunked = models::start_decoder_cache(model, memory, src_mask, T);
+        const Tokens first = models::pad_rows({{1, 4, 4}, {1, 2, 3}, {1, 8, 7}}, 0);      // (n, 3): positions 0..2
+        const Tensor out = model.decode(memory, src_mask, first, models::subsequent_mask(chunk), &chunked);   // (n, 3, D)
+        CHECK(chunked.length() == chunk);
+        for (int64_t i = 0; i < n; i++)
+            for (int64_t t = 0; t < chunk; t++) {
+                CAPTURE(t);
+                CAPTURE(i);
+                CHECK(same_bits(out.data() + (i * chunk + t) * D, full_row(i, t), D));
+            }
+        for (int64_t t = chunk; t < T; t++) {
+            const Tensor step = models::decode_step(model, chunked, column(ys, t));   // (n, D)
+            for (int64_t i = 0; i < n; i++) {
+                CAPTURE(t);
+                CAPTURE(i);
+                CHECK(same_bits(step.data() + i * D, full_row(i, t), D));
+            }
+        }
+    }
+}
+
+// The cache is allocated once for the longest output its decoding call asks for: a step writes its
+// keys and values into that buffer, never into a new one, and a step past the end is refused.
+TEST_CASE("DecoderCache: allocated once for max_positions, written in place, and refuses one position more") {
+    manual_seed(24);
+    Transformer model(small(6));
+    model.eval();
+    const Tokens src({1, 2, 3, 4, 5, 0}, {2, 3});
+    const Mask src_mask = models::padding_mask(src, 0);
+    const int64_t L = 4, D = model.cfg.d_model;
+    models::DecoderCache cache = models::start_decoder_cache(model, model.encode(src, src_mask), src_mask, L);
+    CHECK(cache.capacity() == L);
+    std::vector<const float*> buffers;   // every layer's K and V
+    for (const models::LayerCache& c : cache.layers) buffers.insert(buffers.end(), {c.self_attn.k.data(), c.self_attn.v.data()});
+    std::vector<float> k0;   // layer 1's keys of position 0, row 1
+    for (int64_t t = 0; t < L; t++) {
+        CAPTURE(t);
+        models::decode_step(model, cache, Tokens({1, static_cast<int32_t>(2 + t)}, {2, 1}));
+        std::vector<const float*> now;
+        for (const models::LayerCache& c : cache.layers) now.insert(now.end(), {c.self_attn.k.data(), c.self_attn.v.data()});
+        CHECK(now == buffers);
+        const float* row = cache.layers[1].self_attn.k.data() + L * D;   // row 1, position 0
+        if (t == 0) k0.assign(row, row + D);
+        CHECK(same_bits(row, k0.data(), D));   // position 0 stays where it was written
+    }
+    CHECK(cache.length() == L);
+    CHECK_THROWS_WITH_AS(models::decode_step(model, cache, Tokens({1, 1}, {2, 1})),
+                         doctest::Contains("KVCache: room for 4 rows, 4 filled: cannot write 1 more"), std::out_of_range);
+    CHECK(cache.length() == L);
+}
+
+// nn::KVCache alone: a MultiHeadAttention fed one position at a time attends as one call over the
+// whole sequence with the subsequent mask does; the cache is for decoding without gradients only.
+TEST_CASE("nn::KVCache: MultiHeadAttention one position at a time equals one masked call; refused while recording a graph") {
+    manual_seed(25);
+    const int64_t B = 2, T = 5, D = 8;
+    nn::MultiHeadAttention mha(D, 2, 0.0f);
+    const Tensor x = Tensor::randn({B, T, D});   // (B, T, D)
+    nn::KVCache cache(B, T, D);
+    CHECK_THROWS_WITH_AS(mha.forward(autograd::narrow(x, 1, 0, 1), autograd::narrow(x, 1, 0, 1), autograd::narrow(x, 1, 0, 1), Mask(), &cache),
+                         doctest::Contains("needs autograd::NoGradGuard"), std::logic_error);
+    NoGradGuard no_grad;
+    const Tensor full = mha.forward(x, x, x, models::subsequent_mask(T));   // (B, T, D)
+    for (int64_t t = 0; t < T; t++) {
+        CAPTURE(t);
+        const Tensor xt = autograd::narrow(x, 1, t, 1);                     // (B, 1, D)
+        const Tensor out = mha.forward(xt, xt, xt, Mask(), &cache);         // (B, 1, D)
+        CHECK(mha.last_attention.shape() == Shape{B, 2, 1, t + 1});
+        for (int64_t b = 0; b < B; b++) {
+            CAPTURE(b);
+            for (int64_t d = 0; d < D; d++) CHECK(out.at({b, 0, d}) == doctest::Approx(full.at({b, t, d})).epsilon(1e-5));
+        }
+    }
 }
 
 // The decoders on both paths: same tokens, same log-probabilities (bit for bit, see above).

@@ -83,7 +83,7 @@ void draw_attention(models::Transformer& model, const data::TextCodec& codec, co
     std::vector<common::Heatmap> maps;
     common::Heatmap mean_last{"last layer, mean over heads", rows, cols, std::vector<float>(T * S, 0.0f)};
     const auto& layers = *model.decoder->layers;
-    const int64_t H = layers[0].src_attn->h;
+    const int64_t H = layers[0].src_attn->heads;
     for (size_t l = 0; l < layers.size(); l++) {
         const Tensor& w = layers[l].src_attn->last_attention;   // (1, H, T, S)
         for (int64_t h = 0; h < H; h++) {
