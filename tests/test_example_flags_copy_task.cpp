@@ -511,10 +511,6 @@ TEST_CASE("copy_task --reference: says it runs the plain autograd ops, and train
         CHECK(b[i].lr == a[i].lr);   // the schedule does not depend on the path
     }
     CHECK(a.back().loss < a.front().loss - 0.1);   // both runs learned something: the losses compared are not flat
-    SUBCASE("with --bf16: refused in one line (the plain path runs in fp32)") {
-        reference_run.push_back("--bf16");
-        check_refused_in_one_line(run_example("copy_task", reference_run), "--reference");
-    }
 }
 
 TEST_CASE("copy_task --eval: exact match counts that many fresh sequences, right") {

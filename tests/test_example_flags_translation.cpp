@@ -825,7 +825,4 @@ TEST_CASE("translation --reference: says it runs the plain autograd ops, and tra
         CHECK(std::abs(number_after(after_plain, "valid loss ") - number_after(after_fused, "valid loss ")) <= 1e-3);
     }
     CHECK(number_after(fused.out, "epoch  2  train loss ") < number_after(fused.out, "epoch  1  train loss ") - 0.1);
-    const ExampleRun both = run_example("translation", tiny_run(c, {"--reference", "--bf16"}));
-    CHECK(both.status == 2);
-    CHECK(both.err.find("--reference") != std::string::npos);
 }

@@ -34,7 +34,6 @@ void apply_training_flags(const ArgParser& p, const TrainingFlags& t) {
     } catch (const std::invalid_argument& e) {
         p.fail(e.what());
     }
-    if (t.reference && t.bf16) p.fail("--reference runs the plain autograd ops in fp32: give --bf16 or --reference, not both");
     if (t.threads > 0) autograd::kernels::set_max_threads(t.threads);
     if (t.bf16 && !autograd::kernels::bf16_dot_supported())
         p.fail("--bf16 needs a CPU with AVX512_BF16 (vdpbf16ps), and this one has none");
