@@ -9,7 +9,7 @@
 //
 //   ./build/bench/bench_decoding --toy-test-sources PATH
 // writes the source sentences of the translation example's toy test set (seed 1), one per line,
-// for timing `translation --stdin` (README, "Decoding speed").
+// for timing `translation --stdin` (bench/RESULTS.md, "Decoding speed").
 //
 //   ./build/bench/bench_decoding --cache-picture docs/kv_cache.svg
 // draws the picture of docs/12-decoding.md: what each way of decoding computes, and what the
