@@ -5,10 +5,13 @@
 // TEST_CASE per chapter; each chapter names its test.
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <utility>
 #include <vector>
 
 #include "autograd/autograd.h"
+#include "autograd/kernels/gemm_bf16.h"
 #include <doctest/doctest.h>
 #include "examples/data/attention_by_hand_numbers.h"
 #include "models/transformer.h"
@@ -77,6 +80,26 @@ TEST_CASE("docs/02: a 2x2 matmul backward") {
     c.backward(Tensor::from_vector({1, 0, 0, 2}, {2, 2}));   // L = C00 + 2 C11
     CHECK(a.grad().to_vector() == std::vector<float>{5, 7, 12, 16});
     CHECK(b.grad().to_vector() == std::vector<float>{1, 6, 2, 8});
+}
+
+TEST_CASE("docs/03: the GELU derivative gap") {
+    // GELU(x) = x Phi(x): its derivative Phi(x) + x phi(x), and the derivative of the tanh
+    // approximation 0.5 x (1 + tanh u), u = sqrt(2/pi) (x + 0.044715 x^3), worked in double
+    const double c = std::sqrt(2.0 / M_PI);
+    const auto exact = [](double x) { return 0.5 * (1 + std::erf(x / std::sqrt(2.0))) + x * std::exp(-x * x / 2) / std::sqrt(2 * M_PI); };
+    const auto tanh_form = [c](double x) {
+        const double t = std::tanh(c * (x + 0.044715 * x * x * x));
+        return 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * c * (1 + 3 * 0.044715 * x * x);
+    };
+    double worst = 0.0, at = 0.0;
+    for (int i = -60000; i <= 60000; i++) {   // x in [-6, 6], steps of 1e-4
+        const double x = i * 1e-4, gap = std::fabs(tanh_form(x) - exact(x));
+        if (gap > worst) worst = gap, at = x;
+    }
+    CHECK(worst == doctest::Approx(8.7e-4).epsilon(0.01));          // "at most 8.7·10⁻⁴"
+    CHECK(std::fabs(std::fabs(at) - 2.02) < 0.005);                  // "at x ≈ ±2.02"
+    CHECK(exact(2.02) == doctest::Approx(1.083).epsilon(0.001));     // "where the derivative is 1.083"
+    CHECK(std::fabs(tanh_form(2.02) - exact(2.02)) / exact(2.02) == doctest::Approx(8.0e-4).epsilon(0.01));   // "8.0·10⁻⁴ of it"
 }
 
 TEST_CASE("docs/04: softmax of [1, 2, 3], shifted, and its backward for dy = [1, 0, 0]") {
@@ -222,4 +245,56 @@ TEST_CASE("docs/11: the Noam table and Adam without bias correction") {
     CHECK(ratio(10) == doctest::Approx(1.52).epsilon(0.005));
     CHECK(ratio(194) > 1.01);
     CHECK(ratio(195) <= 1.01);
+}
+
+TEST_CASE("docs/15: bf16's rounding error, and Adam steps near w = 0.1") {
+    // 8 significant bits: neighbours at most 2^-7 |x| apart, so round-to-nearest is off by at most
+    // 2^-8 of x. The worst case, the tie 1 + 2^-8 (to even: down to 1), is off by 2^-8 / (1 + 2^-8).
+    CHECK(kernels::round_to_bf16(1.00390625f) == 1.0f);
+    const double tie_error = std::ldexp(1.0, -8) / (1 + std::ldexp(1.0, -8));
+    CHECK(tie_error == doctest::Approx(0.00389).epsilon(0.001));
+    // every float in [1, 2) (the relative error is the same in every binade of normal numbers)
+    double worst = 0.0;
+    float worst_x = 0.0f;
+    for (uint32_t bits = 0x3F800000u; bits < 0x40000000u; bits++) {
+        float x;
+        std::memcpy(&x, &bits, sizeof x);
+        const double error = std::fabs(double(kernels::round_to_bf16(x)) - x) / x;
+        if (error > worst) worst = error, worst_x = x;
+    }
+    CHECK(worst <= std::ldexp(1.0, -8));
+    CHECK(worst == tie_error);
+    CHECK(worst_x == 1.00390625f);
+
+    // near w = 0.1 (in [2^-4, 2^-3)) bf16's neighbours are 2^-4 * 2^-7 = 2^-11 apart
+    const float w = kernels::round_to_bf16(0.1f), spacing = std::ldexp(1.0f, -11);
+    CHECK(w == 0.10009765625f);
+    CHECK(kernels::round_to_bf16(w + spacing) == w + spacing);   // the next bf16 number
+    CHECK(spacing == doctest::Approx(0.00049).epsilon(0.01));
+    CHECK(spacing / 2 == doctest::Approx(0.00024).epsilon(0.02));
+    const auto moved = [w](float step) { return kernels::round_to_bf16(w + step) - w; };
+    CHECK(moved(1e-4f) == 0.0f);       // below half a spacing: lost
+    CHECK(moved(2.4e-4f) == 0.0f);
+    // chapter 11's peaks, the paper's and --paper's: factor * (D * warmup)^-0.5
+    const double paper_peak = 1 / std::sqrt(512.0 * 4000), annotated_peak = 0.5 / std::sqrt(512.0 * 400);
+    CHECK(paper_peak == doctest::Approx(7.0e-4).epsilon(0.01));
+    CHECK(annotated_peak == doctest::Approx(1.1e-3).epsilon(0.01));
+    CHECK(moved(float(paper_peak)) == spacing);               // 0.00049 instead of 0.0007
+    CHECK(1 - spacing / paper_peak == doctest::Approx(0.30).epsilon(0.02));   // 30% short
+    CHECK(moved(float(annotated_peak)) == 2 * spacing);       // 0.00098 instead of 0.0011
+    // a weight of 0.5: neighbours 2^-8 = 0.0039 apart, so even the peaks are lost
+    CHECK(std::ldexp(1.0, -8) == doctest::Approx(0.0039).epsilon(0.01));
+    CHECK(kernels::round_to_bf16(0.5f + float(paper_peak)) == 0.5f);
+    CHECK(kernels::round_to_bf16(0.5f + float(annotated_peak)) == 0.5f);
+    // after the peak, the paper's lr = (512 step)^-0.5 reaches 2^-12, half the spacing at 0.1, at
+    // step 2^15 and stays below it, a third of the paper's 100,000 steps
+    Tensor p = Tensor::zeros({1}).requires_grad_();
+    optim::Adam opt({p}, {.lr = 0});
+    const optim::NoamSchedule paper(opt, 512, 4000, 1.0f);
+    CHECK(paper.lr_at(32768) == std::ldexp(1.0f, -12));
+    CHECK(paper.lr_at(32769) < std::ldexp(1.0f, -12));
+    CHECK(paper.lr_at(32767) > std::ldexp(1.0f, -12));
+    CHECK(32768.0 / 100000 == doctest::Approx(1.0 / 3).epsilon(0.02));
+    CHECK(moved(paper.lr_at(33000)) == 0.0f);       // a step of lr on w = 0.1 is lost from then on
+    CHECK(moved(paper.lr_at(100000)) == 0.0f);
 }
