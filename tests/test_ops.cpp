@@ -50,7 +50,7 @@ TEST_CASE("gradcheck reports the worst five mismatches, worst first") {
 }
 
 // GELU's forward with the derivative of its tanh approximation, 0.5 (1 + tanh u) + 0.5 x (1 - tanh^2 u) u'
-// with u = sqrt(2/pi) (x + 0.044715 x^3): a plausible slip, within 8e-4 (relative) of the exact derivative
+// with u = sqrt(2/pi) (x + 0.044715 x^3): a plausible slip, within 8.7e-4 of the exact derivative (8.0e-4 of it, at x = 2.02)
 static Tensor gelu_with_tanh_derivative(const Tensor& x) {
     Tensor y;
     {
