@@ -68,7 +68,7 @@ Tensor slice(const Tensor& a, int64_t dim, int64_t start, int64_t end);   // [st
 // With dim = 0 on a (V, D) table this is an embedding lookup.
 Tensor index_select(const Tensor& a, int64_t dim, const Tokens& ids);
 
-// ---- random ----
+// ---- random (kernels/dropout.cpp, beside the keep rule the fused kernels share) ----
 // The keep factors of one dropout over a tensor of `shape`: element i (flat index) is 0 with
 // probability p, else 1/(1-p); x * dropout_keep(x.shape(), p) is inverted dropout. Draws one
 // seed from the default generator (none if p = 0, all ones then), the same draws the fused

@@ -511,6 +511,24 @@ TEST_CASE("copy_task --reference: says it runs the plain autograd ops, and train
         CHECK(b[i].lr == a[i].lr);   // the schedule does not depend on the path
     }
     CHECK(a.back().loss < a.front().loss - 0.1);   // both runs learned something: the losses compared are not flat
+    SUBCASE("with --bf16: the plain path's products read bf16 too, so the losses equal the fused bf16 run's") {
+        // Without AVX512_BF16 both are refused for the CPU, not for the combination (the branch
+        // that ran on the machine this test was written on).
+        std::vector<std::string> fused_bf16 = run, plain_bf16 = reference_run;
+        fused_bf16.push_back("--bf16");
+        plain_bf16.push_back("--bf16");
+        const ExampleRun f16 = run_example("copy_task", fused_bf16), p16 = run_example("copy_task", plain_bf16);
+        if (read_whole_file("/proc/cpuinfo").find(" avx512_bf16") == std::string::npos) {
+            check_refused_in_one_line(f16, "--bf16 needs a CPU with AVX512_BF16");
+            check_refused_in_one_line(p16, "--bf16 needs a CPU with AVX512_BF16");
+        } else {
+            REQUIRE(f16.status == 0);
+            REQUIRE(p16.status == 0);
+            const std::vector<StepLine> c = step_lines(f16.out), d = step_lines(p16.out);
+            REQUIRE(c.size() == d.size());
+            for (size_t i = 0; i < c.size(); i++) CHECK(std::abs(d[i].loss - c[i].loss) <= 1e-3);
+        }
+    }
 }
 
 TEST_CASE("copy_task --eval: exact match counts that many fresh sequences, right") {
