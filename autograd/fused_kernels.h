@@ -1,7 +1,7 @@
 // The one switch between the lesson and the machinery.
 //
 // Each layer of nn/ is written twice, in one function: the plain form, composed from the autograd
-// ops of chapters 1-6 (matmul, softmax, mean, ...), and one marked line that calls the fused
+// ops of chapters 1-7 (matmul, softmax, mean, ...), and one marked line that calls the fused
 // kernel (autograd/kernels/) instead, which computes the same values with fewer passes over
 // memory. The fused kernels are on by default; turn them off to train through the plain form:
 //

@@ -9,7 +9,7 @@
 // product still sums in fp32 and writes fp32. Everything else stays fp32: the master weights,
 // the gradients, Adam's moments, LayerNorm, softmax, the loss, embeddings and residual adds.
 // bf16 keeps fp32's 8-bit exponent, so gradients do not underflow as they would in fp16, and no
-// loss scaling is needed. docs/15-mixed-precision.md tells the whole story.
+// loss scaling is needed. docs/16-mixed-precision.md tells the whole story.
 //
 // The switch is an RAII guard over a thread_local flag, like NoGradGuard: read where a matmul,
 // linear or attention op is *recorded*, and kept in its backward closure, so backward() needs no

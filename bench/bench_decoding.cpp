@@ -12,7 +12,7 @@
 // for timing `translation --stdin` (bench/RESULTS.md, "Decoding speed").
 //
 //   ./build/bench/bench_decoding --cache-picture docs/kv_cache.svg
-// draws the picture of docs/12-decoding.md: what each way of decoding computes, and what the
+// draws the picture of docs/14-decoding.md: what each way of decoding computes, and what the
 // cache stores (with the project's SVG heatmaps, examples/common/svg.h).
 #include <algorithm>
 #include <chrono>

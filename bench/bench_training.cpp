@@ -2,7 +2,7 @@
 // the process's peak resident memory. One configuration per run, so peak RSS is that config's:
 //   ./build/bench/bench_training default | d128 | paper  [steps]
 // A "-bf16" suffix (paper-bf16, d128-bf16) trains under MixedPrecisionGuard: the Linear and
-// attention products in bf16 (docs/15), like torch_copy_task.py --bf16 (torch.autocast).
+// attention products in bf16 (docs/16), like torch_copy_task.py --bf16 (torch.autocast).
 // The configurations match bench/torch_copy_task.py (the same model and loop in PyTorch) run as
 //   default: (ours only) N=2 D=128 F=256 h=4, B=128, no dropout  (the example's default)
 //   d128:    --d_model 128 --d_ff 512   (N=2, h=8, B=80, dropout 0.1)

@@ -131,7 +131,7 @@ static ByHand attention_by_hand(const Matrix& q, const Matrix& k, const Matrix& 
 }
 
 // The backward of the same three steps, with plain loops, for an upstream gradient dO (T, DK):
-// each line inverts one line of the forward (chapter 6 derives them). Returns dQ, dK, dV.
+// each line inverts one line of the forward (chapter 7 derives them). Returns dQ, dK, dV.
 static std::vector<Matrix> attention_backward_by_hand(const Matrix& q, const Matrix& k, const Matrix& v, const Matrix& w,
                                                       const Matrix& d_out) {
     const float scale = 1.0f / std::sqrt(static_cast<float>(DK));

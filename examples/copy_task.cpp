@@ -169,7 +169,7 @@ int main(int argc, char** argv) {
         optim::Adam opt(model.parameters(), {.lr = 0.0f, .beta1 = 0.9f, .beta2 = 0.98f, .eps = 1e-9f});
         // The default schedule ends at 0: with Adam every weight moves by about lr each step, however
         // small its gradient, so a learning rate still high when the loss is near 0 keeps shaking a
-        // solved model, and the loss spikes late (docs/11). --paper keeps the paper's Noam schedule.
+        // solved model, and the loss spikes late (docs/12). --paper keeps the paper's Noam schedule.
         const std::unique_ptr<optim::LRSchedule> sched = common::make_lr_schedule(
             opt, o.schedule, o.lr, o.train.lr_factor, o.train.model.d_model, o.train.warmup, o.steps);   // sets opt's lr every step
         autograd::Rng data_rng(o.train.seed * 7919 + 1);   // the data stream, independent of init and dropout draws

@@ -41,7 +41,7 @@ std::string join(const std::string& dir, const std::string& file) { return dir +
 
 void wrote(const std::string& path) { std::printf("wrote %s\n", path.c_str()); }
 
-// ---------------------------------------------------------------- chapter 6: D split into H heads
+// ---------------------------------------------------------------- chapter 7: D split into H heads
 
 // A (T, D) projection with its columns coloured by head, the H (T, Dk) views the heads read in
 // place, and the concatenation back to (T, D) that W_O mixes.
@@ -79,7 +79,7 @@ void heads_figure(const std::string& path) {
     wrote(path);
 }
 
-// ---------------------------------------------------------------- chapter 7: the three masks
+// ---------------------------------------------------------------- chapter 8: the three masks
 
 // "may attend" (1) as dark cells, for a 5-token batch row whose last two tokens are padding.
 void masks_figure(const std::string& path) {
@@ -103,7 +103,7 @@ void masks_figure(const std::string& path) {
     wrote(path);
 }
 
-// ---------------------------------------------------------------- chapter 8: the PE table
+// ---------------------------------------------------------------- chapter 9: the PE table
 
 void positional_encoding_figure(const std::string& path) {
     const int64_t T = 64, D = 128;
@@ -117,7 +117,7 @@ void positional_encoding_figure(const std::string& path) {
     wrote(path);
 }
 
-// ---------------------------------------------------------------- chapter 9: the architecture
+// ---------------------------------------------------------------- chapter 10: the architecture
 
 // One SublayerConnection (pre-norm): x + dropout(sublayer(LayerNorm(x))), drawn upwards from its
 // input at y_in; returns its output's y.
@@ -198,7 +198,7 @@ void architecture_figure(const std::string& path) {
     wrote(path);
 }
 
-// ---------------------------------------------------------------- chapter 11: the Noam schedule
+// ---------------------------------------------------------------- chapter 12: the Noam schedule
 
 void noam_figure(const std::string& path) {
     Tensor p = Tensor::zeros({1}).requires_grad_();
@@ -226,7 +226,7 @@ void noam_figure(const std::string& path) {
     wrote(path);
 }
 
-// ---------------------------------------------------------------- chapter 12: attention of the copy task
+// ---------------------------------------------------------------- chapter 14: attention of the copy task
 
 // The decoder's src_attn of a trained copy-task model on one sequence: the lesson is the diagonal
 // (output position t reads source position t + 1, the symbol it must write next).
@@ -259,7 +259,7 @@ void copy_attention_figure(const std::string& model_path, const std::string& pat
     wrote(path);
 }
 
-// ---------------------------------------------------------------- chapter 12: a beam-search tree
+// ---------------------------------------------------------------- chapter 14: a beam-search tree
 
 // Beam search with K = 2 on one sentence, step by step as models::beam_search does it, keeping
 // what a reader wants to see: at every step each live hypothesis's two best continuations, the

@@ -64,7 +64,7 @@ struct KVCache {
 // Multi-head attention (section 3.2.2): project q, k, v to H heads of size Dk = D / H, attend in
 // each head independently, concatenate the heads and project back to D.
 // w_k's bias adds q.b_k to every score of a query row, which softmax ignores: its gradient is
-// exactly zero in theory and rounding noise in practice (docs/06). Kept, as in PyTorch's
+// exactly zero in theory and rounding noise in practice (docs/07). Kept, as in PyTorch's
 // nn.MultiheadAttention, so the parameters match the standard model one for one.
 class MultiHeadAttention : public Module {
 public:

@@ -7,7 +7,7 @@ namespace nn {
 struct CrossEntropyOptions {
     int32_t ignore_index = -100;   // targets equal to this (e.g. padding) contribute nothing
     float label_smoothing = 0.0f;  // eps: the target distribution is (1 - eps) one-hot + eps / V uniform
-                                   // over all V classes, padding included (PyTorch's convention; see docs/10)
+                                   // over all V classes, padding included (PyTorch's convention; see docs/11)
 };
 
 // Mean over the non-ignored targets of -sum_j q_j log softmax(logits)_j, where q is the (smoothed)

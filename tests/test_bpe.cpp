@@ -24,7 +24,7 @@ using Words = std::vector<std::string>;
 
 namespace {
 
-// The dictionary of Sennrich et al. (2016), Figure 1: docs/14-tokenization.md works through it.
+// The dictionary of Sennrich et al. (2016), Figure 1: docs/13-tokenization.md works through it.
 const std::unordered_map<std::string, int64_t> kClassic = {{"low", 5}, {"lower", 2}, {"newest", 6}, {"widest", 3}};
 
 // The learner the incremental one must agree with: after every merge, recount every adjacent pair
@@ -91,7 +91,7 @@ data::Vocab subword_vocab(const Bpe& bpe, const std::vector<std::string>& senten
 
 }  // namespace
 
-TEST_CASE("Bpe::learn: the merges of Sennrich et al.'s example, worked out by hand (docs/14-tokenization.md)") {
+TEST_CASE("Bpe::learn: the merges of Sennrich et al.'s example, worked out by hand (docs/13-tokenization.md)") {
     // Words as characters, the last one marked: l o w</w> (5), l o w e r</w> (2),
     // n e w e s t</w> (6), w i d e s t</w> (3). Pair counts:
     //   e s 9, s t</w> 9, w e 8, l o 7, e w 6, n e 6, o w</w> 5, d e 3, i d 3, w i 3, e r</w> 2, o w 2
@@ -125,7 +125,7 @@ TEST_CASE("Bpe::encode_word: merges applied in the order learned; unseen words s
 
 namespace {
 
-// The encoder every Bpe::encode_word must agree with: docs/14-tokenization.md's rule read
+// The encoder every Bpe::encode_word must agree with: docs/13-tokenization.md's rule read
 // literally, with no hash map and no ranks. Start from the word's characters (ASCII here), the last
 // one marked with "</w>". Walk the merge list from the top; the first merge whose two symbols stand
 // side by side somewhere in the word is applied at every place it occurs, left to right (so
@@ -169,7 +169,7 @@ std::string random_word(autograd::Rng& rng, int letters, int max_len) {
 }  // namespace
 
 TEST_CASE("Bpe::encode_word: merges in the order learned, worked by hand where another order gives another answer") {
-    // Each expected segmentation below is worked by hand from docs/14's rule: start from the
+    // Each expected segmentation below is worked by hand from docs/13's rule: start from the
     // characters (the last one marked </w>), apply the earliest merge in the list whose pair is in
     // the word, at every place, left to right; repeat.
     SUBCASE("(a, a) before (a, b), and the other way round") {
@@ -226,7 +226,7 @@ TEST_CASE("Bpe::encode_word: merges in the order learned, worked by hand where a
     }
 }
 
-TEST_CASE("Bpe::encode_word equals the naive rule (docs/14) on random words, with learned and with shuffled merges") {
+TEST_CASE("Bpe::encode_word equals the naive rule (docs/13) on random words, with learned and with shuffled merges") {
     autograd::Rng rng(2024);
     SUBCASE("merges learned from a small random corpus over a, b, c") {
         std::unordered_map<std::string, int64_t> counts;

@@ -377,7 +377,7 @@ void all_hypotheses(std::vector<int32_t>& prefix, int64_t max_len, int32_t eos, 
     }
 }
 
-// GNMT's length penalty (Wu et al. 2016), as docs/12-decoding.md states it: the log-probability
+// GNMT's length penalty (Wu et al. 2016), as docs/14-decoding.md states it: the log-probability
 // divided by ((5 + len) / 6)^alpha, len = the tokens after bos, eos included.
 double gnmt_score(double log_prob, size_t len, double alpha) { return log_prob / std::pow((5.0 + len) / 6.0, alpha); }
 
@@ -528,7 +528,7 @@ TEST_CASE("beam search does not stop while an unfinished hypothesis can still wi
 
 namespace {
 
-// Beam search as docs/12-decoding.md describes it, written plainly: one hypothesis at a time, each
+// Beam search as docs/14-decoding.md describes it, written plainly: one hypothesis at a time, each
 // step's log-probabilities from a whole-prefix decoder pass. Keep the K best (hypothesis, token)
 // pairs by log-probability (ties: lower beam index, then lower id); those ending in eos are
 // finished (eos = -1: none). Stop at max_len, when no hypothesis is live, or (stop_at_k_finished) when K have
@@ -681,7 +681,7 @@ TEST_CASE("kv_cache = false recomputes the whole prefix at every step; true runs
 }
 
 // The translation example decodes through eval::translate_ids: --beam K sets the beam (0:
-// greedy), with the length penalty alpha = 0.6 of docs/12, and --no-kv-cache the path. Expected:
+// greedy), with the length penalty alpha = 0.6 of docs/14, and --no-kv-cache the path. Expected:
 // greedy by the textbook, a narrow beam by the plain reference search, a beam of 40 (as many as
 // the hypotheses) by the brute force at alpha 0.6.
 // The model's 4 ids are the vocabulary's specials: 0 <pad>, 1 <bos>, 2 <eos>, 3 <unk>.
@@ -730,7 +730,7 @@ TEST_CASE("eval::translate_ids: --beam 0 is greedy, --beam K keeps K, and a beam
 }
 
 // The copy task decodes through eval::exact_match: --beam K (0: greedy), no eos and alpha 0
-// (docs/12), --no-kv-cache the path. Expected, for each sequence the function draws (the same
+// (docs/14), --no-kv-cache the path. Expected, for each sequence the function draws (the same
 // draws from a generator in the same state): greedy by the textbook, a narrow beam by the plain
 // reference search, a beam of 64 (every sequence of 3 symbols after the start) by the brute force.
 TEST_CASE("eval::exact_match (copy task): --beam 0 is greedy, --beam K keeps K, a beam holding every sequence finds the best") {

@@ -124,7 +124,7 @@ TEST_CASE("docs/05: layer_norm backward on [1, 2, 3, 4]") {
     check_rows(x.grad(), {{0.2683, -0.3578, -0.0894, 0.1789}});
 }
 
-TEST_CASE("docs/06: the attention_by_hand walk-through") {
+TEST_CASE("docs/07: the attention_by_hand walk-through") {
     using namespace data::attention_by_hand;
     const Tensor q = by_hand(Q), k = by_hand(K), v = by_hand(V);
     // without a mask: the weights are the output's first three columns (V is one-hot there)
@@ -159,7 +159,7 @@ TEST_CASE("docs/06: the attention_by_hand walk-through") {
     check_rows(two.out, {{0.4011, 0.1978, 0.2483, 1.0}, {0.1084, 0.4458, 0.1636, 1.0}, {0.2483, 0.2483, 0.1978, 1.0}});
 }
 
-TEST_CASE("docs/09: the copy task's model has 667,275 parameters") {
+TEST_CASE("docs/10: the copy task's model has 667,275 parameters") {
     models::TransformerConfig cfg;
     cfg.src_vocab = cfg.tgt_vocab = 11;
     cfg.layers = 2;
@@ -174,7 +174,7 @@ TEST_CASE("docs/09: the copy task's model has 667,275 parameters") {
     CHECK(2 * (132480 + 198784) + 2 * norm + 2 * 11 * D + D * 11 + 11 == 667275);
 }
 
-TEST_CASE("docs/10: cross-entropy with label smoothing, V = 4, and the H(q) floors") {
+TEST_CASE("docs/11: cross-entropy with label smoothing, V = 4, and the H(q) floors") {
     Tensor z = Tensor::from_vector({2, 1, 0, -1}, {1, 4}).requires_grad_();
     const Tokens y({0}, {1});
     const Tensor loss = nn::cross_entropy(z, y, {.label_smoothing = 0.1f});
@@ -216,7 +216,7 @@ TEST_CASE("docs/10: cross-entropy with label smoothing, V = 4, and the H(q) floo
     }
 }
 
-TEST_CASE("docs/11: the Noam table and Adam without bias correction") {
+TEST_CASE("docs/12: the Noam table and Adam without bias correction") {
     Tensor p = Tensor::zeros({1}).requires_grad_();
     optim::Adam opt({p}, {.lr = 0});
     struct Row { int64_t d_model, warmup; float factor; double lr1, peak; };
@@ -247,7 +247,7 @@ TEST_CASE("docs/11: the Noam table and Adam without bias correction") {
     CHECK(ratio(195) <= 1.01);
 }
 
-TEST_CASE("docs/15: bf16's rounding error, and Adam steps near w = 0.1") {
+TEST_CASE("docs/16: bf16's rounding error, and Adam steps near w = 0.1") {
     // 8 significant bits: neighbours at most 2^-7 |x| apart, so round-to-nearest is off by at most
     // 2^-8 of x. The worst case, the tie 1 + 2^-8 (to even: down to 1), is off by 2^-8 / (1 + 2^-8).
     CHECK(kernels::round_to_bf16(1.00390625f) == 1.0f);
@@ -275,7 +275,7 @@ TEST_CASE("docs/15: bf16's rounding error, and Adam steps near w = 0.1") {
     const auto moved = [w](float step) { return kernels::round_to_bf16(w + step) - w; };
     CHECK(moved(1e-4f) == 0.0f);       // below half a spacing: lost
     CHECK(moved(2.4e-4f) == 0.0f);
-    // chapter 11's peaks, the paper's and --paper's: factor * (D * warmup)^-0.5
+    // chapter 12's peaks, the paper's and --paper's: factor * (D * warmup)^-0.5
     const double paper_peak = 1 / std::sqrt(512.0 * 4000), annotated_peak = 0.5 / std::sqrt(512.0 * 400);
     CHECK(paper_peak == doctest::Approx(7.0e-4).epsilon(0.01));
     CHECK(annotated_peak == doctest::Approx(1.1e-3).epsilon(0.01));

@@ -104,7 +104,7 @@ TEST_CASE("fused and plain paths train the copy-task model to the same losses an
         const Tensor &a = fused.parameters[i].second, &b = plain.parameters[i].second;
         REQUIRE(a.shape() == b.shape());
         // w_k's bias adds the same q.b_k to every score of a query row, which softmax ignores: its
-        // gradient is rounding noise in both paths (docs/06), different noise, and Adam turns
+        // gradient is rounding noise in both paths (docs/07), different noise, and Adam turns
         // noise into steps of about the learning rate. No output depends on it.
         if (fused.parameters[i].first.find("w_k.bias") != std::string::npos) continue;
         for (int64_t j = 0; j < a.numel(); j++) {

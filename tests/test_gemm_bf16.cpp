@@ -2,7 +2,7 @@
 // equals its reference (inputs rounded to bf16, products summed exactly) on awkward shapes,
 // every transpose, odd K, padded leading dimensions and accumulate on/off, on the hardware path
 // and on the portable one; it is bit-identical for any number of threads; and the worked
-// examples of docs/15-mixed-precision.md hold.
+// examples of docs/16-mixed-precision.md hold.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -20,7 +20,7 @@
 using namespace gemm_test;
 namespace kernels = autograd::kernels;
 
-TEST_CASE("bf16 rounding: docs/15 worked examples (round to nearest, ties to even)") {
+TEST_CASE("bf16 rounding: docs/16 worked examples (round to nearest, ties to even)") {
     // bf16 keeps 7 mantissa bits: between 1 and 2 its numbers are 2^-7 = 0.0078125 apart
     CHECK(kernels::bf16_bits(1.0f) == 0x3F80);
     CHECK(kernels::round_to_bf16(1.0078125f) == 1.0078125f);            // representable: unchanged
@@ -52,7 +52,7 @@ TEST_CASE("bf16 rounding: docs/15 worked examples (round to nearest, ties to eve
     CHECK(0.1f + 1e-4f != 0.1f);                                        // fp32 keeps it
 }
 
-TEST_CASE("bf16 dot product: docs/15 worked example, one pair per lane") {
+TEST_CASE("bf16 dot product: docs/16 worked example, one pair per lane") {
     // vdpbf16ps adds a pair of products to an fp32 lane: 1 + (1.5 * 3 + 2 * 0.25) = 6
     const float a[] = {1.5f, 2.0f}, b[] = {3.0f, 0.25f};
     float c = 1.0f;

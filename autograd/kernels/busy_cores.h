@@ -5,14 +5,14 @@
 // its core, the other waits for it, at the end of each parallel region and at every barrier
 // inside one, and OpenMP runtimes spin while they wait, taking the core the waited-for thread
 // needs. A training step has hundreds of regions, so on 2 cores beside busy programs two threads
-// ran several times slower than one (docs/13 has the measurements).
+// ran several times slower than one (docs/15 has the measurements).
 //
 // So the GEMM driver times each thread team it starts (the products are most of a step's teams
 // and nearly all of its time) and reports how long the team's threads waited for one another:
 // from the first thread's start to the last one's, at the team's barriers inside (the longest
 // any one thread waited there), and from the first thread's finish to the last one's. The teams
 // are judged kWindowMs of regions at a time: when their threads waited more than kBusyShare of
-// that time, another program has the cores. (On the 2-core machine of docs/13 an idle machine's
+// that time, another program has the cores. (On the 2-core machine of docs/15 an idle machine's
 // teams waited 10-13% of their time, for uneven shares and the virtual machine's hiccups; beside
 // one or two busy programs, 62-77%.) Then for a while every kernel runs on the calling thread
 // alone, as one thread would, and then teams are tried again. The while starts at

@@ -27,7 +27,7 @@ struct TrainingFlags {
     float lr_factor = 1.0f;            // lr = lr_factor * Noam(step)
     uint64_t seed = 1;
     int threads = 0;                   // OpenMP threads, 0: all cores
-    bool bf16 = false;                 // mixed precision: Linear and attention products in bf16 (docs/15)
+    bool bf16 = false;                 // mixed precision: Linear and attention products in bf16 (docs/16)
     bool reference = false;            // every layer runs its plain form (autograd ops), no fused kernel
 };
 

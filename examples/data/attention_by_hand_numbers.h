@@ -1,4 +1,4 @@
-// The numbers of examples/attention_by_hand.cpp, worked by hand in docs/06-attention.md: a
+// The numbers of examples/attention_by_hand.cpp, worked by hand in docs/07-attention.md: a
 // 3-token sentence with Dk = 4. In a header so that tests/test_docs.cpp holds the chapter's
 // quoted results to them. Change them and rerun the example: everything printed follows.
 #pragma once

@@ -12,7 +12,7 @@
 // marked with "</w>". Each merge takes the most frequent adjacent pair of symbols in the corpus
 // (counted over word frequencies) and makes it one symbol. Ties between equally frequent pairs go
 // to the pair that comes first byte-wise (left symbol, then right symbol), so the merges depend
-// only on the word counts. docs/14-tokenization.md walks through an example.
+// only on the word counts. docs/13-tokenization.md walks through an example.
 //
 // Encoding applies the merges in the order they were learned (the earliest learned pair present
 // in the word first), so it is deterministic and reproduces the segmentation of training words.
