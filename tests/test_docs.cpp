@@ -127,22 +127,72 @@ TEST_CASE("docs/05: layer_norm backward on [1, 2, 3, 4]") {
 TEST_CASE("docs/07: the attention_by_hand walk-through") {
     using namespace data::attention_by_hand;
     const Tensor q = by_hand(Q), k = by_hand(K), v = by_hand(V);
+    // the inputs and the raw scores Q Kᵀ, as the chapter prints them
+    const std::vector<std::vector<double>> quoted_q = {{1, 0, 1, 0}, {0, 2, 0, 2}, {1, 1, 1, 1}},
+                                           quoted_k = {{1, 0, 1, 0}, {0, 1, 0, 1}, {1, 1, 0, 0}},
+                                           quoted_v = {{1, 0, 0, 1}, {0, 1, 0, 1}, {0, 0, 1, 1}},
+                                           quoted_scores = {{2, 0, 1}, {0, 4, 2}, {2, 2, 2}};
+    std::vector<std::vector<double>> qs(T, std::vector<double>(DK)), ks = qs, vs = qs, scores(T, std::vector<double>(T, 0.0));
+    for (int i = 0; i < T; i++)
+        for (int d = 0; d < DK; d++) {
+            qs[i][d] = Q[i][d], ks[i][d] = K[i][d], vs[i][d] = V[i][d];
+            for (int j = 0; j < T; j++) scores[i][j] += double(Q[i][d]) * K[j][d];
+        }
+    check_quote(quoted_q, qs);
+    check_quote(quoted_k, ks);
+    check_quote(quoted_v, vs);
+    check_quote(quoted_scores, scores);
+    // row "cat": e^0 : e^2 : e^1 = 1 : 7.389 : 2.718, sum 11.107 (3 decimals)
+    CHECK(std::fabs(std::exp(0.0) + std::exp(2.0) + std::exp(1.0) - 11.107) <= 0.5e-3);
     // without a mask: the weights are the output's first three columns (V is one-hot there)
     const nn::AttentionOutput plain = nn::scaled_dot_product_attention_with_weights(q, k, v, 1);
     const std::vector<std::vector<double>> weights = {
         {0.5065, 0.1863, 0.3072}, {0.0900, 0.6652, 0.2447}, {0.3333, 0.3333, 0.3333}};
     check_quote(weights, naive_weights(0, DK));
     check_rows(plain.weights, weights);
-    check_rows(plain.out, {{0.5065, 0.1863, 0.3072, 1.0}, {0.0900, 0.6652, 0.2447, 1.0}, {0.3333, 0.3333, 0.3333, 1.0}});
+    // the output O = A V: the chapter quotes O[cat] = [0.0900, 0.6652, 0.2447, 1]
+    const std::vector<std::vector<double>> out = {{0.5065, 0.1863, 0.3072, 1.0}, {0.0900, 0.6652, 0.2447, 1.0}, {0.3333, 0.3333, 0.3333, 1.0}};
+    {
+        const std::vector<std::vector<double>> a = naive_weights(0, DK);
+        std::vector<std::vector<double>> formula(T, std::vector<double>(DK, 0.0));
+        for (int t = 0; t < T; t++)
+            for (int d = 0; d < DK; d++)
+                for (int s = 0; s < T; s++) formula[t][d] += a[t][s] * V[s][d];
+        check_quote(out, formula);
+    }
+    check_rows(plain.out, out);
     // backward of L = O[cat][dim 1]: dO one-hot
     {
+        const std::vector<std::vector<double>> dq = {{0, 0, 0, 0}, {-0.1113, 0.0299, -0.0299, 0.1113}, {0, 0, 0, 0}},
+                                               dk = {{0, -0.0599, 0, -0.0599}, {0, 0.2227, 0, 0.2227}, {0, -0.1628, 0, -0.1628}},
+                                               dv = {{0, 0.0900, 0, 0}, {0, 0.6652, 0, 0}, {0, 0.2447, 0, 0}};
+        // the formulas, in double: dA[cat][s] = V[s][1] (dO is one-hot), the softmax rule
+        // dS[cat][s] = A[cat][s] (dA[cat][s] - Σ_j A[cat][j] dA[cat][j]), dK[s] = dS[cat][s] Q[cat] / √Dk,
+        // dQ[cat] = Σ_s dS[cat][s] K[s] / √Dk, dV[s][1] = A[cat][s]; every other row of dS and dQ is 0
+        const std::vector<std::vector<double>> a = naive_weights(0, DK);
+        const int cat = 1;
+        const double scale = 1.0 / std::sqrt(double(DK));
+        double dot = 0.0;   // Σ_j A[cat][j] dA[cat][j]
+        for (int j = 0; j < T; j++) dot += a[cat][j] * V[j][1];
+        std::vector<std::vector<double>> fq(T, std::vector<double>(DK, 0.0)), fk = fq, fv = fq;
+        for (int s = 0; s < T; s++) {
+            const double ds = a[cat][s] * (V[s][1] - dot);
+            for (int d = 0; d < DK; d++) {
+                fk[s][d] = ds * Q[cat][d] * scale;
+                fq[cat][d] += ds * K[s][d] * scale;
+            }
+            fv[s][1] = a[cat][s];
+        }
+        check_quote(dq, fq);
+        check_quote(dk, fk);
+        check_quote(dv, fv);
         Tensor gq = by_hand(Q).requires_grad_(), gk = by_hand(K).requires_grad_(), gv = by_hand(V).requires_grad_();
         nn::scaled_dot_product_attention(gq, gk, gv, 1).backward(Tensor::from_vector({0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0}, {1, T, DK}));
-        check_rows(gq.grad(), {{0, 0, 0, 0}, {-0.1113, 0.0299, -0.0299, 0.1113}, {0, 0, 0, 0}});
-        check_rows(gk.grad(), {{0, -0.0599, 0, -0.0599}, {0, 0.2227, 0, 0.2227}, {0, -0.1628, 0, -0.1628}});
-        check_rows(gv.grad(), {{0, 0.0900, 0, 0}, {0, 0.6652, 0, 0}, {0, 0.2447, 0, 0}});
+        check_rows(gq.grad(), dq);
+        check_rows(gk.grad(), dk);
+        check_rows(gv.grad(), dv);
     }
-    // the decoder's subsequent mask
+    // the decoder's subsequent mask (chapter 8 quotes the whole table)
     const nn::AttentionOutput masked = nn::scaled_dot_product_attention_with_weights(q, k, v, 1, models::subsequent_mask(T));
     const std::vector<std::vector<double>> masked_weights = {{1.0, 0.0, 0.0}, {0.1192, 0.8808, 0.0}, {0.3333, 0.3333, 0.3333}};
     check_quote(masked_weights, naive_weights(0, DK, /*causal=*/true));
@@ -156,7 +206,15 @@ TEST_CASE("docs/07: the attention_by_hand walk-through") {
     check_quote(weights1, naive_weights(2, 2));    // head 1: columns 2-3
     check_rows(head0, weights0);
     check_rows(head1, weights1);
-    check_rows(two.out, {{0.4011, 0.1978, 0.2483, 1.0}, {0.1084, 0.4458, 0.1636, 1.0}, {0.2483, 0.2483, 0.1978, 1.0}});
+    // the output: column d of head h = d / 2 is Σ_s weights_h[t][s] V[s][d]
+    const std::vector<std::vector<double>> two_out = {{0.4011, 0.1978, 0.2483, 1.0}, {0.1084, 0.4458, 0.1636, 1.0}, {0.2483, 0.2483, 0.1978, 1.0}};
+    const std::vector<std::vector<double>> w[2] = {naive_weights(0, 2), naive_weights(2, 2)};
+    std::vector<std::vector<double>> formula_out(T, std::vector<double>(DK, 0.0));
+    for (int t = 0; t < T; t++)
+        for (int d = 0; d < DK; d++)
+            for (int s = 0; s < T; s++) formula_out[t][d] += w[d / 2][t][s] * V[s][d];
+    check_quote(two_out, formula_out);
+    check_rows(two.out, two_out);
 }
 
 TEST_CASE("docs/10: the copy task's model has 667,275 parameters") {
