@@ -10,9 +10,8 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 
 # Names that look like code but are not the project's: the x_ pattern of the kernels
-# (x_forward for layer_norm_forward, ...), other projects' names, and code of the past that a
-# chapter's history tells.
-ALLOWED="x_forward x_backward x_reference median_step_ms LabelSmoothing set_cache_limit empty_cache"
+# (x_forward for layer_norm_forward, ...) and other projects' names.
+ALLOWED="x_forward x_backward median_step_ms LabelSmoothing"
 
 docs=(README.md docs/*.md bench/RESULTS.md)
 problems=0
