@@ -154,6 +154,7 @@ TEST_CASE("docs/06: modules and parameters, Linear and Embedding backward, dropo
     CHECK(quoted(float(bound(512, 512)), 0.0765));                       // the paper's projections
     CHECK(quoted(float(128 * 2.0 / 384), 0.6667));                       // forward: Var(y) = fan_in Var(W) Var(x)
     CHECK(quoted(float(256 * 2.0 / 384), 1.3333));                       // backward: Var(dx) = fan_out Var(W) Var(dy)
+    CHECK(quoted(float((128 * 2.0 / 384) * (256 * 2.0 / 384)), 0.8889));   // through w_1 then w_2 (fans swapped): 8/9
     {
         // the library's draw for w_1 (32,768 entries after manual_seed(0)): inside the bound, with
         // the variance of the formula, and a unit-variance input comes out with variance about 2/3
