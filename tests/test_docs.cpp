@@ -7,10 +7,12 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <string>
 #include <utility>
 #include <vector>
 
 #include "autograd/autograd.h"
+#include "autograd/kernels/dropout.h"
 #include "autograd/kernels/gemm_bf16.h"
 #include <doctest/doctest.h>
 #include "examples/data/attention_by_hand_numbers.h"
@@ -122,6 +124,165 @@ TEST_CASE("docs/05: layer_norm backward on [1, 2, 3, 4]") {
     check_rows(y, {{-1.3416, -0.4472, 0.4472, 1.3416}});
     y.backward(Tensor::from_vector({1, 0, 0, 0}, {1, 4}));
     check_rows(x.grad(), {{0.2683, -0.3578, -0.0894, 0.1789}});
+}
+
+TEST_CASE("docs/06: modules and parameters, Linear and Embedding backward, dropout's draws, Xavier's bound") {
+    // -- Module: the copy task's feed-forward sublayer (D = 128, F = 256), its names, count and modes
+    manual_seed(0);
+    nn::PositionwiseFeedForward ffn(128, 256, 0.1f);
+    std::vector<std::string> names;
+    for (const auto& named : ffn.named_parameters()) names.push_back(named.first);
+    CHECK(names == std::vector<std::string>{"w_1.weight", "w_1.bias", "w_2.weight", "w_2.bias"});
+    CHECK(ffn.w_1->weight.shape() == Shape{256, 128});
+    CHECK(ffn.num_parameters() == 256 * 128 + 256 + 128 * 256 + 128);   // 65,920
+    CHECK(ffn.num_parameters() == 65920);
+    CHECK(ffn.is_training());                 // a new module trains
+    ffn.eval();
+    CHECK_FALSE(ffn.w_2->is_training());      // eval() reached the children
+    ffn.train();
+    CHECK(ffn.w_1->is_training());
+
+    // -- Xavier: a = sqrt(6 / (fan_in + fan_out)), Var = a^2 / 3 = 2 / (fan_in + fan_out), in double
+    const auto bound = [](double fan_in, double fan_out) { return std::sqrt(6.0 / (fan_in + fan_out)); };
+    CHECK(bound(128, 256) == 0.125);                                     // w_1 (256, 128): exactly 1/8
+    CHECK(std::fabs(0.125 * 0.125 / 3 - 2.0 / 384) < 1e-15);             // Var = 0.005208
+    CHECK(quoted(float(0.125 * 0.125 / 3), 0.0052));
+    CHECK(quoted(float(std::sqrt(0.125 * 0.125 / 3)), 0.0722));         // std
+    CHECK(quoted(float(bound(128, 128)), 0.1531));                       // the attention projections
+    CHECK(quoted(float(bound(128, 11)), 0.2078));                        // the (11, 128) embedding tables
+    CHECK(quoted(float(bound(512, 2048)), 0.0484));                      // the paper's w_1
+    CHECK(quoted(float(bound(512, 512)), 0.0765));                       // the paper's projections
+    CHECK(quoted(float(128 * 2.0 / 384), 0.6667));                       // forward: Var(y) = fan_in Var(W) Var(x)
+    CHECK(quoted(float(256 * 2.0 / 384), 1.3333));                       // backward: Var(dx) = fan_out Var(W) Var(dy)
+    CHECK(quoted(float((128 * 2.0 / 384) * (256 * 2.0 / 384)), 0.8889));   // through w_1 then w_2 (fans swapped): 8/9
+    {
+        // the library's draw for w_1 (32,768 entries after manual_seed(0)): inside the bound, with
+        // the variance of the formula, and a unit-variance input comes out with variance about 2/3
+        const Tensor& w = ffn.w_1->weight;
+        double sq = 0.0, largest = 0.0;
+        for (float v : w.to_vector()) sq += double(v) * v, largest = std::max(largest, double(std::fabs(v)));
+        CHECK(largest <= 0.125);
+        CHECK(largest > 0.1249);
+        const double var_w = sq / double(w.numel());
+        CHECK(std::fabs(var_w - 0.00519) < 0.5e-5);                        // "0.00519" (the formula: 0.00521)
+        manual_seed(1);
+        const Tensor x = Tensor::randn({64, 128}), y = ffn.w_1->forward(x);   // (64, 256)
+        double sx = 0.0, sy = 0.0;
+        for (float v : x.to_vector()) sx += double(v) * v;
+        for (float v : y.to_vector()) sy += double(v) * v;
+        CHECK(std::fabs(sx / double(x.numel()) - 1.01) < 0.005);           // "1.01"
+        CHECK(std::fabs(sy / double(y.numel()) - 0.66) < 0.005);           // "0.66"
+    }
+
+    // -- Linear: y = x W^T + b and its backward, on x (2, 3), W (2, 3), fused and plain
+    for (bool fused : {true, false}) {
+        CAPTURE(fused);
+        FusedKernelsGuard guard(fused);
+        nn::Linear lin(3, 2);
+        const std::vector<float> w = {1, 0, -1, 2, 1, 0}, b = {0.5f, -1};
+        std::copy(w.begin(), w.end(), lin.weight.data());
+        std::copy(b.begin(), b.end(), lin.bias.data());
+        Tensor x = Tensor::from_vector({1, 2, 3, 4, 5, 6}, {2, 3}).requires_grad_();
+        const Tensor dy = Tensor::from_vector({1, 0, 1, 2}, {2, 2});   // L = y00 + y10 + 2 y11
+        // the formulas in double: y = x W^T + b, dx = dy W, dW = dy^T x, db = sum over rows of dy
+        double yf[2][2], dxf[2][3], dwf[2][3], dbf[2] = {0, 0};
+        for (int r = 0; r < 2; r++)
+            for (int j = 0; j < 2; j++) {
+                yf[r][j] = b[j];
+                for (int k = 0; k < 3; k++) yf[r][j] += x.data()[r * 3 + k] * double(w[j * 3 + k]);
+            }
+        for (int r = 0; r < 2; r++)
+            for (int k = 0; k < 3; k++) {
+                dxf[r][k] = 0;
+                for (int j = 0; j < 2; j++) dxf[r][k] += dy.data()[r * 2 + j] * double(w[j * 3 + k]);
+            }
+        for (int j = 0; j < 2; j++)
+            for (int k = 0; k < 3; k++) {
+                dwf[j][k] = 0;
+                for (int r = 0; r < 2; r++) dwf[j][k] += dy.data()[r * 2 + j] * double(x.data()[r * 3 + k]);
+            }
+        for (int r = 0; r < 2; r++)
+            for (int j = 0; j < 2; j++) dbf[j] += dy.data()[r * 2 + j];
+        check_quote({{-1.5, 3}, {-1.5, 12}}, {{yf[0][0], yf[0][1]}, {yf[1][0], yf[1][1]}});
+        check_quote({{1, 0, -1}, {5, 2, -1}}, {{dxf[0][0], dxf[0][1], dxf[0][2]}, {dxf[1][0], dxf[1][1], dxf[1][2]}});
+        check_quote({{5, 7, 9}, {8, 10, 12}}, {{dwf[0][0], dwf[0][1], dwf[0][2]}, {dwf[1][0], dwf[1][1], dwf[1][2]}});
+        check_quote({{2, 2}}, {{dbf[0], dbf[1]}});
+        // the library
+        const Tensor y = lin.forward(x);
+        check_rows(y, {{-1.5, 3}, {-1.5, 12}});
+        y.backward(dy);
+        check_rows(x.grad(), {{1, 0, -1}, {5, 2, -1}});
+        check_rows(lin.weight.grad(), {{5, 7, 9}, {8, 10, 12}});
+        check_rows(lin.bias.grad(), {{2, 2}});
+        // a second backward without zero_grad adds: the gradients double; zero_grad drops them
+        lin.forward(x).backward(dy);
+        check_rows(lin.weight.grad(), {{10, 14, 18}, {16, 20, 24}});
+        check_rows(lin.bias.grad(), {{4, 4}});
+        lin.zero_grad();
+        CHECK_FALSE(lin.weight.has_grad());
+        CHECK_FALSE(lin.bias.has_grad());
+        CHECK(x.has_grad());                   // x is not a parameter of lin
+    }
+
+    // -- Embedding: the lookup copies rows; the backward adds dy's rows into the table, so id 2,
+    // used twice, receives the sum of its two rows' gradients
+    {
+        nn::Embedding emb(4, 2);
+        const std::vector<float> table = {0.1f, 0.2f, 0.3f, 0.4f, 0.5f, 0.6f, 0.7f, 0.8f};
+        std::copy(table.begin(), table.end(), emb.weight.data());
+        const Tokens ids({2, 0, 2}, {3});
+        const Tensor e = emb.forward(ids);   // (3, 2)
+        check_rows(e, {{0.5, 0.6}, {0.1, 0.2}, {0.5, 0.6}});
+        e.backward(Tensor::from_vector({1, 2, 3, 4, 5, 6}, {3, 2}));
+        check_rows(emb.weight.grad(), {{3, 4}, {0, 0}, {6, 8}, {0, 0}});
+    }
+
+    // -- dropout: the draws u_i = counter_uniform(seed, i), worked here from splitmix64's formula
+    const auto u = [](uint64_t seed, uint64_t i) {
+        uint64_t z = seed + (i + 1) * 0x9e3779b97f4a7c15ULL;
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+        z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+        z ^= z >> 31;
+        return double(z >> 40) / 16777216.0;   // the top 24 bits, in [0, 1)
+    };
+    const std::vector<double> u42 = {0.7416, 0.1599, 0.2786, 0.3442, 0.0380, 0.8682, 0.2184, 0.8006};
+    const kernels::DropoutDraws drop(0.1f, 42);
+    for (uint64_t i = 0; i < 8; i++) {
+        CAPTURE(i);
+        CHECK(std::fabs(u(42, i) - u42[i]) <= 0.5e-4);
+        CHECK(counter_uniform(42, i) == float(u(42, i)));
+        CHECK(drop.keep(i) == (u(42, i) >= 0.1 ? 1.0f / 0.9f : 0.0f));   // only i = 4 (0.0380 < 0.1) is dropped
+    }
+    CHECK(quoted(drop.scale, 1.1111));
+    CHECK(quoted(float(0.1 / 0.9), 0.1111));   // Var(y) = p/(1-p) x^2 at p = 0.1
+    CHECK(quoted(float(std::sqrt(0.1 / 0.9)), 0.3333));
+    {
+        // one seed per application, the next draw of the default generator; both paths drop the
+        // elements the formula drops
+        for (bool fused : {true, false}) {
+            CAPTURE(fused);
+            FusedKernelsGuard guard(fused);
+            manual_seed(0);
+            Rng copy = default_rng();
+            const uint64_t seed = copy.next_u64();
+            const Tensor y = nn::dropout(Tensor::ones({10000}), 0.1f, true);
+            int64_t kept = 0, right = 0;
+            double sum = 0.0, sq = 0.0;
+            for (int64_t i = 0; i < y.numel(); i++) {
+                const float v = y.data()[i];
+                right += v == (u(seed, uint64_t(i)) >= 0.1 ? 1.0f / 0.9f : 0.0f);
+                kept += v != 0.0f;
+                sum += v, sq += double(v) * v;
+            }
+            CHECK(right == 10000);
+            CHECK(kept == 8956);
+            const double mean = sum / 10000.0;
+            CHECK(quoted(float(mean), 0.9951));
+            CHECK(quoted(float(sq / 10000.0 - mean * mean), 0.1154));
+        }
+        const Tensor x = Tensor::ones({4});
+        CHECK(nn::dropout(x, 0.1f, false).data() == x.data());   // evaluation: x itself
+    }
 }
 
 TEST_CASE("docs/07: the attention_by_hand walk-through") {
