@@ -511,6 +511,15 @@ TEST_CASE("docs/05 exercise 2: dropping either mean term of LayerNorm's backward
         const GradcheckResult r = gradcheck([&](const std::vector<Tensor>& v) { return ex05::layer_norm_dropping(v[0], g, drop); }, {x});
         INFO(r.report);
         CHECK_FALSE(r.ok);
+        if (drop != ex05::Drop::mean_g) continue;
+        // every element of x is off, and by the same amount along a row: the dropped r·mean(g) is
+        // one number per row. The worst five are row 4's, each analytic 0.494 below its numeric.
+        CHECK(r.report.find("gradcheck failed: 30 mismatches") == 0);
+        for (const ex03::Reported& m : ex03::reported(r.report)) {
+            CAPTURE(m.element);
+            CHECK(m.element / 5 == 4);
+            CHECK(m.analytic - m.numeric == doctest::Approx(-0.494).epsilon(2e-3));
+        }
     }
     // (the library's backward without - mean(g) is the mutation exercise-05-layer-norm-backward-without-mean
     // in tests/mutations.txt: "layer_norm: gradcheck; ..." fails)
