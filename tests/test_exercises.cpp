@@ -50,6 +50,10 @@ TEST_CASE("docs/01 exercise 2: two inputs broadcast at once, and their gradients
     const std::vector<float> dz = {22, 42, 62, 24, 44, 64};
     CHECK(sum_to(dz.data(), {2, 3}, {2, 1}) == std::vector<float>{126, 132});
     CHECK(sum_to(dz.data(), {2, 3}, {1, 3}) == std::vector<float>{46, 86, 126});
+    // each element of dz lands in one element of dx and one of dy: both sum to Σ dz = 258
+    CHECK(sum(Tensor::from_vector(dz, {2, 3})).item() == 258.0f);
+    CHECK(sum(x.grad()).item() == 258.0f);
+    CHECK(sum(y.grad()).item() == 258.0f);
 }
 
 namespace ex01 {
@@ -400,6 +404,19 @@ TEST_CASE("docs/04 exercise 3: softmax's backward without the dot term: the chap
     // 14 of the 15 elements: the error of element j is w_j·y_j·Σ_i w_i y_i, and in row 1 the weighted
     // sum Σ_i w_i y_i happens to be 0.001, which leaves element 8 (y = 0.013) under the tolerance
     CHECK(r.report.find("gradcheck failed: 14 mismatches") == 0);
+    // gradcheck's weights (autograd/gradcheck.cpp: Rng(seed 1234), |w| in [0.5, 1], a random sign),
+    // and each row's weighted sum Σ_i w_i y_i, the dot the slip leaves out
+    Rng g(GradcheckOptions{}.seed);
+    std::vector<float> w(15);
+    for (float& v : w) v = g.uniform(0.5f, 1.0f) * (g.uniform() < 0.5f ? -1.0f : 1.0f);
+    const Tensor y = softmax(p);
+    double dots[3] = {0, 0, 0};
+    for (int i = 0; i < 15; i++) dots[i / 5] += w[i] * y.data()[i];
+    CHECK(std::fabs(dots[1]) < 0.0015);                        // "0.001"
+    CHECK(std::fabs(dots[0]) > 0.1);
+    CHECK(std::fabs(dots[2]) > 0.1);
+    CHECK(ex04::quoted4(y.data()[8], 0.0132));                 // element 8, "y = 0.013"
+    CHECK(std::fabs(y.data()[8] * dots[1]) < 5e-5);            // under atol: the one element spared
     // (the library's backward broken the same way is the mutation exercise-04-softmax-backward-without-dot
     // in tests/mutations.txt)
 }
