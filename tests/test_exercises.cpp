@@ -17,13 +17,549 @@ using namespace autograd;
 
 // ---------------------------------------------------------------- docs/01: tensors and broadcasting
 
+TEST_CASE("docs/01 exercise 1: a broadcast shape, the offsets it reads, and two shapes that do not fit") {
+    // a (4, 1, 3) holds its own flat offsets 0..11, so a value read is the offset it came from
+    const Tensor a = reshape(Tensor::arange(12.0f), {4, 1, 3});
+    const Tensor b = Tensor::from_vector({100, 200}, {2, 1});
+    const Tensor c = a + b;
+    CHECK(c.shape() == Shape{4, 2, 3});
+    CHECK(a.at({3, 0, 2}) == 11.0f);    // offset (3·1 + 0)·3 + 2 = 11
+    CHECK(c.at({3, 1, 2}) == 211.0f);   // a's offset 11 plus b's offset 1 (its element (1, 0))
+    // output element (i, j, k) reads a at 3i + 0j + 1k and b at 0i + 1j + 0k: through the output
+    // shape, a's strides are (3, 0, 1) and b's (0, 1, 0)
+    int wrong = 0;
+    for (int64_t i = 0; i < 4; i++)
+        for (int64_t j = 0; j < 2; j++)
+            for (int64_t k = 0; k < 3; k++) wrong += c.at({i, j, k}) != a.data()[3 * i + k] + b.data()[j];
+    CHECK(wrong == 0);
+    // aligned from the right, (4, 1, 3) against (1, 2, 4): dim 2 holds 3 against 4
+    CHECK_THROWS_WITH_AS(a + Tensor::ones({2, 4}),
+                         "add: shapes (4, 1, 3) and (2, 4) cannot be broadcast together (dim 2: 3 vs 4)",
+                         std::invalid_argument);
+}
+
+TEST_CASE("docs/01 exercise 2: two inputs broadcast at once, and their gradients by hand") {
+    Tensor x = Tensor::from_vector({1, 2}, {2, 1}).requires_grad_();
+    Tensor y = Tensor::from_vector({10, 20, 30}, {1, 3}).requires_grad_();
+    const Tensor z = x + y;                                                  // (2, 3)
+    CHECK(z.to_vector() == std::vector<float>{11, 21, 31, 12, 22, 32});
+    sum(z * z).backward();                                                   // dz = 2z
+    CHECK(x.grad().to_vector() == std::vector<float>{126, 132});             // the row sums of dz
+    CHECK(y.grad().to_vector() == std::vector<float>{46, 86, 126});          // its column sums
+    // the same sums, by sum_to from dz = 2z
+    const std::vector<float> dz = {22, 42, 62, 24, 44, 64};
+    CHECK(sum_to(dz.data(), {2, 3}, {2, 1}) == std::vector<float>{126, 132});
+    CHECK(sum_to(dz.data(), {2, 3}, {1, 3}) == std::vector<float>{46, 86, 126});
+    // each element of dz lands in one element of dx and one of dy: both sum to Σ dz = 258
+    CHECK(sum(Tensor::from_vector(dz, {2, 3})).item() == 258.0f);
+    CHECK(sum(x.grad()).item() == 258.0f);
+    CHECK(sum(y.grad()).item() == 258.0f);
+}
+
+namespace ex01 {
+// z = x + y for x (R, C) and y (C,), written out for this one broadcast. y[c] is used by every
+// row, so its gradient is the sum over rows (+=). overwrite = true is exercise 3's slip (=): each
+// row's share replaces the one before, and y keeps only the last row's.
+Tensor add_row(const Tensor& x, const Tensor& y, bool overwrite) {
+    const int64_t R = x.size(0), C = x.size(1);
+    Tensor z = Tensor::empty(x.shape());
+    for (int64_t r = 0; r < R; r++)
+        for (int64_t c = 0; c < C; c++) z.data()[r * C + c] = x.data()[r * C + c] + y.data()[c];
+    record(z, {x, y}, overwrite ? "add_row_overwriting" : "add_row", [R, C, overwrite](Node& self) {
+        const float* dz = self.grad.data();
+        float *dx = self.parent_grad(0), *dy = self.parent_grad(1);
+        for (int64_t r = 0; r < R; r++)
+            for (int64_t c = 0; c < C; c++) {
+                if (dx) dx[r * C + c] += dz[r * C + c];
+                if (dy) dy[c] = (overwrite ? 0.0f : dy[c]) + dz[r * C + c];
+            }
+    });
+    return z;
+}
+}  // namespace ex01
+
+TEST_CASE("docs/01 exercise 3: a broadcast input's gradient overwritten instead of summed keeps the last row's share") {
+    // the chapter's hand example: x (2, 3), y (3,), L = sum(z^2), dz = 2z = [[22, 44, 66], [28, 50, 72]]
+    for (bool overwrite : {false, true}) {
+        CAPTURE(overwrite);
+        Tensor x = Tensor::from_vector({1, 2, 3, 4, 5, 6}, {2, 3}).requires_grad_();
+        Tensor y = Tensor::from_vector({10, 20, 30}, {3}).requires_grad_();
+        const Tensor z = ex01::add_row(x, y, overwrite);
+        sum(z * z).backward();
+        CHECK(x.grad().to_vector() == std::vector<float>{22, 44, 66, 28, 50, 72});   // x is not broadcast: unharmed
+        CHECK(y.grad().to_vector() == (overwrite ? std::vector<float>{28, 50, 72}      // row 1 of dz only
+                                                 : std::vector<float>{50, 94, 138}));  // both rows, summed
+    }
+    // (the library's own line, broken the same way, is the mutation exercise-01-broadcast-grad-overwritten
+    // in tests/mutations.txt: "sum_to folds a broadcast gradient back to the input's shape" fails)
+}
+
 // ---------------------------------------------------------------- docs/02: the graph and backward()
+
+TEST_CASE("docs/02 exercise 1: backward by hand through (a + b)(a - b), and a matmul with dC all ones") {
+    Tensor a = Tensor::scalar(3.0f).requires_grad_(), b = Tensor::scalar(2.0f).requires_grad_();
+    const Tensor c = a + b, e = a - b, L = c * e;   // c = 5, e = 1, L = 5
+    CHECK(L.item() == 5.0f);
+    // drawn before backward() frees the graph: a, b, add, sub, mul; a and b feed two ops each
+    CHECK(to_dot(L, {{"a", a}, {"b", b}}).find("// 5 nodes, 6 edges; inputs point to the ops that use them; root n4") !=
+          std::string::npos);
+    L.backward();
+    // mul: dc = e·dL = 1, de = c·dL = 5; sub: da += de = 5, db += -de = -5; add: da += dc, db += dc
+    CHECK(a.grad().item() == 6.0f);    // 5 + 1 = 2a
+    CHECK(b.grad().item() == -4.0f);   // -5 + 1 = -2b
+    // the chapter's A and B with L = sum(C), so dC is all ones
+    Tensor A = Tensor::from_vector({1, 2, 3, 4}, {2, 2}).requires_grad_();
+    Tensor B = Tensor::from_vector({5, 6, 7, 8}, {2, 2}).requires_grad_();
+    sum(matmul(A, B)).backward();
+    CHECK(A.grad().to_vector() == std::vector<float>{11, 15, 11, 15});   // dA = dC·Bᵀ: each row holds B's row sums
+    CHECK(B.grad().to_vector() == std::vector<float>{4, 4, 6, 6});       // dB = Aᵀ·dC: each column holds A's column sums
+}
+
+namespace ex02 {
+// softplus(x) = log(1 + e^x), an op written the chapter's way: the forward loop, then the backward
+// closure right below it, which adds dy · dy/dx into the input's gradient.
+// dy/dx = e^x / (1 + e^x) = 1 / (1 + e^(-x)) = sigmoid(x)
+Tensor softplus(const Tensor& x) {
+    Tensor y = Tensor::empty(x.shape());
+    for (int64_t i = 0; i < x.numel(); i++) y.data()[i] = std::log1p(std::exp(x.data()[i]));
+    record(y, {x}, "softplus", [](Node& self) {
+        const float* px = self.parent_data(0);
+        float* dx = self.parent_grad(0);
+        for (int64_t i = 0; i < self.numel(); i++) dx[i] += self.grad[i] / (1.0f + std::exp(-px[i]));
+    });
+    return y;
+}
+
+// a * b for two scalars with exercise 3's slip in a's gradient: = where the library has +=
+Tensor mul_overwriting(const Tensor& a, const Tensor& b) {
+    Tensor y = Tensor::scalar(a.item() * b.item());
+    record(y, {a, b}, "mul_overwriting", [](Node& self) {
+        const float dy = self.grad[0], va = self.parent_data(0)[0], vb = self.parent_data(1)[0];
+        if (float* ga = self.parent_grad(0)) ga[0] = dy * vb;    // the slip
+        if (float* gb = self.parent_grad(1)) gb[0] += dy * va;
+    });
+    return y;
+}
+}  // namespace ex02
+
+TEST_CASE("docs/02 exercise 2: softplus as a new op, its backward by hand, against the same function composed") {
+    Tensor x = Tensor::from_vector({-1, 0, 2}, {3}).requires_grad_();
+    const Tensor y = ex02::softplus(x);
+    const double xs[3] = {-1, 0, 2};
+    for (int i = 0; i < 3; i++) {
+        CAPTURE(i);
+        CHECK(y.data()[i] == doctest::Approx(std::log(1 + std::exp(xs[i]))).epsilon(1e-6));
+    }
+    CHECK(std::fabs(y.data()[0] - 0.3133) < 0.5e-4);   // the quoted values
+    CHECK(std::fabs(y.data()[1] - 0.6931) < 0.5e-4);
+    CHECK(std::fabs(y.data()[2] - 2.1269) < 0.5e-4);
+    sum(y).backward();
+    const std::vector<float> by_op = x.grad().to_vector();
+    const double quoted[3] = {0.2689, 0.5, 0.8808};   // sigmoid(x)
+    for (int i = 0; i < 3; i++) {
+        CAPTURE(i);
+        CHECK(by_op[i] == doctest::Approx(1 / (1 + std::exp(-xs[i]))).epsilon(1e-6));
+        CHECK(std::fabs(by_op[i] - quoted[i]) < 0.5e-4);
+    }
+    // composed from chapter 1's ops, whose closures chain e^x · 1 · 1/(1 + e^x): the same gradient
+    x.zero_grad();
+    sum(log(exp(x) + 1.0f)).backward();
+    for (int i = 0; i < 3; i++) {
+        CAPTURE(i);
+        CHECK(x.grad().data()[i] == doctest::Approx(by_op[i]).epsilon(1e-6));
+    }
+}
+
+TEST_CASE("docs/02 exercise 3: = instead of += loses a fan-out contribution, but only when another arrived first") {
+    // the chapter's graph L = (a·b + a)^2 at a = 2, b = -3; backward runs pow, add, then mul, so
+    // add's -8 is already in a's gradient when mul's closure writes its 24
+    Tensor a = Tensor::scalar(2.0f).requires_grad_(), b = Tensor::scalar(-3.0f).requires_grad_();
+    pow(a * b + a, 2.0f).backward();
+    CHECK(a.grad().item() == 16.0f);
+    CHECK(b.grad().item() == -16.0f);
+    a.zero_grad();
+    b.zero_grad();
+    pow(ex02::mul_overwriting(a, b) + a, 2.0f).backward();
+    CHECK(a.grad().item() == 24.0f);    // the -8 from add is lost
+    CHECK(b.grad().item() == -16.0f);   // b has one use: nothing to lose
+    // the same slip goes unseen where the overwriting closure runs first: in L = a·(a + b) the mul
+    // is the root, so it writes a's gradient into zeros (-1) and add's closure adds its 2 after it
+    a.zero_grad();
+    b.zero_grad();
+    ex02::mul_overwriting(a, a + b).backward();   // L = a(a + b), dL/da = 2a + b = 1
+    CHECK(a.grad().item() == 1.0f);
+    // (the library's line, broken the same way, is the mutation exercise-02-fan-out-grad-overwritten in
+    // tests/mutations.txt: "fan-out: a tensor used twice receives both gradients" fails, 36 instead of 39)
+}
 
 // ---------------------------------------------------------------- docs/03: gradcheck
 
+namespace ex03 {
+// exercise 1's slip in softplus's backward: sigmoid(-x) where the derivative is sigmoid(x)
+Tensor softplus_wrong_sign(const Tensor& x) {
+    Tensor y;
+    {
+        NoGradGuard no_grad;
+        y = ex02::softplus(x);
+    }
+    record(y, {x}, "softplus_wrong_sign", [](Node& self) {
+        const float* px = self.parent_data(0);
+        float* dx = self.parent_grad(0);
+        for (int64_t i = 0; i < self.numel(); i++) dx[i] += self.grad[i] / (1.0f + std::exp(px[i]));   // the slip
+    });
+    return y;
+}
+
+// The mismatches gradcheck's report lists, in its order: "input I (shape) element K: analytic A vs numeric N"
+struct Reported {
+    int64_t element;
+    double analytic, numeric;
+};
+std::vector<Reported> reported(const std::string& report) {
+    std::vector<Reported> out;
+    for (size_t at = report.find(" element "); at != std::string::npos; at = report.find(" element ", at + 1)) {
+        const size_t an = report.find("analytic ", at), nu = report.find(" vs numeric ", at);
+        out.push_back({std::stoll(report.substr(at + 9)), std::stod(report.substr(an + 9)), std::stod(report.substr(nu + 12))});
+    }
+    return out;
+}
+}  // namespace ex03
+
+TEST_CASE("docs/03 exercise 1: gradcheck's report of a sign slip in softplus's backward, and the point that hides it") {
+    const Tensor x = Tensor::from_vector({-1, 0, 2}, {3}).requires_grad_();
+    CHECK(gradcheck([](const std::vector<Tensor>& v) { return ex02::softplus(v[0]); }, {x}).ok);
+    const GradcheckResult r = gradcheck([](const std::vector<Tensor>& v) { return ex03::softplus_wrong_sign(v[0]); }, {x});
+    INFO(r.report);
+    CHECK_FALSE(r.ok);
+    CHECK(r.report.rfind("gradcheck failed: 2 mismatches (|analytic - numeric| > 5e-05 + 0.0002 * |numeric|), the worst 2:", 0) == 0);
+    // at x = 0, sigmoid(-x) = sigmoid(x) = 0.5: the slip is invisible there, and element 1 is not listed
+    const std::vector<ex03::Reported> rows = ex03::reported(r.report);
+    REQUIRE(rows.size() == 2);
+    for (const ex03::Reported& m : rows) {
+        CAPTURE(m.element);
+        CHECK((m.element == 0 || m.element == 2));
+        // analytic / numeric = sigmoid(-x) / sigmoid(x) = e^(-x): e = 2.718 at x = -1, e^-2 = 0.1353 at x = 2
+        const double ratio = m.analytic / m.numeric, want = std::exp(-static_cast<double>(x.data()[m.element]));
+        CHECK(ratio == doctest::Approx(want).epsilon(1e-4));
+    }
+    CHECK(rows[0].element != rows[1].element);
+    // the report the chapter shows (the weights w are gradcheck's, drawn from its fixed seed)
+    CHECK(rows[0].element == 2);
+    CHECK(rows[0].analytic == doctest::Approx(0.0656299).epsilon(1e-5));
+    CHECK(rows[0].numeric == doctest::Approx(0.484948).epsilon(1e-5));
+    CHECK(rows[1].analytic == doctest::Approx(0.382191).epsilon(1e-5));
+    CHECK(rows[1].numeric == doctest::Approx(0.1406).epsilon(1e-5));
+}
+
+TEST_CASE("docs/03 exercise 2: a step too small fails on rounding, a step too large on truncation") {
+    const Tensor x = Tensor::from_vector({-1, -0.5f, 0.5f, 1}, {4}).requires_grad_();
+    const TensorFn f = [](const std::vector<Tensor>& v) { return exp(v[0]); };
+    CHECK(gradcheck(f, {x}).ok);                                   // the default, eps = 2e-2
+    CHECK(gradcheck(f, {x}, {.eps = 1e-2}).ok);                    // and the ends of the range quoted
+    CHECK(gradcheck(f, {x}, {.eps = 0.5}).ok);
+    // eps = 1e-6: f is rounded to float (relative 6e-8), and dividing the difference of two rounded
+    // values by 2·eps turns that into an error of about 6e-8·|f| / 1e-6, a few percent
+    const GradcheckResult tiny = gradcheck(f, {x}, {.eps = 1e-6});
+    INFO(tiny.report);
+    CHECK_FALSE(tiny.ok);
+    CHECK(tiny.max_abs_error > 1e-3);
+    // eps = 1: what Richardson leaves, -eps^4/480 · f'''''(x), is no longer small. For exp every
+    // derivative is e^x, so the numeric value is the same fraction of the true one everywhere:
+    // (8 sinh(eps/2) - sinh(eps)) / (3 eps) = 0.99785 at eps = 1
+    const GradcheckResult huge = gradcheck(f, {x}, {.eps = 1.0});
+    INFO(huge.report);
+    CHECK_FALSE(huge.ok);
+    CHECK(huge.report.find("4 mismatches") != std::string::npos);
+    const double fraction = (8 * std::sinh(0.5) - std::sinh(1.0)) / 3;
+    CHECK(std::fabs(fraction - 0.99785) < 0.5e-5);                  // the quoted value
+    CHECK(std::fabs((1 - fraction) * 480 - 1) < 0.05);             // eps^4/480 is most of the gap
+    for (const ex03::Reported& m : ex03::reported(huge.report)) {
+        CAPTURE(m.element);
+        CHECK(m.numeric / m.analytic == doctest::Approx(fraction).epsilon(1e-5));
+    }
+}
+
+TEST_CASE("docs/03 exercise 3: an absolute tolerance of 1e-3 lets GELU with its tanh approximation's derivative pass") {
+    // the test "gradcheck's default tolerance catches GELU with its tanh approximation's derivative"
+    // (tests/test_ops.cpp), its inputs drawn the same way. The wrong derivative is never more than
+    // 8.7e-4 from the exact one (chapter 3): the default atol = 5e-5 sees it, atol = 1e-3 cannot
+    const auto gelu_with_tanh_derivative = [](const std::vector<Tensor>& v) {
+        Tensor y;
+        {
+            NoGradGuard no_grad;
+            y = gelu(v[0]);
+        }
+        record(y, {v[0]}, "gelu_wrong", [](Node& self) {
+            const float* px = self.parent_data(0);
+            float* dx = self.parent_grad(0);
+            const float c = std::sqrt(2.0f / static_cast<float>(M_PI));
+            for (int64_t i = 0; i < self.numel(); i++) {
+                const float u = px[i], t = std::tanh(c * (u + 0.044715f * u * u * u));
+                dx[i] += self.grad[i] * (0.5f * (1.0f + t) + 0.5f * u * (1.0f - t * t) * c * (1.0f + 3.0f * 0.044715f * u * u));
+            }
+        });
+        return y;
+    };
+    manual_seed(2);
+    const Tensor x = Tensor::uniform({4, 6}, -3.0f, 3.0f).requires_grad_();
+    CHECK_FALSE(gradcheck(gelu_with_tanh_derivative, {x}).ok);
+    CHECK(gradcheck(gelu_with_tanh_derivative, {x}, {.atol = 1e-3}).ok);
+    // (the library's own comparison loosened the same way is the mutation exercise-03-gradcheck-atol-1e-3
+    // in tests/mutations.txt: that test fails)
+}
+
 // ---------------------------------------------------------------- docs/04: softmax
 
+namespace ex04 {
+// softmax as its formula reads, e^(x_i) / sum_j e^(x_j), without the shift by the row max
+Tensor softmax_unshifted(const Tensor& x) {
+    const Tensor e = exp(x);
+    return e / sum(e, -1, true);
+}
+
+// exercise 3's slip: softmax's backward as if softmax were elementwise, dx_j = y_j dy_j (the dot term dropped)
+Tensor softmax_without_dot(const Tensor& x) {
+    Tensor y;
+    {
+        NoGradGuard no_grad;
+        y = softmax(x);
+    }
+    record(y, {x}, "softmax_without_dot", [](Node& self) {
+        const float *py = self.data->data(), *dy = self.grad.data();
+        float* dx = self.parent_grad(0);
+        for (int64_t i = 0; i < self.numel(); i++) dx[i] += py[i] * dy[i];   // the slip: no - dot
+    });
+    return y;
+}
+
+// y rounded to the 4 decimals the chapter quotes
+bool quoted4(float value, double text) { return std::fabs(value - text) <= 0.5e-4 + 1e-6; }
+}  // namespace ex04
+
+TEST_CASE("docs/04 exercise 1: softmax without the max shift overflows to NaN, and underflows to NaN") {
+    // e^x is finite in float32 up to x = 88.72 (= ln of the largest float)
+    CHECK(std::isfinite(std::exp(88.0f)));
+    CHECK(std::isinf(std::exp(89.0f)));
+    CHECK(std::log(3.4028234663852886e38) == doctest::Approx(88.7228).epsilon(1e-6));   // the largest float
+    // [101, 102, 103]: every e^(x_i) is inf, and inf / inf is NaN
+    const Tensor big = Tensor::from_vector({101, 102, 103}, {1, 3});
+    for (float v : ex04::softmax_unshifted(big).to_vector()) CHECK(std::isnan(v));
+    const Tensor shifted = softmax(big);
+    CHECK(ex04::quoted4(shifted.data()[0], 0.0900));
+    CHECK(ex04::quoted4(shifted.data()[1], 0.2447));
+    CHECK(ex04::quoted4(shifted.data()[2], 0.6652));
+    // [-1000, -1000]: every e^(x_i) is 0, and 0 / 0 is NaN; shifted, the row is [0, 0] and the sum is 1
+    const Tensor tiny = Tensor::from_vector({-1000, -1000}, {1, 2});
+    for (float v : ex04::softmax_unshifted(tiny).to_vector()) CHECK(std::isnan(v));
+    CHECK(softmax(tiny).to_vector() == std::vector<float>{0.5f, 0.5f});
+    // (the library's row without its shift is the mutation exercise-04-softmax-without-max-shift in
+    // tests/mutations.txt: "docs/04: softmax of [1, 2, 3], shifted, ..." fails on [101, 102, 103])
+}
+
+TEST_CASE("docs/04 exercise 2: softmax's backward by hand for dy = [1, 1, 1] and [0, 1, 2], and log_softmax's for [1, 0, 0]") {
+    // in double, from the formulas: y = softmax([1, 2, 3]), dx = y ⊙ (dy - Σ dy_i y_i)
+    double y[3], z = 0;
+    for (int i = 0; i < 3; i++) z += y[i] = std::exp(i + 1.0);
+    for (double& v : y) v /= z;
+    const double dy[3] = {0, 1, 2}, dot = dy[1] * y[1] + dy[2] * y[2];
+    const double quoted_dot = 1.5752, quoted_dx[3] = {-0.1418, -0.1408, 0.2826};
+    CHECK(std::fabs(dot - quoted_dot) < 0.5e-4);
+    Tensor x = Tensor::from_vector({1, 2, 3}, {1, 3}).requires_grad_();
+    // dy = [1, 1, 1]: dot = Σ y = 1, so dx = y ⊙ (1 - 1) = 0. L = Σ y_i = 1 whatever x is.
+    softmax(x).backward(Tensor::ones({1, 3}));
+    for (float g : x.grad().to_vector()) CHECK(std::fabs(g) < 1e-7);
+    // dy = [0, 1, 2]: L = Σ i·y_i, the expected index
+    x.zero_grad();
+    softmax(x).backward(Tensor::from_vector({0, 1, 2}, {1, 3}));
+    for (int i = 0; i < 3; i++) {
+        CAPTURE(i);
+        CHECK(std::fabs(y[i] * (dy[i] - dot) - quoted_dx[i]) < 0.5e-4);   // the formula gives the quote
+        CHECK(ex04::quoted4(x.grad().data()[i], quoted_dx[i]));          // and so does the library
+    }
+    // log_softmax, dy = [1, 0, 0]: dx_j = dy_j - softmax_j · Σ dy_i = [1 - y_0, -y_1, -y_2]
+    x.zero_grad();
+    log_softmax(x).backward(Tensor::from_vector({1, 0, 0}, {1, 3}));
+    const double quoted_ls[3] = {0.9100, -0.2447, -0.6652};
+    for (int i = 0; i < 3; i++) {
+        CAPTURE(i);
+        CHECK(std::fabs((i == 0 ? 1 - y[0] : -y[i]) - quoted_ls[i]) < 0.5e-4);
+        CHECK(ex04::quoted4(x.grad().data()[i], quoted_ls[i]));
+    }
+}
+
+TEST_CASE("docs/04 exercise 3: softmax's backward without the dot term: the chapter's example and gradcheck see it") {
+    Tensor x = Tensor::from_vector({1, 2, 3}, {1, 3}).requires_grad_();
+    ex04::softmax_without_dot(x).backward(Tensor::from_vector({1, 0, 0}, {1, 3}));
+    // y ⊙ dy = [0.0900, 0, 0] where the chapter has [0.0819, -0.0220, -0.0599]; it no longer sums to 0
+    CHECK(ex04::quoted4(x.grad().data()[0], 0.0900));
+    CHECK(x.grad().data()[1] == 0.0f);
+    CHECK(x.grad().data()[2] == 0.0f);
+    // the gradcheck of "softmax and log_softmax: gradcheck, stability, masked rows, ..." (tests/test_ops.cpp)
+    manual_seed(9);
+    const Tensor p = Tensor::uniform({3, 5}, -3.0f, 3.0f).requires_grad_();
+    CHECK(gradcheck([](const std::vector<Tensor>& v) { return softmax(v[0]); }, {p}).ok);
+    const GradcheckResult r = gradcheck([](const std::vector<Tensor>& v) { return ex04::softmax_without_dot(v[0]); }, {p});
+    INFO(r.report);
+    CHECK_FALSE(r.ok);
+    // 14 of the 15 elements: the error of element j is w_j·y_j·Σ_i w_i y_i, and in row 1 the weighted
+    // sum Σ_i w_i y_i happens to be 0.001, which leaves element 8 (y = 0.013) under the tolerance
+    CHECK(r.report.find("gradcheck failed: 14 mismatches") == 0);
+    // gradcheck's weights (autograd/gradcheck.cpp: Rng(seed 1234), |w| in [0.5, 1], a random sign),
+    // and each row's weighted sum Σ_i w_i y_i, the dot the slip leaves out
+    Rng g(GradcheckOptions{}.seed);
+    std::vector<float> w(15);
+    for (float& v : w) v = g.uniform(0.5f, 1.0f) * (g.uniform() < 0.5f ? -1.0f : 1.0f);
+    const Tensor y = softmax(p);
+    double dots[3] = {0, 0, 0};
+    for (int i = 0; i < 15; i++) dots[i / 5] += w[i] * y.data()[i];
+    CHECK(std::fabs(dots[1]) < 0.0015);                        // "0.001"
+    CHECK(std::fabs(dots[0]) > 0.1);
+    CHECK(std::fabs(dots[2]) > 0.1);
+    CHECK(ex04::quoted4(y.data()[8], 0.0132));                 // element 8, "y = 0.013"
+    CHECK(std::fabs(y.data()[8] * dots[1]) < 5e-5);            // under atol: the one element spared
+    // (the library's backward broken the same way is the mutation exercise-04-softmax-backward-without-dot
+    // in tests/mutations.txt)
+}
+
 // ---------------------------------------------------------------- docs/05: LayerNorm
+
+namespace ex05 {
+// LayerNorm's forward through the library, with a backward that drops one of the two mean terms of
+// dx = r (g - mean(g) - x̂ ⊙ mean(g ⊙ x̂)), g = dy ⊙ γ: exercise 2's slips. Rows of the last dim;
+// dx only (γ and β are constants here).
+enum class Drop { mean_g, mean_g_xhat };
+Tensor layer_norm_dropping(const Tensor& x, const Tensor& gain, Drop drop) {
+    Tensor y;
+    {
+        NoGradGuard no_grad;
+        y = nn::layer_norm(x, gain, Tensor::zeros(gain.shape()));
+    }
+    const int64_t C = x.size(-1);
+    record(y, {x}, "layer_norm_dropping", [C, gain, drop](Node& self) {
+        const float *px = self.parent_data(0), *dy = self.grad.data(), *gm = gain.data();
+        float* dx = self.parent_grad(0);
+        for (int64_t r = 0; r < self.numel() / C; r++) {
+            const float *xr = px + r * C, *dyr = dy + r * C;
+            double mu = 0, var = 0, mg = 0, mgx = 0;
+            for (int64_t i = 0; i < C; i++) mu += xr[i];
+            mu /= C;
+            for (int64_t i = 0; i < C; i++) var += (xr[i] - mu) * (xr[i] - mu);
+            const double rs = 1 / std::sqrt(var / C + 1e-5);
+            for (int64_t i = 0; i < C; i++) {
+                mg += dyr[i] * gm[i] / C;
+                mgx += dyr[i] * gm[i] * (xr[i] - mu) * rs / C;
+            }
+            for (int64_t i = 0; i < C; i++) {
+                const double g = dyr[i] * gm[i], xhat = (xr[i] - mu) * rs;
+                dx[r * C + i] += static_cast<float>(rs * (g - (drop == Drop::mean_g ? 0 : mg) - (drop == Drop::mean_g_xhat ? 0 : xhat * mgx)));
+            }
+        }
+    });
+    return y;
+}
+}  // namespace ex05
+
+TEST_CASE("docs/05 exercise 1: layer_norm of [0, 3, 6] with a gain and a bias, forward and backward by hand") {
+    // in double, from the chapter's formulas
+    const double xs[3] = {0, 3, 6}, gs[3] = {1, 2, 0.5}, bs[3] = {0, 0, 1}, dys[3] = {0, 0, 1};
+    const double mu = 3, var = 6, r = 1 / std::sqrt(var + 1e-5);
+    double xhat[3], mg = 0, mgx = 0;
+    for (int i = 0; i < 3; i++) {
+        xhat[i] = (xs[i] - mu) * r;
+        mg += dys[i] * gs[i] / 3;
+        mgx += dys[i] * gs[i] * xhat[i] / 3;
+    }
+    CHECK(std::fabs(r - 0.4082) < 0.5e-4);
+    CHECK(std::fabs(mg - 0.1667) < 0.5e-4);
+    CHECK(std::fabs(mgx - 0.2041) < 0.5e-4);
+    const double quoted_y[3] = {-1.2247, 0, 1.6124}, quoted_dx[3] = {0.0340, -0.0680, 0.0340};
+    Tensor x = Tensor::from_vector({0, 3, 6}, {1, 3}).requires_grad_();
+    Tensor gain = Tensor::from_vector({1, 2, 0.5f}, {3}).requires_grad_();
+    Tensor bias = Tensor::from_vector({0, 0, 1}, {3}).requires_grad_();
+    const Tensor y = nn::layer_norm(x, gain, bias);
+    y.backward(Tensor::from_vector({0, 0, 1}, {1, 3}));   // L = y_2
+    for (int i = 0; i < 3; i++) {
+        CAPTURE(i);
+        const double dx = r * (dys[i] * gs[i] - mg - xhat[i] * mgx);
+        CHECK(std::fabs(gs[i] * xhat[i] + bs[i] - quoted_y[i]) < 0.5e-4);   // the formulas give the quotes
+        CHECK(std::fabs(dx - quoted_dx[i]) < 0.5e-4);
+        CHECK(ex04::quoted4(y.data()[i], quoted_y[i]));                     // and so does the library
+        CHECK(ex04::quoted4(x.grad().data()[i], quoted_dx[i]));
+    }
+    // dγ = dy ⊙ x̂ = [0, 0, 1.2247], dβ = dy
+    CHECK(gain.grad().data()[0] == 0.0f);
+    CHECK(gain.grad().data()[1] == 0.0f);
+    CHECK(ex04::quoted4(gain.grad().data()[2], 1.2247));
+    CHECK(bias.grad().to_vector() == std::vector<float>{0, 0, 1});
+}
+
+TEST_CASE("docs/05 exercise 2: dropping either mean term of LayerNorm's backward, and which invariance goes with it") {
+    // the chapter's row x = [1, 2, 3, 4], γ = 1, dy = [1, 0, 0, 0]
+    const Tensor gain = Tensor::ones({4});
+    const Tensor dy = Tensor::from_vector({1, 0, 0, 0}, {1, 4});
+    const double xhat[4] = {-1.3416, -0.4472, 0.4472, 1.3416};
+    const auto dx_of = [&](ex05::Drop drop) {
+        Tensor x = Tensor::from_vector({1, 2, 3, 4}, {1, 4}).requires_grad_();
+        ex05::layer_norm_dropping(x, gain, drop).backward(dy);
+        return x.grad().to_vector();
+    };
+    const auto sums = [&](const std::vector<float>& dx) {   // Σ dx_j and Σ dx_j x̂_j
+        double s = 0, sx = 0;
+        for (int j = 0; j < 4; j++) s += dx[j], sx += dx[j] * xhat[j];
+        return std::vector<double>{s, sx};
+    };
+    // without - mean(g): dx = r (g - x̂ ⊙ mean(g ⊙ x̂)) = 0.8944 · [0.55, -0.15, 0.15, 0.45]
+    const std::vector<float> no_mg = dx_of(ex05::Drop::mean_g);
+    const double quoted_no_mg[4] = {0.4919, -0.1342, 0.1342, 0.4025};
+    for (int j = 0; j < 4; j++) CHECK(ex04::quoted4(no_mg[j], quoted_no_mg[j]));
+    CHECK(std::fabs(sums(no_mg)[0] - 0.8944) < 1e-4);   // Σ dx = r Σ g: the row's mean now moves
+    CHECK(std::fabs(sums(no_mg)[1]) < 1e-3);            // Σ dx x̂ is still 0 (the quoted x̂ has 4 decimals)
+    // without - x̂ ⊙ mean(g ⊙ x̂): dx = r (g - mean(g)) = 0.8944 · [0.75, -0.25, -0.25, -0.25]
+    const std::vector<float> no_mgx = dx_of(ex05::Drop::mean_g_xhat);
+    const double quoted_no_mgx[4] = {0.6708, -0.2236, -0.2236, -0.2236};
+    for (int j = 0; j < 4; j++) CHECK(ex04::quoted4(no_mgx[j], quoted_no_mgx[j]));
+    CHECK(std::fabs(sums(no_mgx)[0]) < 1e-6);                 // Σ dx is still 0
+    CHECK(std::fabs(sums(no_mgx)[1] + 1.2) < 1e-3);           // Σ dx x̂ = r Σ g x̂ = -1.2: the row's scale now moves
+    // gradcheck, as in "layer_norm: gradcheck; ..." (tests/test_nn.cpp), rejects both
+    manual_seed(2);
+    const Tensor x = Tensor::uniform({2, 3, 5}, -1.0f, 1.0f).requires_grad_();
+    const Tensor g = Tensor::uniform({5}, -1.0f, 1.0f);
+    for (ex05::Drop drop : {ex05::Drop::mean_g, ex05::Drop::mean_g_xhat}) {
+        const GradcheckResult r = gradcheck([&](const std::vector<Tensor>& v) { return ex05::layer_norm_dropping(v[0], g, drop); }, {x});
+        INFO(r.report);
+        CHECK_FALSE(r.ok);
+        if (drop != ex05::Drop::mean_g) continue;
+        // every element of x is off, and by the same amount along a row: the dropped r·mean(g) is
+        // one number per row. The worst five are row 4's, each analytic 0.494 below its numeric.
+        CHECK(r.report.find("gradcheck failed: 30 mismatches") == 0);
+        for (const ex03::Reported& m : ex03::reported(r.report)) {
+            CAPTURE(m.element);
+            CHECK(m.element / 5 == 4);
+            CHECK(m.analytic - m.numeric == doctest::Approx(-0.494).epsilon(2e-3));
+        }
+    }
+    // (the library's backward without - mean(g) is the mutation exercise-05-layer-norm-backward-without-mean
+    // in tests/mutations.txt: "layer_norm: gradcheck; ..." fails)
+}
+
+TEST_CASE("docs/05 exercise 3: a constant row: variance 0, so eps alone sets the scale, and eps = 0 gives NaN") {
+    Tensor x = Tensor::from_vector({5, 5, 5, 5}, {1, 4}).requires_grad_();
+    const Tensor gain = Tensor::ones({4}), bias = Tensor::zeros({4});
+    const Tensor y = nn::layer_norm(x, gain, bias);
+    CHECK(y.to_vector() == std::vector<float>{0, 0, 0, 0});   // x - μ = 0 exactly
+    y.backward(Tensor::from_vector({1, 0, 0, 0}, {1, 4}));
+    // r = 1/√(0 + 1e-5) = 316.23; x̂ = 0, so dx = r (g - mean(g)) = 316.23 · [0.75, -0.25, -0.25, -0.25]
+    const double r = 1 / std::sqrt(1e-5);
+    CHECK(std::fabs(r - 316.23) < 0.005);
+    const double quoted[4] = {237.17, -79.06, -79.06, -79.06};
+    for (int j = 0; j < 4; j++) {
+        CAPTURE(j);
+        CHECK(std::fabs(r * ((j == 0) - 0.25) - quoted[j]) < 0.005);
+        CHECK(std::fabs(x.grad().data()[j] - quoted[j]) < 0.005 + 1e-4 * std::fabs(quoted[j]));
+    }
+    // with eps = 0: r = 1/√0 = inf, and x̂ = 0 · inf = NaN
+    for (float v : nn::layer_norm(x, gain, bias, 0.0f).to_vector()) CHECK(std::isnan(v));
+}
 
 // ---------------------------------------------------------------- docs/06: building blocks
 
