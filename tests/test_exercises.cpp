@@ -29,6 +29,168 @@ using namespace autograd;
 
 // ---------------------------------------------------------------- docs/07: attention
 
+#include "examples/data/attention_by_hand_numbers.h"   // the walk-through's Q, K, V (chapters 7 and 8)
+#include "models/transformer.h"                        // the masks (chapter 8) and the model (chapter 10)
+#include "tests/gradcheck_helpers.h"                   // param (a random leaf), CHECK_GRAD
+
+namespace ex07 {
+
+using namespace data::attention_by_hand;
+
+// One of the walk-through's matrices as a (1, T, Dk) tensor, plus `shift` added to every row.
+Tensor rows(const float (&a)[T][DK], std::vector<float> shift = std::vector<float>(DK, 0.0f)) {
+    std::vector<float> x;
+    for (const auto& row : a)
+        for (int c = 0; c < DK; c++) x.push_back(row[c] + shift[c]);
+    return Tensor::from_vector(x, {1, T, DK});   // (1, T, Dk)
+}
+
+// softmax over s of (q_t + dq) . (k_s + dk) * scale, in double: the formula, without the library
+std::vector<std::vector<double>> weights(double scale, std::vector<double> dq = std::vector<double>(DK, 0.0),
+                                         std::vector<double> dk = std::vector<double>(DK, 0.0)) {
+    std::vector<std::vector<double>> w(T, std::vector<double>(T));
+    for (int t = 0; t < T; t++) {
+        double sum = 0.0;
+        for (int s = 0; s < T; s++) {
+            double dot = 0.0;
+            for (int c = 0; c < DK; c++) dot += (Q[t][c] + dq[c]) * (K[s][c] + dk[c]);
+            sum += w[t][s] = std::exp(dot * scale);
+        }
+        for (double& x : w[t]) x /= sum;
+    }
+    return w;
+}
+
+// Every element of t (rows of length C) within 0.5e-4 of a number quoted with 4 decimals.
+void check_quoted(const Tensor& t, const std::vector<std::vector<double>>& text) {
+    const int64_t C = t.size(-1);
+    for (size_t r = 0; r < text.size(); r++)
+        for (size_t c = 0; c < text[r].size(); c++) {
+            CAPTURE(r);
+            CAPTURE(c);
+            CHECK(std::fabs(t.data()[r * C + c] - text[r][c]) <= 0.5e-4 + 1e-6);
+        }
+}
+
+// The same for numbers worked out in double.
+void check_quoted(const std::vector<std::vector<double>>& formula, const std::vector<std::vector<double>>& text) {
+    for (size_t r = 0; r < text.size(); r++)
+        for (size_t c = 0; c < text[r].size(); c++) {
+            CAPTURE(r);
+            CAPTURE(c);
+            CHECK(std::fabs(formula[r][c] - text[r][c]) <= 0.5e-4 + 1e-9);
+        }
+}
+
+}  // namespace ex07
+
+TEST_CASE("docs/07 exercise 1: a vector added to every key changes no weight; added to every value, it moves every output") {
+    using namespace ex07;
+    const std::vector<float> b = {1, 2, 3, 4};
+    const std::vector<double> bd(b.begin(), b.end()), zero(DK, 0.0);
+    const nn::AttentionOutput plain = nn::scaled_dot_product_attention_with_weights(rows(Q), rows(K), rows(V), 1);
+    // the raw scores Q (K + b)^T: row t grows by q_t . b, the same for every key of the row
+    std::vector<std::vector<double>> raw(T, std::vector<double>(T));
+    for (int t = 0; t < T; t++)
+        for (int s = 0; s < T; s++)
+            for (int c = 0; c < DK; c++) raw[t][s] += Q[t][c] * (K[s][c] + b[c]);
+    check_quoted(raw, {{6, 4, 5}, {12, 16, 14}, {12, 12, 12}});
+    // ... so the weights are the walk-through's, by the formula and in the library
+    const std::vector<std::vector<double>> walk = {{0.5065, 0.1863, 0.3072}, {0.0900, 0.6652, 0.2447}, {0.3333, 0.3333, 0.3333}};
+    check_quoted(weights(0.5, zero, bd), walk);
+    Tensor q = rows(Q).requires_grad_(), k = rows(K, b).requires_grad_(), v = rows(V).requires_grad_();
+    const nn::AttentionOutput shifted = nn::scaled_dot_product_attention_with_weights(q, k, v, 1);
+    check_quoted(shifted.weights, walk);
+    for (int64_t i = 0; i < plain.out.numel(); i++) CHECK(shifted.out.data()[i] == doctest::Approx(plain.out.data()[i]).epsilon(1e-6));
+    // ... and so are the gradients of L = O[cat][dim 1]: dQ = dS (K + b) / 2 = dS K / 2 + (sum_s dS_s) b / 2, and rows of dS sum to 0
+    shifted.out.backward(Tensor::from_vector({0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0}, {1, T, DK}));
+    check_quoted(q.grad(), {{0, 0, 0, 0}, {-0.1113, 0.0299, -0.0299, 0.1113}, {0, 0, 0, 0}});
+    check_quoted(k.grad(), {{0, -0.0599, 0, -0.0599}, {0, 0.2227, 0, 0.2227}, {0, -0.1628, 0, -0.1628}});
+    check_quoted(v.grad(), {{0, 0.0900, 0, 0}, {0, 0.6652, 0, 0}, {0, 0.2447, 0, 0}});
+    // the rest of what "docs/07: the attention_by_hand walk-through" checks holds too: the masked
+    // weights, and the two heads' (head 0 adds q . [1, 2], head 1 q . [3, 4]: each the same along a row)
+    check_quoted(nn::scaled_dot_product_attention_with_weights(rows(Q), rows(K, b), rows(V), 1, models::subsequent_mask(T)).weights,
+                 {{1.0, 0.0, 0.0}, {0.1192, 0.8808, 0.0}, {0.3333, 0.3333, 0.3333}});
+    const Tensor two = nn::scaled_dot_product_attention_with_weights(rows(Q), rows(K), rows(V), 2).weights,
+                 two_shifted = nn::scaled_dot_product_attention_with_weights(rows(Q), rows(K, b), rows(V), 2).weights;
+    for (int64_t i = 0; i < two.numel(); i++) CHECK(two_shifted.data()[i] == doctest::Approx(two.data()[i]).epsilon(1e-6));
+    // b added to every value row: every output row moves by b (its weights sum to 1)
+    const Tensor moved = nn::scaled_dot_product_attention(rows(Q), rows(K), rows(V, b), 1);
+    for (int t = 0; t < T; t++)
+        for (int c = 0; c < DK; c++) CHECK(moved.at({0, t, c}) == doctest::Approx(plain.out.at({0, t, c}) + b[c]).epsilon(1e-6));
+    check_quoted(moved, {{1.5065, 2.1863, 3.3072, 5.0}, {1.0900, 2.6652, 3.2447, 5.0}, {1.3333, 2.3333, 3.3333, 5.0}});
+    // b added to every query instead: q_t . k_s grows by b . k_s = 4, 6, 3, which differs between keys
+    const std::vector<std::vector<double>> by_query = {{0.4223, 0.4223, 0.1554}};
+    check_quoted(weights(0.5, bd), by_query);
+    check_quoted(nn::scaled_dot_product_attention_with_weights(rows(Q, b), rows(K), rows(V), 1).weights, by_query);
+}
+
+TEST_CASE("docs/07 exercise 2: attention without the 1/sqrt(Dk) scale") {
+    using namespace ex07;
+    // the broken kernel computes softmax(Q K^T) V: the formula at scale 1, and the library's
+    // attention of 2 Q (2 = sqrt(Dk) cancels the scale it applies)
+    const std::vector<std::vector<double>> unscaled = {{0.6652, 0.0900, 0.2447}, {0.0159, 0.8668, 0.1173}, {0.3333, 0.3333, 0.3333}};
+    check_quoted(weights(1.0), unscaled);
+    const Tensor broken = nn::scaled_dot_product_attention(rows(Q) * 2.0f, rows(K), rows(V), 1);
+    check_quoted(broken, {{0.6652, 0.0900, 0.2447, 1.0}, {0.0159, 0.8668, 0.1173, 1.0}, {0.3333, 0.3333, 0.3333, 1.0}});
+    // the example's "max |by hand - scaled_dot_product_attention|" line: 0.8668 - 0.6652
+    const Tensor right = nn::scaled_dot_product_attention(rows(Q), rows(K), rows(V), 1);
+    float worst = 0.0f;
+    for (int64_t i = 0; i < right.numel(); i++) worst = std::max(worst, std::fabs(broken.data()[i] - right.data()[i]));
+    CHECK(worst == doctest::Approx(0.2016).epsilon(1e-3));
+    // The broken kernel's backward still multiplies dQ and dK by 1/sqrt(Dk). The same op built from
+    // library ops: g(x) has x's value and passes s times its gradient back, so the forward is
+    // softmax(Q K^T) V and the gradients of q and k are s times the true ones. gradcheck (chapter
+    // 3) on the shapes of "fused attention: gradcheck" in tests/test_nn.cpp (Dk = 6 / 3 = 2):
+    manual_seed(7);
+    const int64_t B = 2, H = 3, Tq = 4, S = 5, D = 6;
+    const float s = 1.0f / std::sqrt(2.0f);
+    const auto g = [s](const Tensor& x) { return x * s + x.detach() * (1.0f - s); };
+    const TensorFn wrong = [&](const std::vector<Tensor>& x) { return nn::scaled_dot_product_attention(g(x[0]) * std::sqrt(2.0f), g(x[1]), x[2], H); };
+    const TensorFn consistent = [&](const std::vector<Tensor>& x) { return nn::scaled_dot_product_attention(x[0] * std::sqrt(2.0f), x[1], x[2], H); };
+    const std::vector<Tensor> in = {param({B, Tq, D}), param({B, S, D}), param({B, S, D})};
+    const GradcheckResult r = gradcheck(wrong, in);
+    CHECK_FALSE(r.ok);   // the report the answer quotes: the first of the five worst
+    CHECK(r.report.find("gradcheck failed: 108 mismatches") != std::string::npos);
+    CHECK(r.report.find("input 1 (2, 5, 6) element 25: analytic 0.3606") != std::string::npos);
+    CHECK(r.report.find("vs numeric 0.5100") != std::string::npos);
+    CHECK(gradcheck(consistent, in).ok);   // forward and backward agree: only the forward is not the paper's
+    // every gradient of q and k is s = 0.7071 times the true one; v's is right
+    const Tensor w = Tensor::randn({B, Tq, D});
+    wrong(in).backward(w);
+    const std::vector<float> dq_wrong = in[0].grad().to_vector(), dk_wrong = in[1].grad().to_vector(), dv_wrong = in[2].grad().to_vector();
+    for (Tensor t : in) t.zero_grad();
+    consistent(in).backward(w);
+    for (int64_t i = 0; i < in[0].numel(); i++) CHECK(dq_wrong[i] == doctest::Approx(s * in[0].grad().data()[i]).epsilon(1e-5).scale(1e-3));
+    for (int64_t i = 0; i < in[1].numel(); i++) CHECK(dk_wrong[i] == doctest::Approx(s * in[1].grad().data()[i]).epsilon(1e-5).scale(1e-3));
+    for (int64_t i = 0; i < in[2].numel(); i++) CHECK(dv_wrong[i] == doctest::Approx(in[2].grad().data()[i]).epsilon(1e-5).scale(1e-3));
+}
+
+TEST_CASE("docs/07 exercise 3: the variance of q . k is Dk; scaled, it is 1") {
+    // 1,000 pairs of vectors with independent N(0, 1) entries, for Dk = 4 and 64
+    manual_seed(1);
+    const int64_t N = 1000;
+    const double quoted_raw[] = {4.23, 62.85}, quoted_scaled[] = {1.06, 0.98};   // this draw's, as the answer quotes them
+    int i = 0;
+    for (int64_t Dk : {4, 64}) {
+        CAPTURE(Dk);
+        const Tensor q = Tensor::randn({N, Dk}), k = Tensor::randn({N, Dk});    // (N, Dk) each
+        const Tensor dots = sum(q * k, 1);                                     // (N)
+        const float raw = var(dots).item(), scaled = var(dots / std::sqrt(float(Dk))).item();
+        CHECK(std::fabs(raw - quoted_raw[i]) < 0.005);
+        CHECK(std::fabs(scaled - quoted_scaled[i]) < 0.005);
+        CHECK(raw == doctest::Approx(double(Dk)).epsilon(0.1));   // the theory: Dk, up to the noise of 1,000 draws
+        i++;
+    }
+    // what that variance does to a softmax over S = 8 keys, Dk = 64: the largest weight of a row,
+    // averaged over the rows (1/8 = 0.125 would be uniform, 1 one-hot)
+    const int64_t S = 8, Dk = 64;
+    const Tensor q = Tensor::randn({N / 4, 1, Dk}), k = Tensor::randn({N / 4, S, Dk});   // 250 queries, each with its own S keys
+    const Tensor scores = matmul(q, k, false, true);                               // (250, 1, S)
+    CHECK(std::fabs(mean(max(softmax(scores), -1)).item() - 0.876) < 0.0005);
+    CHECK(std::fabs(mean(max(softmax(scores / 8.0f), -1)).item() - 0.367) < 0.0005);
+}
+
 // ---------------------------------------------------------------- docs/08: masks
 
 // ---------------------------------------------------------------- docs/09: positional encoding
