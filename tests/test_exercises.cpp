@@ -193,6 +193,87 @@ TEST_CASE("docs/07 exercise 3: the variance of q . k is Dk; scaled, it is 1") {
 
 // ---------------------------------------------------------------- docs/08: masks
 
+#include "models/batch.h"   // make_batch
+
+namespace ex08 {
+
+// The slip of exercise 3: subsequent_mask with s < t, beside the right loop (s <= t) of
+// models::subsequent_mask: position t may no longer attend to itself.
+Mask subsequent_mask_without_diagonal(int64_t T) {
+    Mask m = Mask::full({1, T, T}, 0);   // (1, T, T)
+    for (int64_t t = 0; t < T; t++)
+        for (int64_t s = 0; s < t; s++) m[t * T + s] = 1;
+    return m;
+}
+
+}  // namespace ex08
+
+TEST_CASE("docs/08 exercise 1: a padded target row through make_batch, by hand") {
+    // one pair; the target <bos> 5 6 <eos> padded to 6 ids, bos = 1, eos = 2, pad = 0
+    const models::Batch b = models::make_batch(Tokens({4, 3}, {1, 2}), Tokens({1, 5, 6, 2, 0, 0}, {1, 6}), 0);
+    CHECK(b.tgt_in.data == std::vector<int32_t>{1, 5, 6, 2, 0});
+    CHECK(b.tgt_out.data == std::vector<int32_t>{5, 6, 2, 0, 0});
+    CHECK(b.ntokens == 3);
+    CHECK(b.tgt_mask.shape == Shape{1, 5, 5});
+    const std::vector<uint8_t> by_hand = {1, 0, 0, 0, 0,    // query 0 (<bos>) sees itself
+                                          1, 1, 0, 0, 0,
+                                          1, 1, 1, 0, 0,
+                                          1, 1, 1, 1, 0,    // query 3 (<eos>) sees 0..3
+                                          1, 1, 1, 1, 0};   // query 4 is padding: it still sees 0..3, never key 4
+    CHECK(b.tgt_mask.data == by_hand);
+    // target_mask = padding_mask of tgt_in (one row for every query) AND subsequent_mask
+    const Mask pad = models::padding_mask(b.tgt_in, 0), sub = models::subsequent_mask(5);
+    CHECK(pad.data == std::vector<uint8_t>{1, 1, 1, 1, 0});
+    for (int t = 0; t < 5; t++)
+        for (int s = 0; s < 5; s++) CHECK(b.tgt_mask[t * 5 + s] == (pad[s] && sub[t * 5 + s]));
+}
+
+TEST_CASE("docs/08 exercise 2: the walk-through's backward with the subsequent mask: a masked key gets exactly 0") {
+    using namespace data::attention_by_hand;
+    // by hand, in double: row "cat" sees "the" and itself, scaled scores 0 and 2
+    const double p = 1.0 / (1.0 + std::exp(-2.0));               // 0.8808: the weight of "cat" on itself
+    const double ds_cat = p * (1.0 - p), ds_the = (1.0 - p) * (0.0 - p);   // dS = A (dA - sum A dA), dA = [0, 1, 0]
+    CHECK(std::fabs(ds_cat - 0.1050) < 0.5e-4);
+    CHECK(std::fabs(ds_the + 0.1050) < 0.5e-4);
+    CHECK(std::fabs(0.5 * ds_cat - 0.0525) < 0.5e-4);            // dQ[cat] = 0.5 (dS_the K[the] + dS_cat K[cat])
+    for (bool fused : {true, false}) {
+        CAPTURE(fused);
+        const FusedKernelsGuard path(fused);
+        Tensor q = ex07::rows(Q).requires_grad_(), k = ex07::rows(K).requires_grad_(), v = ex07::rows(V).requires_grad_();
+        const Tensor out = nn::scaled_dot_product_attention(q, k, v, 1, models::subsequent_mask(T));   // (1, T, Dk)
+        out.backward(Tensor::from_vector({0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0}, {1, T, DK}));          // L = O[cat][dim 1]
+        ex07::check_quoted(q.grad(), {{0, 0, 0, 0}, {-0.0525, 0.0525, -0.0525, 0.0525}, {0, 0, 0, 0}});
+        ex07::check_quoted(k.grad(), {{0, -0.1050, 0, -0.1050}, {0, 0.1050, 0, 0.1050}, {0, 0, 0, 0}});
+        ex07::check_quoted(v.grad(), {{0, 0.1192, 0, 0}, {0, 0.8808, 0, 0}, {0, 0, 0, 0}});
+        for (int c = 0; c < DK; c++) {   // "sleeps", masked for query "cat": exactly zero, not just small
+            CHECK(k.grad().at({0, 2, c}) == 0.0f);
+            CHECK(v.grad().at({0, 2, c}) == 0.0f);
+        }
+    }
+}
+
+TEST_CASE("docs/08 exercise 3: subsequent_mask without its diagonal: the first row attends to nothing") {
+    using namespace data::attention_by_hand;
+    const Mask broken = ex08::subsequent_mask_without_diagonal(T);
+    CHECK(broken.data == std::vector<uint8_t>{0, 0, 0, 1, 0, 0, 1, 1, 0});
+    // what "masks: padding (B, 1, S), subsequent (1, T, T), target = both" compares: this one differs
+    CHECK(broken.data != std::vector<uint8_t>{1, 0, 0, 1, 1, 0, 1, 1, 1});
+    CHECK(models::subsequent_mask(T).data == std::vector<uint8_t>{1, 0, 0, 1, 1, 0, 1, 1, 1});
+    // the example's by-hand softmax of row "the": every score -inf, so e^-inf / sum = 0 / 0
+    const double inf = INFINITY, by_hand = std::exp(-inf) / (std::exp(-inf) + std::exp(-inf) + std::exp(-inf));
+    CHECK(std::isnan(by_hand));
+    // the library, plain and fused: weights 0 and output 0 for that row; the others renormalize
+    for (bool fused : {true, false}) {
+        CAPTURE(fused);
+        const FusedKernelsGuard path(fused);
+        const nn::AttentionOutput a = nn::scaled_dot_product_attention_with_weights(ex07::rows(Q), ex07::rows(K), ex07::rows(V), 1, broken);
+        ex07::check_quoted(a.weights, {{0, 0, 0}, {1, 0, 0}, {0.5, 0.5, 0}});
+        ex07::check_quoted(a.out, {{0, 0, 0, 0}, {1, 0, 0, 1}, {0.5, 0.5, 0, 1}});
+        for (float x : a.out.to_vector()) CHECK_FALSE(std::isnan(x));
+        for (int c = 0; c < DK; c++) CHECK(a.out.at({0, 0, c}) == 0.0f);
+    }
+}
+
 // ---------------------------------------------------------------- docs/09: positional encoding
 
 // ---------------------------------------------------------------- docs/10: the encoder-decoder
