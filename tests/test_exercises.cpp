@@ -276,6 +276,92 @@ TEST_CASE("docs/08 exercise 3: subsequent_mask without its diagonal: the first r
 
 // ---------------------------------------------------------------- docs/09: positional encoding
 
+namespace ex09 {
+
+// The table of exercise 3's slip: the paper's 2i written into the exponent although the loop's i
+// already is the even dimension 2k, so pair k gets the frequency 10000^(-4k/D) instead of
+// 10000^(-2k/D). Beside the right line of PositionalEncoding::table, which has no 2.0.
+std::vector<double> table_with_doubled_exponent(int64_t rows, int64_t d) {
+    std::vector<double> pe(static_cast<size_t>(rows * d));
+    for (int64_t pos = 0; pos < rows; pos++)
+        for (int64_t i = 0; i < d; i += 2) {
+            const double angle = double(pos) * std::exp(-std::log(10000.0) * 2.0 * double(i) / double(d));
+            pe[pos * d + i] = std::sin(angle);
+            pe[pos * d + i + 1] = std::cos(angle);
+        }
+    return pe;
+}
+
+}  // namespace ex09
+
+TEST_CASE("docs/09 exercise 1: PE(10) for D = 8, by hand") {
+    // frequencies 10000^(-2i/8) = 1, 0.1, 0.01, 0.001: the angles 10, 1, 0.1, 0.01
+    const std::vector<double> quoted = {-0.5440, -0.8391, 0.8415, 0.5403, 0.0998, 0.9950, 0.0100, 1.0000};
+    nn::PositionalEncoding pe(8, 0.0f, 50);
+    const Tensor row = pe.table(11);   // (11, 8): positions 0..10
+    for (int c = 0; c < 8; c++) {
+        CAPTURE(c);
+        const double angle = 10.0 / std::pow(10000.0, double(c / 2 * 2) / 8.0);
+        CHECK(std::fabs((c % 2 == 0 ? std::sin(angle) : std::cos(angle)) - quoted[c]) <= 0.5e-4);
+        CHECK(std::fabs(row.at({10, c}) - quoted[c]) <= 0.5e-4 + 1e-6);
+    }
+}
+
+TEST_CASE("docs/09 exercise 2: PE(pos + k) is a rotation of PE(pos); PE(pos) . PE(pos + k) depends on k only") {
+    // (a) by hand, D = 4, k = 1: rotate each pair of PE(1) by the angle w_i * 1
+    nn::PositionalEncoding pe4(4, 0.0f, 50);
+    const Tensor t4 = pe4.table(3);   // (3, 4): the chapter's table
+    const double w[] = {1.0, 0.01};
+    for (int i = 0; i < 2; i++) {
+        CAPTURE(i);
+        const double c = std::cos(w[i]), s = std::sin(w[i]), x = t4.at({1, 2 * i}), y = t4.at({1, 2 * i + 1});
+        CHECK(std::fabs(c * x + s * y - t4.at({2, 2 * i})) < 1e-6);       // sin(theta + w) = cos w sin theta + sin w cos theta
+        CHECK(std::fabs(-s * x + c * y - t4.at({2, 2 * i + 1})) < 1e-6);  // cos(theta + w) = -sin w sin theta + cos w cos theta
+    }
+    ex07::check_quoted(narrow(t4, 0, 2, 1), {{0.9093, -0.4161, 0.0200, 0.9998}});   // PE(2), as the rotation gives it
+    // (b) the dot product: sum over pairs of cos(w_i k), whatever pos; D = 4, k = 1: cos 1 + cos 0.01
+    CHECK(std::fabs(std::cos(1.0) + std::cos(0.01) - 1.5403) < 0.5e-4);
+    const Tensor t = pe4.table(50);
+    for (int pos = 0; pos + 1 < 50; pos++) {
+        double dot = 0.0, self = 0.0;
+        for (int c = 0; c < 4; c++) dot += double(t.at({pos, c})) * t.at({pos + 1, c}), self += double(t.at({pos, c})) * t.at({pos, c});
+        CHECK(dot == doctest::Approx(1.5403).epsilon(1e-4));
+        CHECK(self == doctest::Approx(2.0).epsilon(1e-6));   // |PE(pos)|^2 = D/2: sin^2 + cos^2 per pair
+    }
+    // (c) numerically, D = 8, every pos < 40 and k = 1..5: the rotated row is the table's row pos + k
+    nn::PositionalEncoding pe8(8, 0.0f, 50);
+    const Tensor t8 = pe8.table(45);
+    double worst = 0.0;
+    for (int pos = 0; pos < 40; pos++)
+        for (int k = 1; k <= 5; k++)
+            for (int i = 0; i < 4; i++) {
+                const double wk = k * std::pow(10000.0, -2.0 * i / 8.0), x = t8.at({pos, 2 * i}), y = t8.at({pos, 2 * i + 1});
+                worst = std::max(worst, std::fabs(std::cos(wk) * x + std::sin(wk) * y - t8.at({pos + k, 2 * i})));
+                worst = std::max(worst, std::fabs(-std::sin(wk) * x + std::cos(wk) * y - t8.at({pos + k, 2 * i + 1})));
+            }
+    CHECK(worst < 1e-7);   // the float rounding of the table's entries (the worst is 6e-8)
+}
+
+TEST_CASE("docs/09 exercise 3: the exponent doubled: pair 0 is unchanged, every other pair runs too slowly") {
+    const std::vector<double> broken = ex09::table_with_doubled_exponent(8, 8);
+    nn::PositionalEncoding pe(8, 0.0f, 50);
+    const Tensor right = pe.table(8);   // (8, 8)
+    // dims 0 and 1 have frequency 10000^0 = 1 either way: "positional encoding matches the paper's
+    // formula" checks at (3, 0) and (3, 1) pass ...
+    for (int pos = 0; pos < 8; pos++)
+        for (int c = 0; c < 2; c++) CHECK(broken[pos * 8 + c] == doctest::Approx(right.at({pos, c})).epsilon(1e-6));
+    // ... and its checks at (7, 4) and (7, 5) fail with the values doctest prints:
+    // CHECK( 0.0007 == Approx( 0.0699428 ) ) and CHECK( 1 == Approx( 0.997551 ) )
+    const double paper4 = std::sin(7.0 / std::pow(10000.0, 4.0 / 8.0)), paper5 = std::cos(7.0 / std::pow(10000.0, 4.0 / 8.0));
+    CHECK(right.at({7, 4}) == doctest::Approx(paper4));
+    CHECK(broken[7 * 8 + 4] != doctest::Approx(paper4));
+    CHECK(broken[7 * 8 + 5] != doctest::Approx(paper5));
+    CHECK(std::fabs(broken[7 * 8 + 4] - 0.0007) < 0.5e-6);   // sin(7 * 10^-4)
+    CHECK(std::fabs(paper4 - 0.0699428) < 0.5e-7);
+    CHECK(float(broken[7 * 8 + 5]) == doctest::Approx(1.0));   // cos(7e-4) = 0.99999976 prints as 1
+    CHECK(std::fabs(paper5 - 0.997551) < 0.5e-6);
+}
+
 // ---------------------------------------------------------------- docs/10: the encoder-decoder
 
 // ---------------------------------------------------------------- docs/11: cross-entropy and label smoothing
