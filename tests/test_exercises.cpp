@@ -364,6 +364,98 @@ TEST_CASE("docs/09 exercise 3: the exponent doubled: pair 0 is unchanged, every 
 
 // ---------------------------------------------------------------- docs/10: the encoder-decoder
 
+namespace ex10 {
+
+// The config of exercises 1 and 3: N = 1, D = 8, F = 16, H = 2, V_src = 5, V_tgt = 7, no dropout.
+models::TransformerConfig small(int64_t layers = 1, int64_t heads = 2, bool pre_norm = true) {
+    models::TransformerConfig c;
+    c.src_vocab = 5;
+    c.tgt_vocab = 7;
+    c.layers = layers;
+    c.d_model = 8;
+    c.d_ff = 16;
+    c.heads = heads;
+    c.dropout = 0.0f;
+    c.pre_norm = pre_norm;
+    return c;
+}
+
+}  // namespace ex10
+
+TEST_CASE("docs/10 exercise 1: the parameters of a small config, by the formula") {
+    const int64_t D = 8, F = 16, Vs = 5, Vt = 7;
+    const int64_t attention = 4 * (D * D + D), ffn = 2 * D * F + F + D, norm = 2 * D;
+    CHECK(attention == 288);
+    CHECK(ffn == 280);
+    CHECK(attention + ffn + 2 * norm == 600);        // encoder layer
+    CHECK(2 * attention + ffn + 3 * norm == 904);    // decoder layer
+    CHECK((Vs + Vt) * D == 96);                      // the two embedding tables
+    CHECK(D * Vt + Vt == 63);                        // the generator
+    CHECK(1 * (600 + 904) + 2 * norm + 96 + 63 == 1695);
+    CHECK(models::Transformer(ex10::small()).num_parameters() == 1695);
+    CHECK(models::Transformer(ex10::small(1, 4)).num_parameters() == 1695);   // H = 4: heads split D, add nothing
+    CHECK(models::Transformer(ex10::small(1, 1)).num_parameters() == 1695);
+    CHECK(models::Transformer(ex10::small(2)).num_parameters() == 1695 + 1504);   // each extra N: one encoder and one decoder layer
+}
+
+TEST_CASE("docs/10 exercise 2: a sublayer without its residual passes gradcheck; only a comparison with another model can see it") {
+    // an attention sublayer (smooth everywhere, so finite differences are exact enough) in a
+    // SublayerConnection, pre-norm, beside the same modules without the "x +"
+    manual_seed(10);
+    const int64_t D = 8, H = 2;
+    models::SublayerConnection sub(D, 0.0f, /*pre_norm=*/true);
+    nn::MultiHeadAttention attn(D, H, 0.0f);
+    const auto self_attention = [&attn](const Tensor& y) { return attn.forward(y, y, y); };
+    const TensorFn right = [&](const std::vector<Tensor>& x) { return sub.forward(x[0], self_attention); };
+    const TensorFn no_residual = [&](const std::vector<Tensor>& x) { return self_attention(sub.norm->forward(x[0])); };
+    const std::vector<Tensor> in = {param({1, 3, D})};   // (1, T, D)
+    // both pass: each backward is the exact derivative of its own forward
+    const GradcheckResult a = gradcheck(right, in), b = gradcheck(no_residual, in);
+    INFO(a.report);
+    INFO(b.report);
+    CHECK(a.ok);
+    CHECK(b.ok);
+    GradcheckOptions third;   // and with a third of the default tolerances: float rounding is far from failing them
+    third.atol /= 3;
+    third.rtol /= 3;
+    CHECK(gradcheck(right, in, third).ok);
+    CHECK(gradcheck(no_residual, in, third).ok);
+    // ... and they are different functions: the difference is the residual x itself
+    const Tensor ya = right(in), yb = no_residual(in);
+    for (int64_t i = 0; i < ya.numel(); i++) CHECK(ya.data()[i] - yb.data()[i] == doctest::Approx(in[0].data()[i]).epsilon(1e-5));
+}
+
+TEST_CASE("docs/10 exercise 3: pre-norm and post-norm: the same parameters, a normalized or an unnormalized stream") {
+    manual_seed(4);
+    models::Transformer pre(ex10::small(1, 2, true));
+    manual_seed(4);
+    models::Transformer post(ex10::small(1, 2, false));
+    // the same LayerNorms in other places: the same count and the same names
+    CHECK(post.num_parameters() == pre.num_parameters());
+    const auto pre_named = pre.named_parameters(), post_named = post.named_parameters();
+    REQUIRE(pre_named.size() == post_named.size());
+    for (size_t i = 0; i < pre_named.size(); i++) CHECK(pre_named[i].first == post_named[i].first);
+    // the output of encoder layer 0 for the same input: post-norm ends in a LayerNorm (gain 1,
+    // bias 0 at initialization), so each row has mean 0 and variance 1; pre-norm's rows are x
+    // plus two sublayers' outputs, not normalized
+    manual_seed(5);
+    const Tensor x = Tensor::randn({1, 5, 8}) * 3.0f + 1.0f;   // (1, 5, D): mean 1, standard deviation 3
+    const Tensor post_out = (*post.encoder->layers)[0].forward(x, Mask());   // (1, 5, D)
+    const Tensor pre_out = (*pre.encoder->layers)[0].forward(x, Mask());
+    const Tensor post_mean = mean(post_out, -1), post_var = var(post_out, -1, /*unbiased=*/false);   // (1, 5)
+    const Tensor pre_var = var(pre_out, -1, false);
+    float lo = INFINITY, hi = 0.0f;
+    for (int t = 0; t < 5; t++) {
+        CAPTURE(t);
+        CHECK(std::fabs(post_mean.at({0, t})) < 1e-5);
+        CHECK(post_var.at({0, t}) == doctest::Approx(1.0).epsilon(1e-3));   // 1 - eps / variance
+        lo = std::min(lo, pre_var.at({0, t}));
+        hi = std::max(hi, pre_var.at({0, t}));
+    }
+    CHECK(std::fabs(lo - 1.69) < 0.005);    // the answer's "from 1.7 to 11.8"
+    CHECK(std::fabs(hi - 11.83) < 0.005);
+}
+
 // ---------------------------------------------------------------- docs/11: cross-entropy and label smoothing
 
 // ---------------------------------------------------------------- docs/12: Adam and the warmup schedule
