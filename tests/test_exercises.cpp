@@ -29,6 +29,9 @@ using namespace autograd;
 
 // ---------------------------------------------------------------- docs/07: attention
 
+#include <algorithm>
+#include <string>
+
 #include "examples/data/attention_by_hand_numbers.h"   // the walk-through's Q, K, V (chapters 7 and 8)
 #include "models/transformer.h"                        // the masks (chapter 8) and the model (chapter 10)
 #include "tests/gradcheck_helpers.h"                   // param (a random leaf), CHECK_GRAD
