@@ -75,10 +75,16 @@ static Matrix to_matrix(const Tensor& t) {
     return m;
 }
 
+// NaN on either side makes the result NaN: std::max alone would drop it (a comparison with NaN
+// is false), and a row gone NaN would print as a perfect match.
 static float max_abs_diff(const Matrix& a, const Matrix& b) {
     float d = 0.0f;
     for (size_t i = 0; i < a.size(); i++)
-        for (size_t j = 0; j < a[i].size(); j++) d = std::max(d, std::fabs(a[i][j] - b[i][j]));
+        for (size_t j = 0; j < a[i].size(); j++) {
+            const float e = std::fabs(a[i][j] - b[i][j]);
+            if (std::isnan(e)) return e;
+            d = std::max(d, e);
+        }
     return d;
 }
 
