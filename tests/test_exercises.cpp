@@ -77,6 +77,17 @@ TEST_CASE("docs/11 exercise 1: the smoothed loss of p = [1/2, 1/4, 1/4], its gra
     CHECK(quoted(0.5 - q0, -0.4333));
     CHECK(quoted(0.25 - q1, 0.2167));
     CHECK(quoted(-q0 * std::log(q0) - 2 * q1 * std::log(q1), 0.2911));                // H(q)
+    CHECK(quoted(ex11::smoothed_loss(z, 0, 0.1) - (-q0 * std::log(q0) - 2 * q1 * std::log(q1)), 0.4482));   // above the floor
+    // the terms, quoted with 5 decimals
+    const auto quoted5 = [](double value, double text) { return std::fabs(value - text) <= 0.5e-5 + 1e-9; };
+    CHECK(quoted5(-q0 * std::log(0.5), 0.64694));
+    CHECK(quoted5(-2 * q1 * std::log(0.25), 0.09242));
+    CHECK(quoted5(-0.9 * std::log(0.5), 0.62383));
+    CHECK(quoted5(-0.1 / 3 * (std::log(0.5) + 2 * std::log(0.25)), 0.11552));
+    CHECK(quoted5(ex11::smoothed_loss(z, 0, 0.1), 0.73936));
+    CHECK(quoted5(-q0 * std::log(q0), 0.06439));
+    CHECK(quoted5(-2 * q1 * std::log(q1), 0.22675));
+    CHECK(quoted5(-q0 * std::log(q0) - 2 * q1 * std::log(q1), 0.29114));
     // the library
     Tensor logits = Tensor::from_vector({float(z[0]), float(z[1]), float(z[2])}, {1, 3}).requires_grad_();
     const Tokens y({0}, {1});
@@ -106,6 +117,9 @@ TEST_CASE("docs/11 exercise 2: with label smoothing the most confident predictio
         CHECK(by_formula(L) == doctest::Approx(ex11::smoothed_loss({L, 0, 0}, 0, 0.1)).epsilon(1e-12));
         CHECK(by_library(L, 0.1f) == doctest::Approx(by_formula(L)).epsilon(1e-5));
     }
+    CHECK(std::fabs(std::log(std::exp(10.0) + 2) - 10.00009) <= 0.5e-5);
+    CHECK(std::fabs(q0 * 10 - 9.33333) <= 0.5e-5);
+    CHECK(quoted(1 - q0, 0.0667));
     CHECK(quoted(by_formula(10), 0.6668));
     CHECK(quoted(by_formula(20), 1.3333));
     CHECK(by_formula(40) - by_formula(20) == doctest::Approx(20 * (1 - q0)).epsilon(1e-6));   // slope eps (V - 1) / V = 0.0667
@@ -121,6 +135,7 @@ TEST_CASE("docs/11 exercise 2: with label smoothing the most confident predictio
     Tensor z = Tensor::from_vector({10.0f, 0.0f, 0.0f}, {1, 3}).requires_grad_();
     nn::cross_entropy(z, Tokens({0}, {1}), {.label_smoothing = 0.1f}).backward();
     const double p0 = std::exp(10.0) / (std::exp(10.0) + 2);
+    CHECK(quoted(p0, 0.9999));
     CHECK(quoted(p0 - q0, 0.0666));
     CHECK(quoted(z.grad().to_vector()[0], 0.0666));
     // without smoothing the loss keeps falling towards 0 as L grows: 9.1e-5 at L = 10
@@ -204,6 +219,8 @@ TEST_CASE("docs/12 exercise 1: the Noam rate of the translation example by hand"
     const optim::NoamSchedule noam(opt, /*d_model=*/128, /*warmup=*/400);
     const auto formula = [](double step) { return std::pow(128.0, -0.5) * std::min(std::pow(step, -0.5), step * std::pow(400.0, -1.5)); };
     // lr(100) = 128^-0.5 * 100 / 8000, the peak lr(400) = (128 * 400)^-0.5, lr(1600) = the peak / 2
+    CHECK(std::pow(128.0, -0.5) == doctest::Approx(0.08839).epsilon(1e-4));
+    CHECK(std::pow(400.0, -1.5) == doctest::Approx(1.0 / 8000).epsilon(1e-12));
     CHECK(formula(100) == doctest::Approx(1.105e-3).epsilon(1e-3));
     CHECK(formula(400) == doctest::Approx(4.419e-3).epsilon(1e-3));
     CHECK(formula(1600) == doctest::Approx(2.210e-3).epsilon(1e-3));
@@ -224,6 +241,17 @@ TEST_CASE("docs/12 exercise 2: Adam on a gradient that flips sign hardly moves; 
     // t = 1: m = 0.1, v = 0.02, m_hat = 1, v_hat = 1: p = -0.1
     // t = 2: m = 0.09 - 0.1 = -0.01, v = 0.0196 + 0.02 = 0.0396, m_hat = -0.01 / 0.19, v_hat = 1: p = -0.1 + 0.1 / 19
     // t = 3: m = -0.009 + 0.1 = 0.091, m_hat = 0.091 / 0.271, v_hat = 1 (g^2 = 1 at every step)
+    // the table's m and v: m = 0.9 m + 0.1 g, v = 0.98 v + 0.02 g^2
+    const double m1 = 0.1, v1 = 0.02, m2 = 0.9 * m1 - 0.1, v2 = 0.98 * v1 + 0.02, m3 = 0.9 * m2 + 0.1, v3 = 0.98 * v2 + 0.02;
+    CHECK(m2 == doctest::Approx(-0.01).epsilon(1e-9));
+    CHECK(v2 == doctest::Approx(0.0396).epsilon(1e-9));
+    CHECK(m3 == doctest::Approx(0.091).epsilon(1e-9));
+    CHECK(v3 == doctest::Approx(0.0588).epsilon(1e-3));
+    CHECK(m2 / (1 - 0.81) == doctest::Approx(-1.0 / 19).epsilon(1e-9));
+    CHECK(m2 / (1 - 0.81) == doctest::Approx(-0.0526).epsilon(1e-3));
+    CHECK(m3 / (1 - 0.729) == doctest::Approx(0.3358).epsilon(1e-4));
+    CHECK(v2 / (1 - 0.98 * 0.98) == doctest::Approx(1.0).epsilon(1e-12));   // v_hat = 1: g^2 = 1 at every step
+    CHECK(v3 / (1 - 0.98 * 0.98 * 0.98) == doctest::Approx(1.0).epsilon(1e-12));
     CHECK(noisy[0] == doctest::Approx(-0.1).epsilon(1e-9));
     CHECK(noisy[1] == doctest::Approx(-0.0947368).epsilon(1e-6));
     CHECK(noisy[1] - noisy[0] == doctest::Approx(0.1 / 19).epsilon(1e-6));
@@ -265,6 +293,10 @@ TEST_CASE("docs/12 exercise 3: Adam without its bias correction: the step sizes,
     CHECK(right[1] - right[2] == doctest::Approx(0.0990).epsilon(1e-3));
     // the element p = -2 of "optim Adam: first three steps ...": -1.929289 instead of -1.9
     CHECK(ex12::adam_by_hand(-2.0, g_is_p, 1, 0.1, false)[0] == doctest::Approx(-1.929289).epsilon(1e-6));
+    // "optim AdamW decays the weights directly, ..." with PyTorch's default beta2 = 0.999 and the
+    // gradient g + 0.5 p = -0.5 at p = 1: m = -0.05, v = 0.00025, the uncorrected step 3.16 lr
+    CHECK(1 + 0.1 * 0.05 / std::sqrt(0.001 * 0.25) == doctest::Approx(1.31623).epsilon(1e-6));
+    CHECK(0.1 / std::sqrt(0.001) == doctest::Approx(3.16).epsilon(1e-3));
     // that test's first check holds p after step 1 to 0.9 within 1e-6: the slip is far outside
     CHECK_FALSE(slip[0] == doctest::Approx(0.9).epsilon(1e-6));
     // (the planted mistake exercise-12-no-bias-correction in tests/mutations.txt makes this slip in
