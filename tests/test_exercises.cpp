@@ -18,10 +18,14 @@
 
 #include "autograd/autograd.h"
 #include <doctest/doctest.h>
+#include "examples/data/attention_by_hand_numbers.h"   // the walk-through's Q, K, V (chapters 7 and 8)
 #include "examples/data/bpe.h"
+#include "models/batch.h"
 #include "models/decoding.h"
+#include "models/transformer.h"
 #include "nn/nn.h"
 #include "optim/optim.h"
+#include "tests/gradcheck_helpers.h"                   // param (a random leaf), CHECK_GRAD
 
 using namespace autograd;
 
@@ -701,13 +705,6 @@ TEST_CASE("docs/06 exercise 3: dropout without the 1/(1-p): gradcheck passes, th
 
 // ---------------------------------------------------------------- docs/07: attention
 
-#include <algorithm>
-#include <string>
-
-#include "examples/data/attention_by_hand_numbers.h"   // the walk-through's Q, K, V (chapters 7 and 8)
-#include "models/transformer.h"                        // the masks (chapter 8) and the model (chapter 10)
-#include "tests/gradcheck_helpers.h"                   // param (a random leaf), CHECK_GRAD
-
 namespace ex07 {
 
 using namespace data::attention_by_hand;
@@ -867,8 +864,6 @@ TEST_CASE("docs/07 exercise 3: the variance of q . k is Dk; scaled, it is 1") {
 }
 
 // ---------------------------------------------------------------- docs/08: masks
-
-#include "models/batch.h"   // make_batch
 
 namespace ex08 {
 
