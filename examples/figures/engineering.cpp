@@ -64,7 +64,7 @@ void gemm_tile(const std::string& path) {
     const std::string a_fill = "#fdd0a2", b_fill = "#c6dbef", c_fill = "#e5f5e0", tile = "#31a354";
     const std::string a_ink = "#a63603", b_ink = "#08519c", c_ink = "#006d2c";
     const auto n = [](int v) { return std::to_string(v); };
-    common::SvgCanvas c(980, 660, "GEMM blocking: " + kernel);
+    common::SvgCanvas c(980, 675, "GEMM blocking: " + kernel);
     c.text(490, 22, "gemm(): C += op(A) · op(B) in cache blocks and register tiles, " + kernel, 16, "middle", "#222", true);
     c.text(490, 44, "MR = " + n(S::MR) + ", NR = " + n(S::NR) + ", KC = " + n(S::KC) + ", MC = " + n(S::MC) + ", NC = " + n(S::NC) +
                         " (Avx2Fma in gemm_micro_kernel.h). Not to scale: each block is drawn a few slivers wide.",
@@ -165,6 +165,8 @@ void gemm_tile(const std::string& path) {
            "start", a_ink);
     c.text(80, ly + 36, "for jr in NC, step NR = " + n(S::NR) + ", then for ir in MC, step MR = " + n(S::MR) +
                             ":  micro_kernel: C[ic+ir : +MR, jc+jr : +NR] += Ap sliver · Bp sliver", 12, "start", c_ink);
+    c.text(40, ly + 58, "Where packing would buy nothing, gemm.cpp skips it: op(A) not transposed is read in place (its rows are "
+                        "already contiguous), and only a last, partial sliver is packed.", 11, "start", "#666");
     common::write_text_file(path, c.svg());
     wrote(path);
 }

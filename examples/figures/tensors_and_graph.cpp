@@ -68,7 +68,7 @@ void broadcasting(const std::string& path) {
     autograd::sum(z * z).backward();   // the chapter's L = Σ z²: dy sums both rows
     const std::vector<float> dy = y.grad().to_vector();
 
-    common::SvgCanvas c(900, 500, "Broadcasting x (2, 3) + y (3,)");
+    common::SvgCanvas c(900, 515, "Broadcasting x (2, 3) + y (3,)");
     c.text(450, 22, "Broadcasting: x (2, 3) + y (3,) = z (2, 3), without copying y", 16, "middle", "#222", true);
 
     // 1) the shapes, aligned from the right
@@ -139,8 +139,9 @@ void broadcasting(const std::string& path) {
     c.text(y_at + 3 * cell + 16, my + 26, "and nothing is copied", 12, "start", "#444");
 
     // 3) the gradient: the same mapping backwards
-    c.text(30, 478, "3) backward adds along the same arrows: for L = Σ z², dz = 2z, and each float of y collects the dz of both rows: dy = " +
-                        list(dy) + " (sum_to)", 12, "start", "#222");
+    c.text(30, 478, "3) backward goes along the same arrows and adds: for L = Σ z², dz = 2z, and each float of y collects the dz of", 12,
+           "start", "#222");
+    c.text(30, 495, "both rows that read it: dy = Σ_i dz[i, j] = " + list(dy) + ", the sum sum_to computes", 12, "start", "#222");
     common::write_text_file(path, c.svg());
     wrote(path);
 }
