@@ -11,9 +11,9 @@
 // writes the source sentences of the translation example's toy test set (seed 1), one per line,
 // for timing `translation --stdin` (bench/RESULTS.md, "Decoding speed").
 //
-//   ./build/bench/bench_decoding --cache-picture docs/kv_cache.svg
+//   ./build/bench/bench_decoding --cache-picture docs/figures/kv_cache.svg
 // draws the picture of docs/14-decoding.md: what each way of decoding computes, and what the
-// cache stores (with the project's SVG heatmaps, examples/common/svg.h).
+// cache stores (with the project's SVG heatmaps, examples/common/svg.h). `make figures` runs it.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -55,7 +55,8 @@ int write_toy_test_sources(const std::string& path) {
 }
 
 // Four panels for T = 8 output positions, S = 6 source positions and N = 2 layers. Dark: computed
-// at that step; light: read from the cache; white: nothing.
+// at that step; light: stored in the cache (and read from it); white: nothing. Three values, so a
+// legend of three swatches rather than a colour bar.
 int draw_cache_picture(const std::string& path) {
     const int T = 8, S = 6, N = 2, now = 5;   // the cache panels show the state during step `now`
     std::vector<std::string> steps, positions, sources, kv_rows;
@@ -79,7 +80,9 @@ int draw_cache_picture(const std::string& path) {
         for (int p = 0; p <= now; p++) self_kv.values[r * T + p] = p == now ? 1.0f : 0.25f;   // the newest column appended now
     common::Heatmap memory_kv{"memory's K and V: 2 x N x S x D, computed once", kv_rows, sources, std::vector<float>(2 * N * S, 0.25f)};
     common::write_heatmaps(path, "Decoding with a key/value cache (rows of each panel: what is computed or stored)",
-                           {recompute, cached, self_kv, memory_kv}, 2);
+                           {recompute, cached, self_kv, memory_kv}, 2,
+                           {.legend = {{1.0f, "computed at this step"}, {0.25f, "stored in the cache, read from it"},
+                                       {0.0f, "nothing (not needed yet)"}}});
     std::printf("wrote %s\n", path.c_str());
     return 0;
 }

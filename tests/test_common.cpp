@@ -429,6 +429,22 @@ TEST_CASE("heatmaps_svg draws one rect per cell and escapes the tokens") {
     CHECK_THROWS_AS(heatmaps_svg("", {wrong}, 1), std::invalid_argument);
 }
 
+TEST_CASE("heatmaps_svg: a lo..hi colour scale, or a legend of swatches instead of the colour bar") {
+    Heatmap m{"m", {"a"}, {"x", "y"}, {-1, 1}};
+    const std::string scaled = heatmaps_svg("", {m}, 1, {.lo = -1, .hi = 1});
+    CHECK(scaled.find("fill=\"#ffffff\"><title>a") != std::string::npos);   // lo is white
+    CHECK(scaled.find("fill=\"#08306b\"><title>a") != std::string::npos);   // hi is dark blue
+    CHECK(scaled.find("heat-scale") != std::string::npos);                   // a colour bar...
+    CHECK(scaled.find(">-1<") != std::string::npos);                         // ...that reads -1..1
+    CHECK(scaled.find(">-0.5<") != std::string::npos);
+    const std::string legend = heatmaps_svg("", {m}, 1, {.lo = -1, .hi = 1, .legend = {{1, "may attend"}, {-1, "masked"}}});
+    CHECK(xml_problem(legend) == "");
+    CHECK(legend.find("heat-scale") == std::string::npos);                   // no bar for two values
+    CHECK(legend.find(">may attend<") != std::string::npos);
+    CHECK(legend.find(">masked<") != std::string::npos);
+    CHECK_THROWS_AS(heatmaps_svg("", {m}, 1, {.lo = 1, .hi = 1}), std::invalid_argument);
+}
+
 TEST_CASE("writing to an impossible path throws an error naming it") {
     const std::string path = "/nonexistent-dir/sub/plot.svg";
     try {

@@ -362,13 +362,19 @@ void write_line_plot(const std::string& path, const std::string& title, const st
 // =============================================================================================
 // Heatmaps
 
-std::string heatmaps_svg(const std::string& title, const std::vector<Heatmap>& maps, int columns) {
+std::string heatmaps_svg(const std::string& title, const std::vector<Heatmap>& maps, int columns,
+                         const HeatmapOptions& options) {
     for (const Heatmap& m : maps)
         if (m.values.size() != m.row_labels.size() * m.col_labels.size())
             throw std::invalid_argument("heatmap '" + m.title + "': " + std::to_string(m.values.size()) +
                                         " values for " + std::to_string(m.row_labels.size()) + " x " +
                                         std::to_string(m.col_labels.size()) + " labels");
+    if (!(options.hi > options.lo))
+        throw std::invalid_argument("heatmap: the colour scale's hi (" + num(options.hi) + ") must be above its lo (" +
+                                    num(options.lo) + ")");
     const int max_label = 12;   // code points; longer labels end in "…"
+    // a value's colour: lo is white, hi dark blue
+    const auto colour_of = [&](float v) { return hex_color(heat_color((v - options.lo) / (options.hi - options.lo))); };
 
     // 1) one cell size and font for all maps, so the grid lines up
     size_t max_rows = 1, max_cols = 1;
@@ -376,9 +382,10 @@ std::string heatmaps_svg(const std::string& title, const std::vector<Heatmap>& m
         max_rows = std::max(max_rows, m.row_labels.size());
         max_cols = std::max(max_cols, m.col_labels.size());
     }
-    const double cell = std::clamp(std::floor(300.0 / std::max(max_rows, max_cols)), 4.0, 24.0);
-    const double font = std::clamp(cell * 0.8, 7.0, 12.0);
-    const int stride = static_cast<int>(std::ceil(font * 1.1 / cell));   // label every stride-th
+    const double cell = options.cell > 0 ? options.cell : std::clamp(std::floor(300.0 / std::max(max_rows, max_cols)), 4.0, 24.0);
+    const double font = options.label_font > 0 ? options.label_font : std::clamp(cell * 0.8, 7.0, 12.0);
+    const int stride = options.label_every > 0 ? options.label_every
+                                               : static_cast<int>(std::ceil(font * 1.1 / cell));   // label every stride-th
     double row_label_w = 0, col_label_h = 0, map_title_w = 0;
     for (const Heatmap& m : maps) {
         for (const auto& l : m.row_labels) row_label_w = std::max(row_label_w, text_width(utf8_truncate(l, max_label), font));
@@ -386,16 +393,23 @@ std::string heatmaps_svg(const std::string& title, const std::vector<Heatmap>& m
         map_title_w = std::max(map_title_w, text_width(m.title, 13));
     }
 
-    // 2) every panel: [title][column labels][cells], row labels on the left
+    // 2) every panel: [title][column labels][cells], row labels on the left. The panels form a
+    // grid of `ncols` columns; each row of the grid is as tall as its tallest map.
     const double gap = 6, map_title_h = 20;
-    const double grid_w = max_cols * cell, grid_h = max_rows * cell;
+    const double grid_w = max_cols * cell;
     const double panel_w = std::max(row_label_w + gap + grid_w, map_title_w);
-    const double panel_h = map_title_h + col_label_h + gap + grid_h;
     const double pad = 24, title_h = title.empty() ? 10 : 44, legend_h = 50;
     const int ncols = std::clamp(columns, 1, std::max<int>(1, static_cast<int>(maps.size())));
     const int nrows = (static_cast<int>(maps.size()) + ncols - 1) / ncols;
+    std::vector<double> row_top(static_cast<size_t>(nrows) + 1, title_h);   // where each grid row starts
+    for (int r = 0; r < nrows; r++) {
+        size_t rows = 1;
+        for (size_t k = static_cast<size_t>(r) * ncols; k < maps.size() && k < static_cast<size_t>(r + 1) * ncols; k++)
+            rows = std::max(rows, maps[k].row_labels.size());
+        row_top[r + 1] = row_top[r] + map_title_h + col_label_h + gap + rows * cell + pad;
+    }
     const double W = std::max(pad + ncols * (panel_w + pad), 260.0 + 2 * pad);
-    const double H = title_h + std::max(nrows, 1) * (panel_h + pad) + legend_h;
+    const double H = (nrows > 0 ? row_top[nrows] : title_h + pad) + legend_h;
 
     std::ostringstream svg;
     svg << svg_open(W, H, title);
@@ -408,7 +422,7 @@ std::string heatmaps_svg(const std::string& title, const std::vector<Heatmap>& m
         const Heatmap& m = maps[k];
         const size_t R = m.row_labels.size(), C = m.col_labels.size();
         const double x0 = pad + (k % ncols) * (panel_w + pad);
-        const double y0 = title_h + (k / ncols) * (panel_h + pad);
+        const double y0 = row_top[k / ncols];
         const double gx = x0 + row_label_w + gap;                       // the cells' top-left
         const double gy = y0 + map_title_h + col_label_h + gap;
 
@@ -432,7 +446,7 @@ std::string heatmaps_svg(const std::string& title, const std::vector<Heatmap>& m
         for (size_t r = 0; r < R; r++) {
             for (size_t c = 0; c < C; c++) {
                 const float v = m.values[r * C + c];
-                const std::string fill = std::isnan(v) ? "#bbbbbb" : hex_color(heat_color(v));
+                const std::string fill = std::isnan(v) ? "#bbbbbb" : colour_of(v);
                 char value_text[32];
                 std::snprintf(value_text, sizeof(value_text), "%.3f", v);
                 svg << "<rect class=\"cell\" x=\"" << num(gx + c * cell) << "\" y=\"" << num(gy + r * cell)
@@ -445,8 +459,21 @@ std::string heatmaps_svg(const std::string& title, const std::vector<Heatmap>& m
         svg << "</g>\n</g>\n";
     }
 
-    // 3) the colour scale: a gradient bar from 0 to 1 with the same stops as heat_color
-    const double lx = pad, ly = H - legend_h + 12, lw = 200, lh = 12;
+    const double lx = pad, ly = H - legend_h + 12;
+    if (!options.legend.empty()) {
+        // 3a) a legend: one swatch per value the data takes, with what it means
+        double x = lx;
+        svg << "<g font-size=\"12\" fill=\"#222\">\n";
+        for (const Swatch& s : options.legend) {
+            svg << rect_element(x, ly, 16, 16, "fill=\"" + colour_of(s.value) + "\" stroke=\"#777\"") << "\n";
+            svg << text_element(x + 22, ly + 8, "dy=\"0.35em\"", s.label);
+            x += 22 + text_width(s.label, 12) + 24;
+        }
+        svg << "</g>\n</svg>\n";
+        return svg.str();
+    }
+    // 3b) the colour scale: a gradient bar from lo to hi with the same stops as heat_color
+    const double lw = 200, lh = 12;
     svg << "<linearGradient id=\"heat-scale\">";
     for (int i = 0; i <= 4; i++)
         svg << "<stop offset=\"" << num(i / 4.0) << "\" stop-color=\"" << hex_color(heat_color(i / 4.0f)) << "\"/>";
@@ -454,14 +481,14 @@ std::string heatmaps_svg(const std::string& title, const std::vector<Heatmap>& m
     svg << rect_element(lx, ly, lw, lh, "fill=\"url(#heat-scale)\" stroke=\"#999\"") << "\n";
     svg << "<g font-size=\"11\" fill=\"#333\" text-anchor=\"middle\">\n";
     for (int i = 0; i <= 4; i++)
-        svg << text_element(lx + lw * i / 4, ly + lh + 14, "", i == 0 ? "0" : i == 4 ? "1" : num(i / 4.0));
+        svg << text_element(lx + lw * i / 4, ly + lh + 14, "", num(options.lo + (options.hi - options.lo) * i / 4.0));
     svg << "</g>\n</svg>\n";
     return svg.str();
 }
 
 void write_heatmaps(const std::string& path, const std::string& title,
-                    const std::vector<Heatmap>& maps, int columns) {
-    write_text_file(path, heatmaps_svg(title, maps, columns));
+                    const std::vector<Heatmap>& maps, int columns, const HeatmapOptions& options) {
+    write_text_file(path, heatmaps_svg(title, maps, columns, options));
 }
 
 // =============================================================================================
@@ -481,16 +508,41 @@ void SvgCanvas::line(double x1, double y1, double x2, double y2, const std::stri
                                               (dashed ? " stroke-dasharray=\"5 4\"" : "")) + "\n";
 }
 
-void SvgCanvas::arrow(double x1, double y1, double x2, double y2, const std::string& stroke, double width) {
+// An arrowhead: a triangle with its tip at (x2, y2), pointing along the unit vector (ux, uy).
+static std::string arrow_head(double x2, double y2, double ux, double uy, double head, const std::string& stroke) {
+    const double bx = x2 - ux * head, by = y2 - uy * head;   // the middle of the head's base
+    return "<polygon points=\"" + num(x2) + "," + num(y2) + " " + num(bx - uy * head / 2) + "," + num(by + ux * head / 2) + " " +
+           num(bx + uy * head / 2) + "," + num(by - ux * head / 2) + "\" fill=\"" + stroke + "\"/>\n";
+}
+
+void SvgCanvas::arrow(double x1, double y1, double x2, double y2, const std::string& stroke, double width, bool dashed) {
     // the shaft stops at the head's base; the head is a triangle drawn at (x2, y2)
     const double len = std::hypot(x2 - x1, y2 - y1), head = 8;
     if (len <= 0) return;
     const double ux = (x2 - x1) / len, uy = (y2 - y1) / len;
-    const double bx = x2 - ux * head, by = y2 - uy * head;
-    line(x1, y1, bx, by, stroke, width);
-    body_ += "<polygon points=\"" + num(x2) + "," + num(y2) + " " + num(bx - uy * head / 2) + "," + num(by + ux * head / 2) + " " +
-             num(bx + uy * head / 2) + "," + num(by - ux * head / 2) + "\" fill=\"" + stroke + "\"/>\n";
+    line(x1, y1, x2 - ux * head, y2 - uy * head, stroke, width, dashed);
+    body_ += arrow_head(x2, y2, ux, uy, head, stroke);
 }
+
+void SvgCanvas::curved_arrow(double x1, double y1, double x2, double y2, double bend, const std::string& stroke, double width,
+                             bool dashed) {
+    // a quadratic Bezier curve whose control point sits `2 * bend` off the chord's middle (the
+    // curve itself then passes `bend` from it); the head points along the curve's last tangent
+    const double len = std::hypot(x2 - x1, y2 - y1), head = 8;
+    if (len <= 0) return;
+    const double nx = (y2 - y1) / len, ny = -(x2 - x1) / len;   // the chord's left normal (y down)
+    const double cx = (x1 + x2) / 2 + 2 * bend * nx, cy = (y1 + y2) / 2 + 2 * bend * ny;
+    const double tl = std::hypot(x2 - cx, y2 - cy), ux = (x2 - cx) / tl, uy = (y2 - cy) / tl;
+    body_ += "<path d=\"M" + num(x1) + "," + num(y1) + " Q" + num(cx) + "," + num(cy) + " " + num(x2 - ux * head) + "," +
+             num(y2 - uy * head) + "\" fill=\"none\" stroke=\"" + stroke + "\" stroke-width=\"" + num(width) + "\"" +
+             (dashed ? " stroke-dasharray=\"5 4\"" : "") + "/>\n";
+    body_ += arrow_head(x2, y2, ux, uy, head, stroke);
+}
+
+void SvgCanvas::rect(double x, double y, double w, double h, const std::string& fill, const std::string& stroke, double width) {
+    body_ += rect_element(x, y, w, h, "fill=\"" + fill + "\" stroke=\"" + stroke + "\" stroke-width=\"" + num(width) + "\"") + "\n";
+}
+
 
 void SvgCanvas::text(double x, double y, const std::string& str, double font, const std::string& anchor,
                      const std::string& fill, bool bold) {

@@ -28,19 +28,37 @@ struct PlotOptions {
     int height = 500;
 };
 
-// One matrix: values has row_labels.size() * col_labels.size() entries, row-major, in 0..1
-// (clamped; NaN is drawn grey). For attention, rows are queries and columns are keys.
+// One matrix: values has row_labels.size() * col_labels.size() entries, row-major, in the
+// options' lo..hi, 0..1 by default (clamped; NaN is drawn grey). For attention, rows are queries
+// and columns are keys.
 struct Heatmap {
     std::string title;
     std::vector<std::string> row_labels, col_labels;
     std::vector<float> values;
 };
 
+// One entry of a heatmap legend: the colour of `value`, and what it means ("masked").
+struct Swatch {
+    float value;
+    std::string label;
+};
+
+struct HeatmapOptions {
+    float lo = 0, hi = 1;          // the values drawn white and dark blue: the colour bar's ends
+    // Non-empty: these swatches instead of the colour bar, for data that takes a few values
+    // (a mask's 0 and 1), where a continuous bar would suggest values in between.
+    std::vector<Swatch> legend;
+    double cell = 0;               // pixels per cell; 0: from the largest map (4 to 24)
+    double label_font = 0;         // font size of the row and column labels; 0: from the cell
+    int label_every = 0;           // label every n-th row and column; 0: as many as fit
+};
+
 // The SVG text, for callers that want it in memory (and for tests).
 std::string line_plot_svg(const std::string& title, const std::string& x_label,
                           const std::string& y_label, const std::vector<Series>& series,
                           const PlotOptions& options = {});
-std::string heatmaps_svg(const std::string& title, const std::vector<Heatmap>& maps, int columns);
+std::string heatmaps_svg(const std::string& title, const std::vector<Heatmap>& maps, int columns,
+                         const HeatmapOptions& options = {});
 
 // The same, written to `path`. Throws std::runtime_error naming the path if it cannot be
 // written, std::invalid_argument if a Series or Heatmap has inconsistent sizes.
@@ -48,7 +66,7 @@ void write_line_plot(const std::string& path, const std::string& title, const st
                      const std::string& y_label, const std::vector<Series>& series,
                      const PlotOptions& options = {});
 void write_heatmaps(const std::string& path, const std::string& title,
-                    const std::vector<Heatmap>& maps, int columns);
+                    const std::vector<Heatmap>& maps, int columns, const HeatmapOptions& options = {});
 
 // A blank drawing for diagrams (docs' figures: the architecture, a beam-search tree): boxes,
 // lines, arrows and text at pixel coordinates, y downwards.
@@ -65,7 +83,15 @@ public:
              double font = 13, const std::string& stroke = "#333");
     void line(double x1, double y1, double x2, double y2, const std::string& stroke = "#333", double width = 1.5,
               bool dashed = false);
-    void arrow(double x1, double y1, double x2, double y2, const std::string& stroke = "#333", double width = 1.5);
+    void arrow(double x1, double y1, double x2, double y2, const std::string& stroke = "#333", double width = 1.5,
+               bool dashed = false);
+    // An arrow along a curve that bows out by `bend` pixels to the left of the straight line from
+    // (x1, y1) to (x2, y2) (to the right if negative): for an edge that must go around a box.
+    void curved_arrow(double x1, double y1, double x2, double y2, double bend, const std::string& stroke = "#333",
+                      double width = 1.5, bool dashed = false);
+    // A plain rectangle with square corners: a cell of a grid, one bit of a number.
+    void rect(double x, double y, double w, double h, const std::string& fill, const std::string& stroke = "#333",
+              double width = 1);
     // anchor: "start", "middle" or "end"
     void text(double x, double y, const std::string& text, double font = 13, const std::string& anchor = "middle",
               const std::string& fill = "#222", bool bold = false);

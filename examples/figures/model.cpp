@@ -1,0 +1,322 @@
+// The figures of chapters 7 to 12: heads, masks, positional encoding, the architecture, the
+// label-smoothed target and the learning-rate schedules.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "autograd/autograd.h"
+#include "examples/common/svg.h"
+#include "examples/data/vocab.h"
+#include "examples/figures/figures.h"
+#include "models/transformer.h"
+#include "nn/nn.h"
+#include "optim/optim.h"
+
+using autograd::Mask;
+using autograd::Tensor;
+using autograd::Tokens;
+using data::Vocab;
+
+namespace figures {
+
+namespace {
+
+std::string fixed(double v, int decimals) {   // fixed(0.925, 3) = "0.925"
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+    return buf;
+}
+
+std::string list(const std::vector<float>& v) {   // "[2, 1, 0, -1]"
+    std::string s = "[";
+    for (size_t i = 0; i < v.size(); i++) {
+        char buf[32];
+        std::snprintf(buf, sizeof buf, "%g", v[i]);
+        s += (i ? ", " : "") + std::string(buf);
+    }
+    return s + "]";
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- chapter 7: D split into H heads
+
+// Q, K and V (T, D) with their columns coloured by head; each is split the same way into H
+// (T, Dk) blocks; head h attends with its own three blocks; the H outputs are concatenated back
+// to (T, D) and W_O mixes them. The sizes come from nn::MultiHeadAttention(8, 2), and which
+// columns head h reads from the split the plain path does (reshape to (T, H, Dk), then transpose).
+void heads(const std::string& path) {
+    const nn::MultiHeadAttention mha(8, 2, 0.0f);
+    const int T = 3, H = static_cast<int>(mha.heads), Dk = static_cast<int>(mha.d_k), D = static_cast<int>(mha.d_model);
+    // q[t][col] = t * D + col, split as scaled_dot_product_attention does: (1, T, D) -> (1, H, T, Dk)
+    const Tensor q = Tensor::arange(static_cast<float>(T * D)).reshape({1, T, D});
+    const Tensor qh = autograd::transpose(q.reshape({1, T, H, Dk}), 1, 2);
+    std::vector<int> first(H), last(H);   // the columns of Q that head h reads
+    for (int h = 0; h < H; h++) {
+        first[h] = static_cast<int>(qh.at({0, h, 0, 0}));
+        last[h] = static_cast<int>(qh.at({0, h, 0, Dk - 1}));
+        if (last[h] - first[h] != Dk - 1) throw std::logic_error("heads: a head's columns are not contiguous");
+    }
+    const double cell = 14;
+    const std::string colour[] = {"#9ecae1", "#fdae6b", "#a1d99b", "#bcbddc"};
+    common::SvgCanvas c(920, 410, "D split into H heads");
+    c.text(460, 22, "Multi-head attention: D = H · Dk columns, one block of Dk per head", 16, "middle", "#222", true);
+    c.text(460, 44, "nn::MultiHeadAttention(" + std::to_string(D) + ", " + std::to_string(H) + "): D = " + std::to_string(D) +
+                        ", H = " + std::to_string(H) + ", Dk = " + std::to_string(Dk) + "; here T = S = " + std::to_string(T) +
+                        " positions. Q, K and V are split the same way.",
+           12, "middle", "#444");
+    auto grid = [&](double x, double y, int cols, int first_col) {
+        for (int t = 0; t < T; t++)
+            for (int j = 0; j < cols; j++)
+                c.box(x + j * cell, y + t * cell, cell, cell, colour[((first_col + j) / Dk) % 4], "", 10, "#555");
+    };
+    const double top = 100, x0 = 120, step = D * cell + 48;   // Q, K, V side by side
+    const double row_y[] = {200, 290};   // one row of blocks per head (two heads drawn)
+    const char* names[] = {"Q", "K", "V"};
+    const char* made[] = {"query W_qᵀ (T, D)", "key W_kᵀ (S, D)", "value W_vᵀ (S, D)"};
+    for (int m = 0; m < 3; m++) {
+        const double x = x0 + m * step;
+        c.text(x + D * cell / 2, top - 28, std::string(names[m]) + " = " + made[m], 12);
+        for (int j = 0; j < D; j++) c.text(x + (j + 0.5) * cell, top - 9, std::to_string(j), 9, "middle", "#666");
+        grid(x, top, D, 0);
+        for (int h = 0; h < std::min(H, 2); h++) {   // the split: head h's columns, straight down
+            const double bx = x + first[h] * cell;
+            c.arrow(bx + Dk * cell / 2, top + T * cell + 2, bx + Dk * cell / 2, row_y[h] - 2, "#777", 1.2);
+            grid(bx, row_y[h], Dk, first[h]);
+            c.text(bx + Dk * cell / 2, row_y[h] + T * cell + 11, std::string(names[m]) + ", columns " + std::to_string(first[h]) +
+                                                                    "-" + std::to_string(last[h]), 10, "middle", "#444");
+        }
+    }
+    const double out_x = x0 + 3 * step + 60, cat_x = out_x + Dk * cell + 50;
+    for (int h = 0; h < std::min(H, 2); h++) {
+        const double y = row_y[h];
+        c.text(20, y + 14, "head " + std::to_string(h), 13, "start", "#222", true);
+        c.text(20, y + 31, "columns " + std::to_string(first[h]) + "-" + std::to_string(last[h]), 11, "start", "#444");
+        const double from = x0 + 2 * step + (first[h] + Dk) * cell + 6;   // right of this head's V block
+        c.arrow(from, y + T * cell / 2, out_x - 4, y + T * cell / 2, "#333", 1.5);
+        c.text((from + out_x) / 2, y - 8, "attention", 11, "middle", "#333");
+        grid(out_x, y, Dk, first[h]);
+        c.text(out_x + Dk * cell / 2, y + T * cell + 11, "head " + std::to_string(h) + " output", 10, "middle", "#444");
+        c.arrow(out_x + Dk * cell + 4, y + T * cell / 2, cat_x - 4, 245 + T * cell / 2, "#333", 1.2);
+    }
+    grid(cat_x, 245, D, 0);
+    c.text(cat_x + D * cell / 2, 232, "concat (T, D)", 12);
+    c.text(cat_x + D * cell / 2, 245 + T * cell + 14, "then · W_oᵀ: (T, D)", 12);
+    c.text(460, 365, "Head h reads columns h·Dk to h·Dk + Dk - 1 of each of Q, K and V, and its output fills the same columns", 12,
+           "middle", "#444");
+    c.text(460, 385, "of the concatenation. The fused kernel copies nothing: it reads a head's block in place, rows D floats apart.",
+           12, "middle", "#444");
+    common::write_text_file(path, c.svg());
+    wrote(path);
+}
+
+// ---------------------------------------------------------------- chapter 8: the three masks
+
+// The masks of a 5-token batch row whose last two tokens are padding, as the functions return
+// them: 1 = may attend (dark), 0 = masked (white). Binary data: a two-entry legend, no colour bar.
+void masks(const std::string& path) {
+    const int32_t PAD = Vocab::PAD;
+    const Tokens src({7, 4, 9, PAD, PAD}, {1, 5});   // (1, S)
+    const Tokens tgt({1, 5, 8, PAD, PAD}, {1, 5});   // (1, T)
+    const std::vector<std::string> src_tokens = {"7", "4", "9", "pad", "pad"}, tgt_tokens = {"bos", "5", "8", "pad", "pad"};
+    const Mask pm = models::padding_mask(src, PAD), sm = models::subsequent_mask(5), tm = models::target_mask(tgt, PAD);
+    auto values = [](const Mask& m, int rows, int cols, bool broadcast_rows) {
+        std::vector<float> v;
+        for (int r = 0; r < rows; r++)
+            for (int c = 0; c < cols; c++) v.push_back(m.data[(broadcast_rows ? 0 : r * cols) + c] ? 1.0f : 0.0f);
+        return v;
+    };
+    std::vector<common::Heatmap> maps = {
+        {"padding_mask(src): (B, 1, S)", src_tokens, src_tokens, values(pm, 5, 5, true)},
+        {"subsequent_mask(5): (1, T, T)", tgt_tokens, tgt_tokens, values(sm, 5, 5, false)},
+        {"target_mask(tgt): (B, T, T)", tgt_tokens, tgt_tokens, values(tm, 5, 5, false)},
+    };
+    common::write_heatmaps(path, "Masks: rows are queries, columns keys", maps, 3,
+                           {.legend = {{1.0f, "1: may attend"}, {0.0f, "0: masked (the key is hidden from that query)"}}});
+    wrote(path);
+}
+
+// ---------------------------------------------------------------- chapter 9: the PE table
+
+// The first 64 rows of the table for D = 128, from PositionalEncoding::table; values in -1..1.
+void positional_encoding(const std::string& path) {
+    const int64_t T = 64, D = 128;
+    const nn::PositionalEncoding pe(D, 0.0f);
+    const Tensor table = pe.table(T);   // (T, D)
+    common::Heatmap m{"PE[pos, i]: rows pos = 0..63, columns i = 0..127 (even i: sin, odd i: cos)", {}, {}, {}};
+    for (int64_t p = 0; p < T; p++) m.row_labels.push_back(std::to_string(p));
+    for (int64_t i = 0; i < D; i++) m.col_labels.push_back(std::to_string(i));
+    m.values = table.to_vector();
+    common::HeatmapOptions options;
+    options.lo = -1, options.hi = 1;                                  // the colour bar reads -1..1
+    options.cell = 6, options.label_font = 11, options.label_every = 8;   // every 8th position and dimension
+    common::write_heatmaps(path, "Positional encoding, D = 128: rows are positions, columns dimensions", {m}, 1, options);
+    wrote(path);
+}
+
+// ---------------------------------------------------------------- chapter 10: the architecture
+
+// One SublayerConnection (pre-norm): x + dropout(sublayer(LayerNorm(x))), drawn upwards from its
+// input at y_in; returns its output's y.
+static double sublayer_block(common::SvgCanvas& c, double cx, double y_in, const std::string& line1, const std::string& line2,
+                             const std::string& fill) {
+    const double icx = cx - 15, iw = 220;
+    c.box(cx - 135, y_in - 134, 265, 130, "none", "", 10, "#bbb");   // the SublayerConnection
+    c.arrow(icx, y_in, icx, y_in - 16);
+    c.box(icx - iw / 2, y_in - 40, iw, 24, "#f2f2f2", "LayerNorm", 12);
+    c.arrow(icx, y_in - 40, icx, y_in - 56);
+    c.box(icx - iw / 2, y_in - 92, iw, 36, fill);
+    c.text(icx, y_in - 81, line1, 12);
+    c.text(icx, y_in - 66, line2, 11, "middle", "#444");
+    c.arrow(icx, y_in - 92, icx, y_in - 106);
+    c.box(icx - 10, y_in - 126, 20, 20, "white", "+", 15);
+    // the residual path: around the sublayer, into the addition
+    c.line(icx, y_in - 8, cx + 115, y_in - 8, "#c0392b");
+    c.line(cx + 115, y_in - 8, cx + 115, y_in - 116, "#c0392b");
+    c.arrow(cx + 115, y_in - 116, icx + 10, y_in - 116, "#c0392b");
+    return y_in - 140;
+}
+
+void architecture(const std::string& path) {
+    common::SvgCanvas c(840, 830, "The Transformer of models/transformer.h");
+    c.text(420, 22, "Transformer (models/transformer.h), pre-norm: read from the bottom up", 15, "middle", "#222", true);
+    const double ex = 205, dx = 625;
+    const std::string attn = "#c6dbef", ffn = "#c7e9c0", embed = "#fdd0a2";
+    for (double x : {ex, dx}) {
+        c.arrow(x, 790, x, 775);
+        c.box(x - 125, 745, 250, 30, embed, "Embeddings (lookup, × √D)", 12);
+        c.arrow(x, 745, x, 725);
+        c.box(x - 125, 695, 250, 30, embed, "PositionalEncoding (+ PE, dropout)", 12);
+        c.arrow(x, 695, x, 640);
+    }
+    c.text(ex, 805, "src (B, S)", 13);
+    c.text(dx, 805, "tgt_in (B, T)", 13);
+
+    // the encoder: N x EncoderLayer, then its final LayerNorm
+    c.box(ex - 150, 276, 300, 406, "none", "", 10, "#333");
+    c.text(ex - 145, 289, "Encoder", 13, "start", "#222", true);
+    c.box(ex - 142, 338, 284, 310, "#fafafa", "", 10, "#777");
+    c.text(ex + 137, 351, "EncoderLayer × N", 12, "end", "#555", true);
+    double y = sublayer_block(c, ex, 640, "self_attn: MultiHeadAttention", "Q = K = V = x, src_mask", attn);
+    y = sublayer_block(c, ex, y, "feed_forward", "PositionwiseFeedForward", ffn);
+    c.arrow(ex - 15, y, ex - 15, 330);
+    c.box(ex - 125, 306, 220, 24, "#f2f2f2", "LayerNorm (norm)", 12);
+    c.line(ex - 15, 306, ex - 15, 250);
+    c.text(ex - 5, 262, "memory (B, S, D)", 13, "start", "#222", true);
+
+    // the decoder: N x DecoderLayer (three sublayers), final LayerNorm, Generator
+    c.box(dx - 150, 136, 300, 546, "none", "", 10, "#333");
+    c.text(dx - 145, 149, "Decoder", 13, "start", "#222", true);
+    c.box(dx - 142, 198, 284, 450, "#fafafa", "", 10, "#777");
+    c.text(dx + 137, 211, "DecoderLayer × N", 12, "end", "#555", true);
+    y = sublayer_block(c, dx, 640, "self_attn: MultiHeadAttention", "Q = K = V = x, tgt_mask", attn);
+    const double src_attn_mid = y - 74;
+    y = sublayer_block(c, dx, y, "src_attn: MultiHeadAttention", "Q = x, K = V = memory, src_mask", attn);
+    y = sublayer_block(c, dx, y, "feed_forward", "PositionwiseFeedForward", ffn);
+    c.arrow(dx - 15, y, dx - 15, 190);
+    c.box(dx - 125, 166, 220, 24, "#f2f2f2", "LayerNorm (norm)", 12);
+    c.arrow(dx - 15, 166, dx - 15, 110);
+    c.box(dx - 125, 80, 220, 30, "#dadaeb", "Generator: Linear(D, V)", 12);
+    c.arrow(dx - 15, 80, dx - 15, 58);
+    c.text(dx - 15, 46, "logits (B, T, V)", 13, "middle", "#222", true);
+
+    // memory: from the encoder's output into every DecoderLayer's src_attn
+    c.line(ex - 15, 250, 415, 250, "#2171b5", 2);
+    c.line(415, 250, 415, src_attn_mid, "#2171b5", 2);
+    c.arrow(415, src_attn_mid, dx - 125, src_attn_mid, "#2171b5", 2);
+
+    // legend
+    c.line(40, 60, 70, 60, "#c0392b");
+    c.text(76, 60, "residual: each box with an addition is a SublayerConnection,", 11, "start");
+    c.text(76, 76, "x + dropout(sublayer(LayerNorm(x)))  (pre_norm = true)", 11, "start");
+    c.line(40, 100, 70, 100, "#2171b5", 2);
+    c.text(76, 100, "memory: the encoder's output, keys and values of src_attn", 11, "start");
+    common::write_text_file(path, c.svg());
+    wrote(path);
+}
+
+// ---------------------------------------------------------------- chapter 11: the smoothed target
+
+// docs/11's row: V = 4, ε = 0.1, logits z = [2, 1, 0, -1], target 0. The target distribution q is
+// read off the loss's own gradient: for one row, ∂ℓ/∂z = p - q, so q = softmax(z) - ∂ℓ/∂z, with ℓ
+// from nn::cross_entropy with label smoothing. Drawn beside the one-hot target and p.
+void smoothed_target(const std::string& path) {
+    const float eps = 0.1f;
+    const int target = 0;
+    Tensor z = Tensor::from_vector({2, 1, 0, -1}, {1, 4}).requires_grad_();   // (1, V)
+    const int V = static_cast<int>(z.size(1));
+    nn::cross_entropy(z, Tokens({target}, {1}), {.label_smoothing = eps}).backward();
+    const std::vector<float> p = autograd::softmax(z.detach()).to_vector(), dz = z.grad().to_vector();
+    std::vector<float> q(V), one_hot(V, 0.0f);
+    for (int j = 0; j < V; j++) q[j] = p[j] - dz[j];
+    one_hot[target] = 1.0f;
+
+    const double W = 860, left = 80, bottom = 330, plot_h = 240, group = 170, bar = 38;
+    common::SvgCanvas c(W, 450, "The label-smoothed target");
+    c.text(W / 2, 22, "Label smoothing, V = 4, ε = 0.1: the target q of one row (docs/11)", 16, "middle", "#222", true);
+    c.text(W / 2, 44, "q = (1 - ε)·one_hot(y) + ε/V: " + fixed(q[target], 3) + " = 1 - ε + ε/V on the target, ε/V = " +
+                          fixed(q[(target + 1) % V], 3) + " on every other class",
+           12, "middle", "#444");
+    // the y axis, 0 to 1
+    for (int k = 0; k <= 4; k++) {
+        const double yy = bottom - plot_h * k / 4.0;
+        c.line(left, yy, left + V * group, yy, "#e3e3e3", 1);
+        c.text(left - 8, yy, fixed(k / 4.0, 2), 11, "end", "#333");
+    }
+    c.line(left, bottom, left + V * group, bottom, "#444", 1.2);
+    c.line(left, bottom, left, bottom - plot_h, "#444", 1.2);
+    struct Bars { const std::vector<float>* v; std::string name; const char* fill; };
+    const Bars bars[] = {{&one_hot, "one-hot target", "#d9d9d9"}, {&q, "smoothed target q", "#3182bd"}, {&p, "model p = softmax(z), z = " + list(z.detach().to_vector()), "#fd8d3c"}};
+    for (int j = 0; j < V; j++) {
+        const double gx = left + j * group + (group - 3 * bar - 8) / 2;
+        for (int b = 0; b < 3; b++) {
+            const double v = (*bars[b].v)[j], h = plot_h * v, x = gx + b * (bar + 4);
+            if (h > 0) c.rect(x, bottom - h, bar, h, bars[b].fill, "#555", 0.8);
+            c.text(x + bar / 2, bottom - h - 9, b == 0 ? fixed(v, 0) : fixed(v, b == 1 ? 3 : 4), 10, "middle", "#222");
+        }
+        c.text(left + (j + 0.5) * group, bottom + 16, j == target ? "class 0 = y (the target)" : "class " + std::to_string(j), 12);
+        c.text(left + (j + 0.5) * group, bottom + 34, "∂ℓ/∂z = p - q = " + fixed(dz[j], 4), 11, "middle", "#c0392b");
+    }
+    for (int b = 0; b < 3; b++) {   // legend
+        const double x = left + b * 210;
+        c.rect(x, 392, 16, 16, bars[b].fill, "#555", 0.8);
+        c.text(x + 22, 400, bars[b].name, 12, "start");
+    }
+    c.text(left, 430, "Every class gets ε/V, <pad> included (PyTorch's convention); a position whose target is <pad> (ignore_index) is left out.",
+           12, "start", "#444");
+    common::write_text_file(path, c.svg());
+    wrote(path);
+}
+
+// ---------------------------------------------------------------- chapter 12: the Noam schedule
+
+void noam_schedule(const std::string& path) {
+    Tensor p = Tensor::zeros({1}).requires_grad_();
+    optim::Adam opt({p}, {.lr = 0});
+    struct Setting {
+        const char* name;
+        int64_t d_model, warmup;
+        float factor;
+    };
+    const Setting settings[] = {{"copy_task --schedule noam --warmup 200: D=128, factor 1", 128, 200, 1.0f},
+                                {"translation default: D=128, warmup 400, factor 1", 128, 400, 1.0f},
+                                {"copy_task --paper: D=512, warmup 400, factor 0.5", 512, 400, 0.5f}};
+    std::vector<common::Series> series;
+    for (const Setting& s : settings) {
+        const optim::NoamSchedule sched(opt, s.d_model, s.warmup, s.factor);
+        common::Series curve{s.name, {}, {}};
+        for (int64_t step = 1; step <= 2000; step++) {
+            curve.x.push_back(static_cast<double>(step));
+            curve.y.push_back(sched.lr_at(step));
+        }
+        series.push_back(std::move(curve));
+    }
+    common::write_line_plot(path, "Noam schedule: lr = factor · D^-0.5 · min(step^-0.5, step · warmup^-1.5)", "step",
+                            "learning rate", series);
+    wrote(path);
+}
+
+}  // namespace figures
