@@ -47,7 +47,7 @@ struct HeatmapOptions {
     float lo = 0, hi = 1;          // the values drawn white and dark blue: the colour bar's ends
     // Non-empty: these swatches instead of the colour bar, for data that takes a few values
     // (a mask's 0 and 1), where a continuous bar would suggest values in between.
-    std::vector<Swatch> legend;
+    std::vector<Swatch> legend = {};
     double cell = 0;               // pixels per cell; 0: from the largest map (4 to 24)
     double label_font = 0;         // font size of the row and column labels; 0: from the cell
     int label_every = 0;           // label every n-th row and column; 0: as many as fit
