@@ -38,26 +38,46 @@ static Mask expand_mask(const Mask& mask, int64_t B, int64_t T, int64_t S) {
 }
 
 AttentionOutput scaled_dot_product_attention_with_weights(const Tensor& q, const Tensor& k, const Tensor& v, int64_t heads,
-                                                          const Mask& mask, float dropout_p, bool training, int64_t keys) {
-    if (q.dim() != 3 || k.dim() != 3 || k.shape() != v.shape() || q.size(0) != k.size(0) || q.size(2) != k.size(2) ||
-        heads <= 0 || q.size(2) % heads != 0)
+                                                          const Mask& mask, float dropout_p, bool training, int64_t keys,
+                                                          const std::vector<int64_t>& kv_slot) {
+    const bool slotted = !kv_slot.empty();   // query row b reads k[kv_slot[b]], not k[b]
+    if (q.dim() != 3 || k.dim() != 3 || k.shape() != v.shape() || (!slotted && q.size(0) != k.size(0)) ||
+        q.size(2) != k.size(2) || heads <= 0 || q.size(2) % heads != 0)
         throw std::invalid_argument("attention: expected q (B, T, D) and k, v (B, S, D) with D a multiple of the " +
                                     std::to_string(heads) + " heads, got q " + shape_str(q.shape()) + ", k " +
                                     shape_str(k.shape()) + ", v " + shape_str(v.shape()));
     if (keys < -1 || keys > k.size(1))
         throw std::invalid_argument("attention: keys = " + std::to_string(keys) + " is outside [0, " + std::to_string(k.size(1)) +
                                     "] (the rows of k " + shape_str(k.shape()) + "), or -1 for all of them");
+    if (slotted) {
+        if (autograd::is_grad_enabled())
+            throw std::logic_error("attention: kv_slot is for decoding without gradients (under autograd::NoGradGuard)");
+        if (static_cast<int64_t>(kv_slot.size()) != q.size(0))
+            throw std::invalid_argument("attention: kv_slot has " + std::to_string(kv_slot.size()) + " entries, q " +
+                                        shape_str(q.shape()) + " " + std::to_string(q.size(0)) + " rows");
+        for (int64_t s : kv_slot)
+            if (s < 0 || s >= k.size(0))
+                throw std::invalid_argument("attention: kv_slot " + std::to_string(s) + " of k " + shape_str(k.shape()) +
+                                            " with " + std::to_string(k.size(0)) + " slots");
+    }
     check_dropout_p(dropout_p, "attention");
     const int64_t B = q.size(0), T = q.size(1), S = keys < 0 ? k.size(1) : keys, D = q.size(2), Dk = D / heads;
     const Mask allowed = mask.data.empty() ? Mask() : expand_mask(mask, B, T, S);   // (B, T, S), or empty: no mask
     const float p = training ? dropout_p : 0.0f;
     if (autograd::fused_kernels_enabled()) {   // fused: the same values; no head copies, no (B, H, T, S) intermediates but P
-        const kernels::AttentionResult a = kernels::attention(q, k, v, heads, allowed, p, S);
+        const kernels::AttentionResult a = kernels::attention(q, k, v, heads, allowed, p, S, kv_slot);
         return {a.out, a.weights};
     }
-    // 1) the first S rows of k and v; split the heads: (B, ., D) -> (B, ., H, Dk) -> (B, H, ., Dk)
-    const Tensor ks = S == k.size(1) ? k : narrow(k, 1, 0, S);          // (B, S, D)
-    const Tensor vs = S == v.size(1) ? v : narrow(v, 1, 0, S);          // (B, S, D)
+    // 1) each query row's keys and values: its slot (a gather; the fused kernel reads the slots in
+    //    place), the first S rows; split the heads: (B, ., D) -> (B, ., H, Dk) -> (B, H, ., Dk)
+    Tensor ks = k, vs = v;
+    if (slotted) {
+        const Tokens ids(std::vector<int32_t>(kv_slot.begin(), kv_slot.end()), {B});   // (B,)
+        ks = index_select(k, 0, ids);                                   // (B, kv_rows, D)
+        vs = index_select(v, 0, ids);                                   // (B, kv_rows, D)
+    }
+    if (S != ks.size(1)) ks = narrow(ks, 1, 0, S);                      // (B, S, D)
+    if (S != vs.size(1)) vs = narrow(vs, 1, 0, S);                      // (B, S, D)
     const Tensor qh = transpose(q.reshape({B, T, heads, Dk}), 1, 2);    // (B, H, T, Dk)
     const Tensor kh = transpose(ks.reshape({B, S, heads, Dk}), 1, 2);   // (B, H, S, Dk)
     const Tensor vh = transpose(vs.reshape({B, S, heads, Dk}), 1, 2);   // (B, H, S, Dk)
@@ -79,8 +99,8 @@ AttentionOutput scaled_dot_product_attention_with_weights(const Tensor& q, const
 }
 
 Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, int64_t heads, const Mask& mask,
-                                    float dropout_p, bool training, int64_t keys) {
-    return scaled_dot_product_attention_with_weights(q, k, v, heads, mask, dropout_p, training, keys).out;
+                                    float dropout_p, bool training, int64_t keys, const std::vector<int64_t>& kv_slot) {
+    return scaled_dot_product_attention_with_weights(q, k, v, heads, mask, dropout_p, training, keys, kv_slot).out;
 }
 
 // ---------------------------------------------------------------- the key/value cache

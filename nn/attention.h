@@ -2,6 +2,7 @@
 // Vaswani et al. (2017), section 3.2.
 #pragma once
 #include <memory>
+#include <vector>
 
 #include "nn/dropout.h"
 #include "nn/linear.h"
@@ -21,9 +22,13 @@ namespace nn {
 // an empty Mask means no mask. A query row with no allowed key gets weight 0 everywhere.
 // keys: attend to the first `keys` rows of k and v only (S = keys; the mask is relative to it),
 // e.g. the filled rows of a decoder cache that holds more; -1 = all of them.
+// kv_slot (B entries), for decoding without gradients: query row b attends to k[kv_slot[b]] and
+// v[kv_slot[b]] instead of k[b] and v[b], so k and v are (slots, ., D) with any number of slots,
+// e.g. one per sentence, read by all of that sentence's beam hypotheses (KVCache below); empty:
+// slot b. Refused while grad mode is on.
 Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, int64_t heads,
                                     const Mask& mask = Mask(), float dropout_p = 0.0f, bool training = false,
-                                    int64_t keys = -1);
+                                    int64_t keys = -1, const std::vector<int64_t>& kv_slot = {});
 
 // The same, also returning the attention weights, e.g. to draw them.
 struct AttentionOutput {
@@ -32,7 +37,8 @@ struct AttentionOutput {
 };
 AttentionOutput scaled_dot_product_attention_with_weights(const Tensor& q, const Tensor& k, const Tensor& v, int64_t heads,
                                                           const Mask& mask = Mask(), float dropout_p = 0.0f,
-                                                          bool training = false, int64_t keys = -1);
+                                                          bool training = false, int64_t keys = -1,
+                                                          const std::vector<int64_t>& kv_slot = {});
 
 // The keys and values of earlier calls, kept while a sequence is decoded one position at a time
 // (incremental decoding; models/decoder_cache.h says why this gives the same result and what it
