@@ -60,8 +60,8 @@ AttentionOutput scaled_dot_product_attention_with_weights(const Tensor& q, const
 // For decoding without gradients only (under autograd::NoGradGuard): rows are written in place.
 struct KVCache {
     Tensor k, v;                 // (slots, rows, D): w_k and w_v of the keys and values so far, rows 0..length-1 filled
-    std::vector<int64_t> slot;   // n entries: sequence i's are k[slot[i]], v[slot[i]]; computed once: empty until
-                                 // the first forward or reorder (then slot i for sequence i)
+    std::vector<int64_t> slot;   // n entries: sequence i's are k[slot[i]], v[slot[i]]; computed once: empty
+                                 // (sequence i reads slot i) until the first forward or reorder fills it
     int64_t length = 0;          // rows filled
     bool appending = false;
 
