@@ -1,6 +1,6 @@
 // Decoding benchmark: tokens per second of greedy decoding and of beam search (K = 4), with the
 // key/value cache and recomputing the whole prefix every step (models/decoding.h), for output
-// lengths 10, 50 and 200.
+// lengths 5, 10, 20, 50 and 200.
 //   ./build/bench/bench_decoding [reps]
 // The model is the copy task's default (N=2 D=128 F=256 h=4, V=11), untrained: the cost of a
 // decoding step does not depend on the weights, and with no end symbol every output runs to its
@@ -102,7 +102,7 @@ int main(int argc, char** argv) {
     std::printf("decoding: copy-task model N=2 D=128 F=256 h=4 (untrained), B=%lld sequences, median of %d runs\n",
                 (long long)B, reps);
     std::printf("%-8s %4s %16s %16s %8s\n", "search", "L", "cached tok/s", "recompute tok/s", "speedup");
-    for (int64_t L : {10, 50, 200}) {
+    for (int64_t L : {5, 10, 20, 50, 200}) {
         const autograd::Tokens src = data::random_sequences(rng, V, B, L);   // (B, L)
         const autograd::Mask mask = models::padding_mask(src, 0);
         const double tokens = static_cast<double>(B * (L - 1));

@@ -9,11 +9,9 @@ using autograd::shape_str;
 
 void DecoderCache::reorder(const std::vector<int64_t>& from) {
     src_mask = select_mask_rows(src_mask, from);   // (n', 1, S); checks every row index
-    const Tokens ids(std::vector<int32_t>(from.begin(), from.end()), {static_cast<int64_t>(from.size())});   // (n',)
-    if (memory.defined()) memory = autograd::index_select(memory, 0, ids);   // (n', S, D): no step run yet
     for (LayerCache& c : layers) {
-        c.self_attn.reorder(ids);   // (n', L, D), positions 0..t-1 copied
-        c.src_attn.reorder(ids);    // (n', S, D)
+        c.self_attn.reorder(from);   // a copy of the filled rows for a second continuation of one hypothesis only
+        c.src_attn.reorder(from);    // no copy: a hypothesis reads its sentence's slot, as its parent did
     }
 }
 
@@ -31,7 +29,8 @@ Mask select_mask_rows(const Mask& mask, const std::vector<int64_t>& from) {
     return m;
 }
 
-DecoderCache start_decoder_cache(Transformer& model, const Tensor& memory, const Mask& src_mask, int64_t max_positions) {
+DecoderCache start_decoder_cache(Transformer& model, const Tensor& memory, const Mask& src_mask, int64_t max_positions,
+                                 int64_t max_sequences) {
     if (memory.dim() != 3 || src_mask.shape != autograd::Shape{memory.size(0), 1, memory.size(1)} || max_positions < 0)
         throw std::invalid_argument("start_decoder_cache: expected memory (B, S, D), src_mask (B, 1, S) and max_positions >= 0, got " +
                                     shape_str(memory.shape()) + ", " + shape_str(src_mask.shape) + " and " +
@@ -40,7 +39,8 @@ DecoderCache start_decoder_cache(Transformer& model, const Tensor& memory, const
     cache.memory = memory;
     cache.src_mask = src_mask;
     for (size_t l = 0; l < model.decoder->layers->size(); l++)
-        cache.layers.push_back({nn::KVCache(memory.size(0), max_positions, model.cfg.d_model), nn::KVCache()});   // (B, L, D) each
+        cache.layers.push_back({nn::KVCache(memory.size(0), max_positions, model.cfg.d_model, max_sequences),   // (slots, L, D) each
+                                nn::KVCache()});
     return cache;
 }
 

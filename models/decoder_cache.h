@@ -20,13 +20,16 @@
 // (Transformer::decode, DecoderLayer::forward, MultiHeadAttention::forward), each given its part
 // of the cache: there is no second copy of the decoder to keep in step with the first.
 //
-// Memory, per sentence (and per beam hypothesis), with N layers of width D, for outputs of up to
-// L positions: self-attention  2 x N x L x D floats (K and V, allocated up front, so a step writes
-// its row in place and never copies the rows before it), memory's K/V  2 x N x S x D floats.
+// Memory, with N layers of width D, for outputs of up to L positions: self-attention  2 x N x L x D
+// floats per beam hypothesis (K and V, allocated up front, so a step writes its row in place and
+// never copies the rows before it), memory's K/V  2 x N x S x D floats per sentence (its
+// hypotheses all read the same ones).
 //
 // The cache is a plain value owned by one decoding call and passed to every step, not state
-// hidden inside the modules: the model stays stateless and reusable, and a beam search can
-// reorder the cache's rows (a gather by hypothesis) when it keeps different hypotheses.
+// hidden inside the modules: the model stays stateless and reusable. A beam search reorders it
+// when it keeps different hypotheses, through each nn::KVCache's slot map (nn/attention.h): the
+// memory's keys and values never move (a hypothesis stays with its sentence), and a
+// self-attention slot is copied only for a hypothesis whose parent has another continuation.
 #pragma once
 #include <vector>
 
@@ -34,25 +37,26 @@
 
 namespace models {
 
-// One decoder layer's cached keys and values (nn::KVCache, nn/attention.h), row i belonging to
-// the i-th sequence decoded. D is the model width: the H heads side by side, as
+// One decoder layer's cached keys and values (nn::KVCache, nn/attention.h) of the n sequences
+// decoded, sequence i in slot slot[i] of each. D is the model width: the H heads side by side, as
 // MultiHeadAttention projects them.
 struct LayerCache {
-    nn::KVCache self_attn;   // appending, (n, L, D): w_k and w_v of self_attn at positions 0..t-1
-    nn::KVCache src_attn;    // computed once, (n, S, D): w_k and w_v of src_attn on the encoder's output
+    nn::KVCache self_attn;   // appending, (slots, L, D): w_k and w_v of self_attn at positions 0..t-1
+    nn::KVCache src_attn;    // computed once, (B, S, D): w_k and w_v of src_attn on the encoder's output, per sentence
 };
 
 struct DecoderCache {
     std::vector<LayerCache> layers;   // N entries, one per decoder layer
-    Tensor memory;                    // (n, S, D): the encoder's output, until the first step has put its
+    Tensor memory;                    // (B, S, D): the encoder's output, until the first step has put its
                                       // keys and values into every src_attn cache; undefined after
-    Mask src_mask;                    // (n, 1, S): which memory positions are real (not padding)
+    Mask src_mask;                    // (n, 1, S): which memory positions are real (not padding), per sequence
 
     int64_t rows() const { return src_mask.shape.empty() ? 0 : src_mask.shape[0]; }        // n
     int64_t length() const { return layers.empty() ? 0 : layers[0].self_attn.length; }      // t: positions decoded so far
     int64_t capacity() const { return layers.empty() ? 0 : layers[0].self_attn.capacity(); }   // L: positions it has room for
-    // Row i of the new cache is row from[i] of the old one (beam search: hypothesis i continues
-    // hypothesis from[i]); rows may repeat or disappear. A gather of the filled rows.
+    // Sequence i of the new cache continues sequence from[i] of the old one (beam search:
+    // hypothesis i continues hypothesis from[i]); sequences may repeat or disappear. Gathers the
+    // mask's rows (n' x S bytes) and changes every layer's slot maps (nn::KVCache::reorder).
     void reorder(const std::vector<int64_t>& from);
 };
 
@@ -60,10 +64,12 @@ struct DecoderCache {
 // src_mask, and what the recomputing beam search does to its own.
 Mask select_mask_rows(const Mask& mask, const std::vector<int64_t>& from);
 
-// A cache for n = B rows with no position decoded yet, with room for max_positions positions
-// (a decoding call producing outputs of L tokens, bos included, decodes L - 1): memory (B, S, D)
-// from Transformer::encode, src_mask (B, 1, S).
-DecoderCache start_decoder_cache(Transformer& model, const Tensor& memory, const Mask& src_mask, int64_t max_positions);
+// A cache for n = B sequences with no position decoded yet, with room for max_positions positions
+// (a decoding call producing outputs of L tokens, bos included, decodes L - 1) of up to
+// max_sequences sequences at once (beam search: B x K; -1: B): memory (B, S, D) from
+// Transformer::encode, src_mask (B, 1, S).
+DecoderCache start_decoder_cache(Transformer& model, const Tensor& memory, const Mask& src_mask, int64_t max_positions,
+                                 int64_t max_sequences = -1);
 
 // One decoding step: tokens (n, 1), the token at position t of every row -> the decoder's output
 // at position t, (n, D) (what Transformer::decode gives at position t for the whole prefix; feed

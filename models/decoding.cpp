@@ -16,13 +16,13 @@ using autograd::shape_str;
 // log-probabilities are after each: the one place where the two ways of decoding differ.
 class NextTokenLogProbs {
 public:
-    // memory (n, S, D) from Transformer::encode, src_mask (n, 1, S); the rows start empty, and
-    // at most max_positions tokens are appended to each.
-    NextTokenLogProbs(Transformer& model, const Tensor& memory, const Mask& src_mask, int64_t max_positions, bool kv_cache,
-                      int64_t* positions)
+    // memory (n, S, D) from Transformer::encode, src_mask (n, 1, S); the rows start empty, at
+    // most max_positions tokens are appended to each, and there are at most max_rows rows at once.
+    NextTokenLogProbs(Transformer& model, const Tensor& memory, const Mask& src_mask, int64_t max_positions, int64_t max_rows,
+                      bool kv_cache, int64_t* positions)
         : model_(model), kv_cache_(kv_cache), positions_(positions), memory_(memory), src_mask_(src_mask),
           prefixes_(memory.size(0)) {
-        if (kv_cache) cache_ = start_decoder_cache(model, memory, src_mask, max_positions);
+        if (kv_cache) cache_ = start_decoder_cache(model, memory, src_mask, max_positions, max_rows);
     }
 
     // Appends tokens (n, 1) to the rows -> log p(next token | row so far, src) (n, V).
@@ -43,7 +43,8 @@ public:
 
     // Row i continues row from[i] (beam search keeping other hypotheses); rows may repeat or go.
     void reorder(const std::vector<int64_t>& from) {
-        if (kv_cache_) return cache_.reorder(from);
+        if (kv_cache_) return cache_.reorder(from);   // no copy of the memory's keys and values
+        // recomputing, the reference: the memory's rows are gathered with the hypotheses, as plain as it gets
         const Tokens ids(std::vector<int32_t>(from.begin(), from.end()), {static_cast<int64_t>(from.size())});
         src_mask_ = select_mask_rows(src_mask_, from);                                            // (n', 1, S)
         memory_ = autograd::index_select(memory_, 0, ids);                                        // (n', S, D)
@@ -68,7 +69,7 @@ Tokens greedy_decode(Transformer& model, const Tokens& src, const Mask& src_mask
     NoGradGuard no_grad;
     const int64_t B = src.size(0);
     // the last token is never fed back: the decoder runs on at most max_len - 1 positions
-    NextTokenLogProbs next_log_probs(model, model.encode(src, src_mask), src_mask, opt.max_len - 1, opt.kv_cache, opt.positions);
+    NextTokenLogProbs next_log_probs(model, model.encode(src, src_mask), src_mask, opt.max_len - 1, B, opt.kv_cache, opt.positions);
     std::vector<std::vector<int32_t>> rows(B, std::vector<int32_t>{opt.bos});
     std::vector<bool> done(B, false);
     Tokens newest = Tokens::full({B, 1}, opt.bos);                                         // (B, 1)
@@ -100,8 +101,8 @@ std::vector<Hypothesis> beam_search_batch(Transformer& model, const Tokens& src,
     const size_t K = static_cast<size_t>(opt.beam_size);
     // Row r of the decoder call is one live hypothesis; the rows of sentence b are live[b], in
     // order, after those of sentences 0..b-1. A finished sentence has no live hypothesis, no row.
-    NextTokenLogProbs next_log_probs(model, model.encode(src, src_mask), src_mask, opt.max_len - 1, opt.kv_cache,
-                                     opt.positions);   // row b: sentence b; at most max_len - 1 positions, as in greedy
+    NextTokenLogProbs next_log_probs(model, model.encode(src, src_mask), src_mask, opt.max_len - 1, B * opt.beam_size,
+                                     opt.kv_cache, opt.positions);   // row b: sentence b; at most max_len - 1 positions, as in greedy
     std::vector<std::vector<Hypothesis>> live(B, {{{opt.bos}, 0.0, 0.0}}), finished(B);
     Tokens newest = Tokens::full({B, 1}, opt.bos);                                                    // (n, 1)
     for (int64_t t = 1; t < opt.max_len && newest.size(0) > 0; t++) {

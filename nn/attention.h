@@ -2,6 +2,7 @@
 // Vaswani et al. (2017), section 3.2.
 #pragma once
 #include <memory>
+#include <vector>
 
 #include "nn/dropout.h"
 #include "nn/linear.h"
@@ -21,9 +22,13 @@ namespace nn {
 // an empty Mask means no mask. A query row with no allowed key gets weight 0 everywhere.
 // keys: attend to the first `keys` rows of k and v only (S = keys; the mask is relative to it),
 // e.g. the filled rows of a decoder cache that holds more; -1 = all of them.
+// kv_slot (B entries), for decoding without gradients: query row b attends to k[kv_slot[b]] and
+// v[kv_slot[b]] instead of k[b] and v[b], so k and v are (slots, ., D) with any number of slots,
+// e.g. one per sentence, read by all of that sentence's beam hypotheses (KVCache below); empty:
+// slot b. Refused while grad mode is on.
 Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, int64_t heads,
                                     const Mask& mask = Mask(), float dropout_p = 0.0f, bool training = false,
-                                    int64_t keys = -1);
+                                    int64_t keys = -1, const std::vector<int64_t>& kv_slot = {});
 
 // The same, also returning the attention weights, e.g. to draw them.
 struct AttentionOutput {
@@ -32,33 +37,46 @@ struct AttentionOutput {
 };
 AttentionOutput scaled_dot_product_attention_with_weights(const Tensor& q, const Tensor& k, const Tensor& v, int64_t heads,
                                                           const Mask& mask = Mask(), float dropout_p = 0.0f,
-                                                          bool training = false, int64_t keys = -1);
+                                                          bool training = false, int64_t keys = -1,
+                                                          const std::vector<int64_t>& kv_slot = {});
 
-// The keys and values of earlier calls, kept while a sequence is decoded one position at a time
+// The keys and values of earlier calls, kept while n sequences are decoded one position at a time
 // (incremental decoding; models/decoder_cache.h says why this gives the same result and what it
 // saves). A plain value owned by the decoding call and passed to every forward, not state of the
-// module: the module stays reusable, and a beam search reorders the rows. Two kinds:
-//   appending (self-attention), KVCache(n, capacity, D): room for `capacity` rows, allocated up
-//     front; each forward projects its key and value rows, writes them after the rows already
-//     held, and attends to every row held.
+// module: the module stays reusable, and a beam search reorders the sequences. Two kinds:
+//   appending (self-attention), KVCache(n, capacity, D, slots): room for `capacity` rows of up to
+//     `slots` sequences, allocated up front; each forward projects its key and value rows,
+//     writes them after the rows already held, and attends to every row held.
 //   computed once (encoder-decoder attention), KVCache(): the first forward projects its key
 //     and value (the encoder's output, the same at every step) and keeps them; later forwards
 //     attend to those and do not read their key and value.
+// Sequence i's keys and values are k[slot[i]] and v[slot[i]], read in place by the attention
+// (kv_slot above). So reordering the sequences (beam search: hypothesis i continues hypothesis
+// from[i]) changes the slot map and moves as little as it can:
+//   computed once: nothing. A slot is a sentence's memory, which all its hypotheses read alike.
+//   appending: a step writes each sequence's new row into its own slot, so no two sequences may
+//     share one. The first sequence continuing a slot keeps it; each other one gets a copy of the
+//     filled rows in a slot no sequence uses. No allocation, no copy for a sole continuation.
 // For decoding without gradients only (under autograd::NoGradGuard): rows are written in place.
 struct KVCache {
-    Tensor k, v;             // (n, rows, D): w_k and w_v of the keys and values so far, rows 0..length-1 filled
-    int64_t length = 0;      // rows filled
+    Tensor k, v;                 // (slots, rows, D): w_k and w_v of the keys and values so far, rows 0..length-1 filled
+    std::vector<int64_t> slot;   // n entries: sequence i's are k[slot[i]], v[slot[i]]; computed once: empty
+                                 // (sequence i reads slot i) until the first forward or reorder fills it
+    int64_t length = 0;          // rows filled
     bool appending = false;
 
-    KVCache() = default;                                        // computed once
-    KVCache(int64_t n, int64_t capacity, int64_t d_model);     // appending: (n, capacity, D), never grown
+    KVCache() = default;                                                          // computed once
+    KVCache(int64_t n, int64_t capacity, int64_t d_model, int64_t slots = -1);   // appending: (slots, capacity, D), never grown;
+                                                                                  // slots = -1: n
+    int64_t sequences() const { return static_cast<int64_t>(slot.size()); }      // n
     int64_t capacity() const { return appending ? k.size(1) : length; }
     bool needs_keys() const { return appending || length == 0; }   // forward projects its key and value
-    // k_new, v_new (n, T, D): written at rows length..length+T-1 (appending), or kept as all the rows.
+    // appending: k_new, v_new (n, T, D), written at rows length..length+T-1 of each sequence's slot;
+    // computed once: (slots, S, D), kept as all the rows (every slot[i] must be one of the slots).
     void write(const Tensor& k_new, const Tensor& v_new);
-    // Row i becomes row from[i] (beam search: hypothesis i continues hypothesis from[i]); rows may
-    // repeat or disappear. Copies the filled rows only.
-    void reorder(const Tokens& from);
+    // Sequence i continues sequence from[i] (beam search: hypothesis i continues hypothesis
+    // from[i]); sequences may repeat or disappear, up to `slots` of them.
+    void reorder(const std::vector<int64_t>& from);
 };
 
 // Multi-head attention (section 3.2.2): project q, k, v to H heads of size Dk = D / H, attend in
@@ -71,7 +89,8 @@ public:
     MultiHeadAttention(int64_t d_model, int64_t heads, float dropout = 0.1f);
     // query (B, T, D), key and value (B, S, D), mask broadcastable to (B, T, S) -> (B, T, D).
     // With a cache, S counts the cached rows too (the new ones included), and key and value are
-    // read only when cache->needs_keys().
+    // read only when cache->needs_keys(); a computed-once cache that has a slot map takes key and
+    // value with one row per slot (beam search: per sentence).
     Tensor forward(const Tensor& query, const Tensor& key, const Tensor& value, const Mask& mask = Mask(),
                    KVCache* cache = nullptr);
 

@@ -80,34 +80,150 @@ TEST_CASE("decode_step: step by step, the decoder's output at each position is t
     CHECK(cache.layers[1].src_attn.k.shape() == Shape{n, src.size(1), D});
     CHECK_THROWS_WITH_AS(models::decode_step(model, cache, Tokens::full({n + 1, 1}, 1)),
                          doctest::Contains("tokens must be (n, 1) = (4, 1) for this cache, got (5, 1)"), std::invalid_argument);
-    CHECK_THROWS_WITH_AS(cache.reorder({0, 4}), doctest::Contains("row 4 of a mask with 4 rows"), std::invalid_argument);
 }
 
-TEST_CASE("DecoderCache::reorder gathers rows: every layer's keys and values, and the source mask") {
+// Reordering moves as little as it can (nn::KVCache's slot map): the memory's keys and values stay
+// one slot per sentence, shared by its hypotheses; a self-attention slot stays with the first
+// hypothesis that continues it, and only a second continuation gets a copy, in a slot nobody uses.
+TEST_CASE("DecoderCache::reorder: the memory's keys and values stay put, self-attention copies a slot only for a second continuation") {
     manual_seed(22);
     Transformer model(small(6));
     model.eval();
     const Tokens src({1, 2, 3, 4, 5, 0}, {2, 3});
     const Mask src_mask = models::padding_mask(src, 0);
-    const int64_t D = model.cfg.d_model, L = 4;
-    models::DecoderCache cache = models::start_decoder_cache(model, model.encode(src, src_mask), src_mask, L);
+    const int64_t D = model.cfg.d_model, L = 4, slots = 5;
+    models::DecoderCache cache = models::start_decoder_cache(model, model.encode(src, src_mask), src_mask, L, slots);
     models::decode_step(model, cache, Tokens({1, 1}, {2, 1}));
     models::decode_step(model, cache, Tokens({3, 2}, {2, 1}));
-    const Tensor k_before = cache.layers[1].self_attn.k, v_before = cache.layers[1].self_attn.v;   // (2, L, D), 2 rows filled
-    const Tensor memory_v_before = cache.layers[0].src_attn.v;                                    // (2, S, D)
+    const nn::KVCache& self = cache.layers[1].self_attn;
+    const nn::KVCache& memory = cache.layers[0].src_attn;
+    CHECK(self.k.shape() == Shape{slots, L, D});   // room for 5 sequences from the start
+    CHECK(self.slot == std::vector<int64_t>{0, 1});
+    const std::vector<float> k_before = self.k.to_vector(), v_before = self.v.to_vector();   // values: the buffer is reused
+    const Tensor memory_k = memory.k, memory_v = memory.v;                                   // (2, S, D)
     cache.reorder({1, 1, 0});
     CHECK(cache.rows() == 3);
     CHECK(cache.length() == 2);
-    const nn::KVCache& c = cache.layers[1].self_attn;
-    CHECK(c.k.shape() == Shape{3, L, D});   // still room for L positions
+    // sequence 0 keeps sequence 1's slot, sequence 2 sequence 0's; sequence 1 gets a copy in slot 2
+    CHECK(self.slot == std::vector<int64_t>{1, 2, 0});
+    CHECK(self.k.shape() == Shape{slots, L, D});
+    const std::vector<int64_t> parent{1, 1, 0};
     for (int64_t i = 0; i < 3; i++) {
         CAPTURE(i);
-        const int64_t from = i < 2 ? 1 : 0;
-        CHECK(same_bits(c.k.data() + i * L * D, k_before.data() + from * L * D, 2 * D));   // the 2 filled positions
-        CHECK(same_bits(c.v.data() + i * L * D, v_before.data() + from * L * D, 2 * D));
-        CHECK(same_bits(cache.layers[0].src_attn.v.data() + i * 3 * D, memory_v_before.data() + from * 3 * D, 3 * D));
+        const int64_t s = self.slot[i], from = parent[i];
+        CHECK(same_bits(self.k.data() + s * L * D, k_before.data() + from * L * D, 2 * D));   // the 2 filled positions
+        CHECK(same_bits(self.v.data() + s * L * D, v_before.data() + from * L * D, 2 * D));
     }
+    // the memory: no copy, the same tensors, one slot per sentence; each hypothesis reads its sentence's
+    CHECK(memory.k.data() == memory_k.data());
+    CHECK(memory.v.data() == memory_v.data());
+    CHECK(memory.k.shape() == Shape{2, 3, D});
+    CHECK(memory.slot == std::vector<int64_t>{1, 1, 0});
     CHECK(cache.src_mask.data == std::vector<uint8_t>{1, 1, 0, 1, 1, 0, 1, 1, 1});
+    // a reorder that drops sequences and repeats one: what is left keeps its slots where it can
+    cache.reorder({2, 1, 1});
+    CHECK(self.slot == std::vector<int64_t>{0, 2, 1});   // 0 and 2 kept, the repeat of 2 copied into the free slot 1
+    CHECK(memory.slot == std::vector<int64_t>{0, 1, 1});
+    for (int64_t i = 0; i < 3; i++) {
+        CAPTURE(i);
+        const int64_t from = i == 0 ? 0 : 1;   // sentence 0's hypothesis was sequence 0's parent, sentence 1's sequence 1
+        CHECK(same_bits(self.k.data() + self.slot[i] * L * D, k_before.data() + from * L * D, 2 * D));
+    }
+}
+
+// A bad reorder gets a clear error, not a read past the end: in the DecoderCache (the mask checks
+// first) and in an nn::KVCache of either kind alone.
+TEST_CASE("DecoderCache::reorder and nn::KVCache::reorder refuse a sequence they do not hold, and more sequences than slots") {
+    manual_seed(26);
+    Transformer model(small(6));
+    model.eval();
+    const Tokens src({1, 2, 3, 4, 5, 0, 3, 3, 3}, {3, 3});
+    const Mask src_mask = models::padding_mask(src, 0);
+    models::DecoderCache cache = models::start_decoder_cache(model, model.encode(src, src_mask), src_mask, 3, 4);
+    models::decode_step(model, cache, Tokens({1, 1, 1}, {3, 1}));
+    CHECK_THROWS_WITH_AS(cache.reorder({0, 7}), doctest::Contains("row 7 of a mask with 3 rows"), std::invalid_argument);
+    CHECK_THROWS_WITH_AS(cache.reorder({0, -1}), doctest::Contains("row -1 of a mask with 3 rows"), std::invalid_argument);
+    nn::KVCache self = cache.layers[0].self_attn, memory = cache.layers[0].src_attn;   // copies: slot maps of their own
+    CHECK_THROWS_WITH_AS(self.reorder({0, 3}), doctest::Contains("KVCache::reorder: sequence 3 of a cache with 3 sequences"),
+                         std::invalid_argument);
+    CHECK_THROWS_WITH_AS(memory.reorder({3}), doctest::Contains("KVCache::reorder: sequence 3 of a cache with 3 sequences"),
+                         std::invalid_argument);
+    CHECK_THROWS_WITH_AS(self.reorder({0, 0, 1, 1, 2}), doctest::Contains("room for 4 sequences, asked for 5"),
+                         std::invalid_argument);
+    CHECK_THROWS_WITH_AS(nn::KVCache(3, 5, 8, 2), doctest::Contains("3 sequences need as many slots, got 2"), std::invalid_argument);
+}
+
+// What beam search does to the cache, step by step and spelled out: decode, then keep some
+// hypotheses (repeating some, dropping others, a whole sentence at the end), decode again. At every
+// step each hypothesis's output equals the recomputing path's (the decoder over its whole prefix,
+// with its sentence's memory gathered), bit for bit, on the fused and the plain path; the memory's
+// keys and values are one (B, S, D) tensor per layer that never moves; self-attention's buffers
+// never move either.
+TEST_CASE("DecoderCache under a beam search's reorders: each hypothesis reads its sentence's memory, nothing is reallocated") {
+    for (bool fused : {true, false}) {
+        CAPTURE(fused);
+        FusedKernelsGuard path(fused);
+        manual_seed(27);
+        Transformer model(small(9));
+        model.eval();
+        const Tokens src = models::pad_rows({{3, 4, 5, 6, 7}, {2}, {5, 5, 1}}, 0);   // (3, 5): 0, 4 and 2 pads
+        const Mask src_mask = models::padding_mask(src, 0);
+        const int64_t B = 3, K = 2, D = model.cfg.d_model, L = 6;
+        NoGradGuard no_grad;
+        const Tensor memory = model.encode(src, src_mask);                             // (B, S, D)
+        models::DecoderCache cache = models::start_decoder_cache(model, memory, src_mask, L, B * K);
+        std::vector<const float*> self_buffers;
+        for (const models::LayerCache& c : cache.layers) self_buffers.insert(self_buffers.end(), {c.self_attn.k.data(), c.self_attn.v.data()});
+        std::vector<const float*> memory_buffers;   // filled at the first step
+        // each step's reorder (row i continues row from[i]); rows of a sentence stay together, as in beam search
+        const std::vector<std::vector<int64_t>> reorders{{0, 0, 1, 2, 2}, {1, 0, 2, 4, 4, 3}, {0, 0, 2, 5}, {3, 1, 0, 0}};
+        std::vector<int64_t> sentence{0, 1, 2};                 // each row's sentence
+        std::vector<std::vector<int32_t>> prefixes(B);          // each row's tokens so far
+        Rng rng(28);
+        for (size_t step = 0; step <= reorders.size(); step++) {
+            CAPTURE(step);
+            const int64_t n = static_cast<int64_t>(prefixes.size());
+            Tokens next = Tokens::full({n, 1}, 0);              // (n, 1)
+            for (int64_t i = 0; i < n; i++) {
+                next[i] = 1 + static_cast<int32_t>(rng.below(8));
+                prefixes[i].push_back(next[i]);
+            }
+            const Tensor out = models::decode_step(model, cache, next);   // (n, D)
+            // the recomputing path: every row's whole prefix, its sentence's memory and mask gathered
+            const Tokens ys = models::pad_rows(prefixes, 0);              // (n, t)
+            const int64_t t = ys.size(1);
+            const Tokens ids(std::vector<int32_t>(sentence.begin(), sentence.end()), {n});
+            const Tensor full = model.decode(autograd::index_select(memory, 0, ids), models::select_mask_rows(src_mask, sentence), ys,
+                                             models::subsequent_mask(t));  // (n, t, D)
+            for (int64_t i = 0; i < n; i++) {
+                CAPTURE(i);
+                CHECK(same_bits(out.data() + i * D, full.data() + (i * t + t - 1) * D, D));
+            }
+            std::vector<const float*> self_now, memory_now;
+            for (const models::LayerCache& c : cache.layers) {
+                self_now.insert(self_now.end(), {c.self_attn.k.data(), c.self_attn.v.data()});
+                memory_now.insert(memory_now.end(), {c.src_attn.k.data(), c.src_attn.v.data()});
+                CHECK(c.src_attn.k.shape() == Shape{B, src.size(1), D});   // per sentence: B slots, not B x K
+                CHECK(c.src_attn.slot == sentence);                         // each hypothesis reads its sentence's memory
+                CHECK(c.self_attn.k.shape() == Shape{B * K, L, D});
+            }
+            if (step == 0) memory_buffers = memory_now;
+            CHECK(self_now == self_buffers);
+            CHECK(memory_now == memory_buffers);
+            if (step == reorders.size()) break;
+            const std::vector<int64_t>& from = reorders[step];
+            cache.reorder(from);
+            std::vector<int64_t> next_sentence;
+            std::vector<std::vector<int32_t>> next_prefixes;
+            for (int64_t f : from) {
+                next_sentence.push_back(sentence[f]);
+                next_prefixes.push_back(prefixes[f]);
+            }
+            sentence = std::move(next_sentence);
+            prefixes = std::move(next_prefixes);
+        }
+        CHECK(sentence == std::vector<int64_t>{2, 0, 0, 0});   // sentence 1 dropped, the order changed
+    }
 }
 
 // Column t of ids (n, T): the token at position t of every row, (n, 1).
@@ -231,7 +347,7 @@ static void check_cached_equals_recomputing(Transformer& model, const Tokens& sr
     const Tokens recomputed = models::greedy_decode(model, src, m, {.max_len = max_len, .bos = 1, .eos = eos, .kv_cache = false});
     CHECK(cached.shape == recomputed.shape);
     CHECK(cached.data == recomputed.data);
-    for (int beam : {1, 3}) {
+    for (int beam : {1, 2, 3, 4}) {
         CAPTURE(beam);
         const models::BeamSearchOptions opt{.beam_size = beam, .max_len = max_len, .bos = 1, .eos = eos, .length_penalty = 0.6f};
         models::BeamSearchOptions reference = opt;
@@ -250,6 +366,7 @@ static void check_cached_equals_recomputing(Transformer& model, const Tokens& sr
 TEST_CASE("cached and recomputing decoding give the same outputs: random models, padded batches, greedy and beam") {
     for (uint64_t seed : {41, 42, 43}) {
         CAPTURE(seed);
+        FusedKernelsGuard path(seed != 42);   // seed 42 on the plain path: the slot maps' index_select instead of the kernel's
         manual_seed(seed);
         Transformer model(small(8));
         model.eval();

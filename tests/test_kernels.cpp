@@ -130,6 +130,51 @@ TEST_CASE("attention over a prefix of k and v (keys): fused = plain = attention 
                          doctest::Contains("keys = 8 is outside [0, 7]"), std::invalid_argument);
 }
 
+// Beam search's hypotheses read their sentence's memory keys and values in place: query row b of
+// q attends to slot kv_slot[b] of k and v, which hold fewer slots (3) than q has rows (5). The
+// fused kernel offsets its pointers by the slot; the plain path gathers the slots with
+// index_select; both equal attention over that gathered copy.
+TEST_CASE("attention with a slot map (kv_slot): fused = plain = attention over the gathered slots") {
+    const int64_t B = 5, slots = 3, H = 2, T = 3, KV = 7, D = 6;
+    const std::vector<int64_t> kv_slot{2, 0, 2, 1, 0};
+    const Tokens ids({2, 0, 2, 1, 0}, {B});
+    manual_seed(13);
+    const Tensor q = param({B, T, D}), k = param({slots, KV, D}), v = param({slots, KV, D});
+    CHECK_THROWS_WITH_AS(nn::scaled_dot_product_attention(q, k, v, H, Mask(), 0.0f, false, -1, kv_slot),
+                         doctest::Contains("kv_slot is for decoding without gradients"), std::logic_error);
+    NoGradGuard no_grad;
+    const Tensor kg = index_select(k, 0, ids), vg = index_select(v, 0, ids);   // (B, KV, D): slot kv_slot[b] in row b
+    for (int64_t keys : {int64_t{4}, KV})
+        for (bool masked : {false, true})
+            for (float p : {0.0f, 0.25f}) {
+                CAPTURE(keys);
+                CAPTURE(masked);
+                CAPTURE(p);
+                const Mask m = masked ? band_mask(B, T, keys) : Mask();
+                auto run = [&](bool fused, bool slotted) {
+                    FusedKernelsGuard path(fused);
+                    manual_seed(14);
+                    return slotted ? nn::scaled_dot_product_attention_with_weights(q, k, v, H, m, p, true, keys, kv_slot)
+                                   : nn::scaled_dot_product_attention_with_weights(q, kg, vg, H, m, p, true, keys);
+                };
+                const nn::AttentionOutput fused = run(true, true), plain = run(false, true);
+                CHECK(fused.out.shape() == Shape{B, T, D});
+                CHECK(fused.weights.shape() == Shape{B, H, T, keys});
+                CHECK(fused.out.to_vector() == run(true, false).out.to_vector());     // the same kernel on a copy: the same bits
+                CHECK(plain.out.to_vector() == run(false, false).out.to_vector());
+                expect_close(fused.out, plain.out, 1e-5, 1e-6, "fused vs plain, out");
+                expect_close(fused.weights, plain.weights, 1e-5, 1e-6, "fused vs plain, weights");
+            }
+    for (bool fused : {true, false}) {
+        CAPTURE(fused);
+        FusedKernelsGuard path(fused);
+        CHECK_THROWS_WITH_AS(nn::scaled_dot_product_attention(q, k, v, H, Mask(), 0.0f, false, -1, {2, 0, 3, 1, 0}),
+                             doctest::Contains("kv_slot 3 of k (3, 7, 6) with 3 slots"), std::invalid_argument);
+        CHECK_THROWS_WITH_AS(nn::scaled_dot_product_attention(q, k, v, H, Mask(), 0.0f, false, -1, {2, 0}),
+                             doctest::Contains("kv_slot has 2 entries, q (5, 3, 6) 5 rows"), std::invalid_argument);
+    }
+}
+
 TEST_CASE("cross_entropy: fused equals plain: ignored targets, label smoothing") {
     manual_seed(7);
     const Tokens t({2, 0, 4, 1, 3, 0}, {2, 3});    // 0 is padding

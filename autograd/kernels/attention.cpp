@@ -12,7 +12,7 @@
 namespace autograd::kernels {
 
 void attention_forward(float* out, float* P, const float* q, const float* k, const float* v, const uint8_t* allowed,
-                       const AttentionDims& d, const DropoutDraws& draws, Precision precision) {
+                       const AttentionDims& d, const DropoutDraws& draws, Precision precision, const int64_t* kv_slot) {
     const int64_t B = d.B, H = d.H, T = d.T, S = d.S, Dk = d.Dk, D = d.D(), KV = d.kv_rows;
     const float scale = 1.0f / std::sqrt(static_cast<float>(Dk));
     constexpr float kNegInf = -std::numeric_limits<float>::infinity();
@@ -25,8 +25,8 @@ void attention_forward(float* out, float* P, const float* q, const float* k, con
         FloatBuffer dropped(drop.active() ? T * S : 0);   // per-thread scratch
         #pragma omp for schedule(static)
         for (int64_t bh = 0; bh < B * H; bh++) {
-            const int64_t b = bh / H, h = bh % H;
-            const float *Q = q + b * T * D + h * Dk, *K = k + b * KV * D + h * Dk, *V = v + b * KV * D + h * Dk;
+            const int64_t b = bh / H, h = bh % H, slot = kv_slot ? kv_slot[b] : b;   // where b's keys and values are
+            const float *Q = q + b * T * D + h * Dk, *K = k + slot * KV * D + h * Dk, *V = v + slot * KV * D + h * Dk;
             float* Pbh = P + bh * T * S;
             // 1) scores = Q K^T                                                    (T, S)
             gemm_in(precision, false, true, T, S, Dk, Q, D, K, D, Pbh, S, false);
@@ -104,7 +104,7 @@ void attention_backward(GradOut dq, GradOut dk, GradOut dv, const float* dout, c
 }
 
 AttentionResult attention(const Tensor& q, const Tensor& k, const Tensor& v, int64_t heads, const Mask& allowed,
-                          float dropout_p, int64_t keys) {
+                          float dropout_p, int64_t keys, const std::vector<int64_t>& kv_slot) {
     const int64_t B = q.size(0), T = q.size(1), D = q.size(2);
     const AttentionDims d{B, heads, T, keys, D / heads, k.size(1)};
     const DropoutDraws drop = draw_dropout(dropout_p);
@@ -112,7 +112,8 @@ AttentionResult attention(const Tensor& q, const Tensor& k, const Tensor& v, int
     Tensor out = Tensor::empty({B, T, D});                 // (B, T, D)
     const Precision precision = matmul_precision();        // the backward uses it too
     attention_forward(out.data(), weights.data(), q.data(), k.data(), v.data(), allowed.data.empty() ? nullptr : allowed.data.data(),
-                      d, drop, precision);
+                      d, drop, precision, kv_slot.empty() ? nullptr : kv_slot.data());
+    if (!kv_slot.empty()) return {out, weights};   // decoding: no graph (see attention.h)
     record(out, {q, k, v}, "attention", [d, drop, weights, precision](Node& self) {
         // add (+=): q, k and v may be one tensor, and the kernel writes them interleaved, per head
         attention_backward(GradOut{self.parent_grad(0)}, GradOut{self.parent_grad(1)}, GradOut{self.parent_grad(2)},

@@ -7,6 +7,7 @@
 // autograd op around it, when fused kernels are on.
 #pragma once
 #include <cstdint>
+#include <vector>
 
 #include "autograd/kernels/dropout.h"
 #include "autograd/kernels/grad_out.h"
@@ -26,8 +27,12 @@ struct AttentionDims {
 // rows of k and v are read. allowed (B, T, S): 1 = query t may attend to key s, or nullptr for
 // no mask. A query with no allowed key gets weight 0 everywhere (and output 0). precision: the
 // format the two products (Q K^T and P V) read their inputs in; softmax, P and out are fp32.
+// kv_slot (B entries), or nullptr: batch element b reads k and v at slot kv_slot[b], their first
+// index, instead of at b, so k and v may hold fewer (or more) than B sequences: beam search's
+// hypotheses share their sentence's memory keys and values without a copy (models/decoder_cache.h).
 void attention_forward(float* out, float* P, const float* q, const float* k, const float* v, const uint8_t* allowed,
-                       const AttentionDims& d, const DropoutDraws& drop, Precision precision = Precision::fp32);
+                       const AttentionDims& d, const DropoutDraws& drop, Precision precision = Precision::fp32,
+                       const int64_t* kv_slot = nullptr);
 
 // dq (B, T, D), dk and dv (B, kv_rows, D) from dout (B, T, D) and the forward's P; only the first
 // S rows of dk and dv are written, so they must add (GradOut::add). A GradOut with no data is
@@ -39,11 +44,14 @@ void attention_backward(GradOut dq, GradOut dk, GradOut dv, const float* dout, c
 // The autograd op: q (B, T, D), k and v (B, kv_rows, D), attending to their first `keys` rows;
 // allowed a dense (B, T, keys) mask or empty. Shapes are the caller's to check. Draws dropout's
 // seed when dropout_p > 0; reads matmul_precision() and keeps it for the backward.
+// With kv_slot (B entries, each < k's first size) k and v are (slots, kv_rows, D), read as above;
+// no graph is recorded then (decoding only: the caller refuses it while grad mode is on, as the
+// backward would add several queries' gradients into one slot's rows from different threads).
 struct AttentionResult {
     Tensor out;       // (B, T, D)
     Tensor weights;   // (B, H, T, keys), before dropout; no gradient
 };
 AttentionResult attention(const Tensor& q, const Tensor& k, const Tensor& v, int64_t heads, const Mask& allowed,
-                          float dropout_p, int64_t keys);
+                          float dropout_p, int64_t keys, const std::vector<int64_t>& kv_slot = {});
 
 }  // namespace autograd::kernels
