@@ -19,6 +19,7 @@
 #include "autograd/autograd.h"
 #include "examples/common/args.h"
 #include "examples/common/kept_epochs.h"
+#include "examples/common/memory_report.h"
 #include "examples/common/progress.h"
 #include "examples/common/saved_model.h"
 #include "examples/common/training_log.h"
@@ -45,6 +46,7 @@ struct Options {
     int batch_tokens = -1;   // -1: 1000 for --data, sentence batches (--batch) for the toy corpus
     float label_smoothing = 0.1f;
     bool bleu_lowercase = false, use_stdin = false, no_kv_cache = false;
+    bool memory_report = false;    // a line of memory figures after each phase of the run
     bool no_tie_weights = false;   // neither it nor --tie-weights: tied exactly when the vocabulary is shared
     std::string save = "translation.safetensors", load, translate, attention, plot;
 };
@@ -90,6 +92,9 @@ Options parse_options(int argc, char** argv) {
     p.flag("--no-kv-cache", &o.no_kv_cache, "decode by re-running the decoder over the whole prefix at every step "
                                             "(the simple O(T^2) reference) instead of with the key/value cache");
     p.add("--attention", &o.attention, "write the encoder-decoder attention of the translated sentence to PATH (SVG)", "PATH");
+    p.flag("--memory-report", &o.memory_report,
+           "print the memory held after each phase (data, each epoch's training and validation, test decoding): "
+           "tensor bytes live and at their peak, the process's RSS and peak RSS, and what the corpus takes");
     p.add("--plot", &o.plot, "write training and validation loss curves to PATH (SVG)", "PATH");
     p.parse(argc, argv);
     if ((!o.translate.empty() || o.use_stdin) && o.load.empty()) p.fail("--translate and --stdin need --load PATH");
@@ -119,6 +124,26 @@ void print_setup(const data::TranslationData& d, const models::Transformer& mode
     if (o.batch_tokens > 0) std::printf("batches of about %d source and %d target tokens (padding included)\n", o.batch_tokens, o.batch_tokens);
 }
 
+// The heap bytes of the corpus as the run holds it (payloads only, not malloc's own overhead).
+std::string corpus_bytes(const data::TranslationData& d, const std::vector<std::vector<size_t>>& batches) {
+    auto text = [](const std::vector<data::Pair>& pairs) {
+        double bytes = static_cast<double>(pairs.capacity() * sizeof(data::Pair));
+        for (const data::Pair& p : pairs)
+            for (const std::string* s : {&p.src, &p.tgt})
+                if (s->capacity() > 15) bytes += static_cast<double>(s->capacity() + 1);   // longer than the inline buffer
+        return bytes;
+    };
+    auto ids = [](const std::vector<data::Example>& examples) {
+        double bytes = static_cast<double>(examples.capacity() * sizeof(data::Example));
+        for (const data::Example& e : examples) bytes += static_cast<double>((e.src.capacity() + e.tgt.capacity()) * sizeof(int32_t));
+        return bytes;
+    };
+    double batch_bytes = static_cast<double>(batches.capacity() * sizeof(batches[0]));
+    for (const auto& b : batches) batch_bytes += static_cast<double>(b.capacity() * sizeof(size_t));
+    return "text " + common::megabytes(text(d.text.train) + text(d.text.valid) + text(d.text.test)) + ", ids " +
+           common::megabytes(ids(d.train) + ids(d.valid)) + ", batches " + common::megabytes(batch_bytes);
+}
+
 // This epoch's batches: by --batch-tokens, grouped anew every epoch; else fixed sentence batches.
 std::vector<std::vector<size_t>> epoch_batches(const data::TranslationData& d, const Options& o, autograd::Rng& rng) {
     return o.batch_tokens > 0 ? data::token_batches(d.train, o.batch_tokens, &rng) : data::length_batches(d.train, o.batch);
@@ -136,10 +161,12 @@ void save_checkpoint(const models::Transformer& model, const data::TextCodec& co
 // After an epoch: the validation loss, the epoch's line, and the parameters kept for the test
 // (--save writes them too) if they are the best so far, or for --average-last.
 void end_epoch(models::Transformer& model, const data::TranslationData& d, const Options& o, int epoch,
-               common::TrainingLog& log, common::KeptEpochs& kept) {
+               common::TrainingLog& log, common::KeptEpochs& kept, const common::MemoryReport& memory) {
     const double valid_loss = eval::mean_loss(model, d.valid, o.batch, o.batch_tokens);
+    memory.phase("validation " + std::to_string(epoch));
     const bool best = kept.add(model, epoch, valid_loss);
     if (best && !o.save.empty()) save_checkpoint(model, d.codec, epoch, valid_loss, o.save);
+    memory.phase("kept and saved " + std::to_string(epoch));
     log.add_valid(valid_loss);
     char line[200];
     std::snprintf(line, sizeof line, "epoch %2d  train loss %.4f (label-smoothed)  valid loss %.4f  %s  %.0f s", epoch,
@@ -153,14 +180,16 @@ const char* path_name(const Options& o) { return o.no_kv_cache ? "recomputing th
 // BLEU and exact match on the test split, greedy and (with --beam) beam search. `what` names the
 // model scored ("test": the best epoch's; "averaged test": --average-last).
 void report_test(models::Transformer& model, const data::TranslationData& d, const Options& o, const common::TrainingLog& log,
-                 const std::string& what = "test") {
+                 const common::MemoryReport& memory, const std::string& what = "test") {
     const char* w = what.c_str();
     const eval::Score greedy = eval::score(model, d.codec, d.text.test, 0, o.bleu_lowercase, !o.no_kv_cache);
+    memory.phase(what + " greedy");
     std::printf("%s greedy: BLEU %.1f, exact match %.1f%%  [%s]\n", w, greedy.bleu.score, greedy.exact, data::to_string(greedy.bleu).c_str());
     for (size_t i = 0; i < std::min<size_t>(3, d.text.test.size()); i++)
         std::printf("  src: %s\n  ref: %s\n  out: %s\n", d.text.test[i].src.c_str(), d.text.test[i].tgt.c_str(),
                     greedy.hypotheses[i].c_str());
     const eval::Score final_score = o.beam > 0 ? eval::score(model, d.codec, d.text.test, o.beam, o.bleu_lowercase, !o.no_kv_cache) : greedy;
+    if (o.beam > 0) memory.phase(what + " beam");
     if (o.beam > 0)
         std::printf("%s beam %d: BLEU %.1f, exact match %.1f%%  [%s]\n", w, o.beam, final_score.bleu.score, final_score.exact,
                     data::to_string(final_score.bleu).c_str());
@@ -206,6 +235,7 @@ int main(int argc, char** argv) {
     Options o = parse_options(argc, argv);
     try {
         autograd::FusedKernelsGuard fused_kernels(!o.train.reference);   // --reference: each layer's plain form
+        const common::MemoryReport memory(o.memory_report);
         if (!o.load.empty()) return translate_with_checkpoint(o);
 
         // 1) data: sentence pairs -> vocabularies -> id sequences -> batches of similar length
@@ -214,6 +244,7 @@ int main(int argc, char** argv) {
         if (o.epochs < 0) o.epochs = o.corpus.data.empty() ? 10 : data::default_epochs(d.train.size());
         autograd::Rng shuffle_rng(o.train.seed ^ 0x5eedULL);   // batch composition and order, every epoch
         std::vector<std::vector<size_t>> batches = epoch_batches(d, o, shuffle_rng);
+        memory.phase("data", corpus_bytes(d, batches));
 
         // 2) model, optimizer, learning-rate schedule
         autograd::manual_seed(o.train.seed);   // model init and dropout
@@ -224,6 +255,7 @@ int main(int argc, char** argv) {
         optim::Adam opt(model.parameters(), {.lr = 0.0f, .beta1 = 0.9f, .beta2 = 0.98f, .eps = 1e-9f});
         optim::NoamSchedule sched(opt, model.cfg.d_model, o.train.warmup, o.train.lr_factor);   // sets opt's lr every step
         print_setup(d, model, batches.size(), o);
+        memory.phase("model");
 
         // 3) train; keep the parameters of the epoch with the best validation loss, and the last --average-last
         common::TrainingLog log(o.epochs * static_cast<int>(batches.size()));
@@ -242,7 +274,8 @@ int main(int argc, char** argv) {
                 log.step(loss.item(), static_cast<double>(b.ntokens), {{"epoch", std::to_string(epoch)},
                          {"loss", common::format_value(loss.item())}, {"lr", common::format_value(lr, 3)}});
             }
-            end_epoch(model, d, o, epoch, log, kept);
+            memory.phase("training " + std::to_string(epoch));
+            end_epoch(model, d, o, epoch, log, kept, memory);
         }
         log.finish();
         kept.restore_best(model);
@@ -252,11 +285,11 @@ int main(int argc, char** argv) {
         if (!o.plot.empty()) log.plot(o.plot, "Translation: loss per target token", "train (per batch, label-smoothed)");
 
         // 4) test: BLEU and exact match, greedy and beam
-        report_test(model, d, o, log);
+        report_test(model, d, o, log, memory);
         if (kept.averaging()) {
             kept.average_last_into(model);
             std::printf("averaged the parameters of the last %zu epochs\n", kept.last_size());
-            report_test(model, d, o, log, "averaged test");
+            report_test(model, d, o, log, memory, "averaged test");
         }
     } catch (const std::exception& e) {
         std::fprintf(stderr, "translation: %s\n", e.what());

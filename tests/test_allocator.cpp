@@ -33,6 +33,17 @@ TEST_CASE("allocator: 64-byte aligned blocks, live bytes counted, peak remembere
     CHECK(memory_stats().live_bytes == before.live_bytes);
 }
 
+TEST_CASE("allocator: reset_peak_memory starts the peak anew from the live bytes") {
+    void* big = tensor_alloc(1 << 20);
+    tensor_free(big);
+    CHECK(memory_stats().peak_live_bytes >= memory_stats().live_bytes + (1 << 20));   // the freed block still counts
+    reset_peak_memory();
+    CHECK(memory_stats().peak_live_bytes == memory_stats().live_bytes);
+    void* small = tensor_alloc(1000);
+    CHECK(memory_stats().peak_live_bytes == memory_stats().live_bytes);   // 1024 bytes over the old live count
+    tensor_free(small);
+}
+
 TEST_CASE("allocator: live bytes balance after concurrent allocations from many threads") {
     const std::size_t live0 = memory_stats().live_bytes;
     #pragma omp parallel for num_threads(4)

@@ -826,3 +826,22 @@ TEST_CASE("translation --reference: says it runs the plain autograd ops, and tra
     }
     CHECK(number_after(fused.out, "epoch  2  train loss ") < number_after(fused.out, "epoch  1  train loss ") - 0.1);
 }
+
+TEST_CASE("translation --memory-report: a memory line after each phase, and the same losses and scores as without it") {
+    const Corpus c = write_corpus("translation-memory-report");
+    const RemoveOnExit cleanup{c.dir};
+    const ExampleRun plain = run_example("translation", tiny_run(c, {"--epochs", "2"}));
+    const ExampleRun report = run_example("translation", tiny_run(c, {"--epochs", "2", "--memory-report"}));
+    REQUIRE(plain.status == 0);
+    REQUIRE(report.status == 0);
+    CHECK(lines_starting(plain.out, "memory ") == 0);
+    // data, model, then training, validation, kept and saved for each of the 2 epochs, then the
+    // test's greedy and beam decoding
+    CHECK(lines_starting(report.out, "memory ") == 2 + 2 * 3 + 2);
+    for (const char* phase : {"memory data: ", "memory training 1: ", "memory validation 2: ", "memory test beam: "})
+        CHECK(line_starting(report.out, phase).find("MB peak | RSS ") != std::string::npos);
+    CHECK(line_starting(report.out, "memory data: ").find("| text ") != std::string::npos);   // what the corpus takes
+    // the report only reads the figures: the run is the same
+    for (const char* line : {"epoch  2 ", "test greedy: ", "test BLEU: "})
+        CHECK(line_starting(report.out, line).substr(0, 60) == line_starting(plain.out, line).substr(0, 60));
+}

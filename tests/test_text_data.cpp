@@ -11,6 +11,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include <unistd.h>   // getpid: temp file names unique to this run
@@ -144,6 +145,11 @@ TEST_CASE("Vocab: specials, frequency order, min_freq") {
     }
     SUBCASE("max_size caps the size, specials included") {
         CHECK(data::Vocab::build(sentences, 1, 5).tokens() == Tokens{"<pad>", "<bos>", "<eos>", "<unk>", "a"});
+    }
+    SUBCASE("from_counts: the counts given (as if 'b' were seen 5 times) order the tokens as build's do") {
+        const std::unordered_map<std::string, size_t> counts = {{"a", 3}, {"c", 2}, {"b", 5}, {"d", 1}, {"e", 1}};
+        CHECK(data::Vocab::from_counts(counts).tokens() == Tokens{"<pad>", "<bos>", "<eos>", "<unk>", "b", "a", "c", "d", "e"});
+        CHECK(data::Vocab::from_counts(counts, 2, 6).tokens() == Tokens{"<pad>", "<bos>", "<eos>", "<unk>", "b", "a"});
     }
     const data::Vocab empty;
     CHECK(empty.size() == 4);

@@ -69,4 +69,6 @@ void tensor_free(void* p) noexcept {
 
 MemoryStats memory_stats() { return {g_live.load(), g_peak.load()}; }
 
+void reset_peak_memory() { g_peak.store(g_live.load()); }
+
 }  // namespace autograd::kernels

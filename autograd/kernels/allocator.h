@@ -38,5 +38,8 @@ struct MemoryStats {
     std::size_t peak_live_bytes = 0;  // the most live_bytes has ever been
 };
 MemoryStats memory_stats();
+// Starts a new peak from what is live now: the peak of one phase of a run (data, training,
+// decoding) instead of the whole run's.
+void reset_peak_memory();
 
 }  // namespace autograd::kernels

@@ -154,9 +154,11 @@ TranslationData load_translation_data(const CorpusOptions& o) {
     // 4) vocabularies from the training pairs, then every pair as ids. A subword vocabulary is
     //    shared by both sides and holds the byte tokens, so any text can be encoded.
     if (d.codec.subwords) {
-        std::vector<std::vector<std::string>> both = src_tokens;
-        both.insert(both.end(), tgt_tokens.begin(), tgt_tokens.end());
-        const Vocab seen = Vocab::build(both, o.min_freq);
+        std::unordered_map<std::string, size_t> counts;   // over both sides, without copying them into one list
+        for (const auto* side : {&src_tokens, &tgt_tokens})
+            for (const auto& sentence : *side)
+                for (const std::string& t : sentence) counts[t]++;
+        const Vocab seen = Vocab::from_counts(counts, o.min_freq);
         autograd::io::json::Array tokens(seen.tokens().begin(), seen.tokens().end());
         for (const std::string& t : fallback_tokens())
             if (!seen.contains(t)) tokens.push_back(t);

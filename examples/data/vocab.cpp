@@ -24,27 +24,27 @@ void Vocab::add_(const std::string& token) {
 }
 
 Vocab Vocab::build(const std::vector<std::vector<std::string>>& sentences, size_t min_freq, size_t max_size) {
-    // 1) count
     std::unordered_map<std::string, size_t> counts;
-    for (const auto& sentence : sentences) {
-        for (const std::string& t : sentence) {
-            if (t.empty()) throw std::invalid_argument("Vocab::build: empty token");
-            if (!autograd::io::valid_utf8(t)) throw std::invalid_argument("Vocab::build: token is not valid UTF-8");
-            counts[t]++;
-        }
-    }
+    for (const auto& sentence : sentences)
+        for (const std::string& t : sentence) counts[t]++;
+    return from_counts(counts, min_freq, max_size);
+}
 
-    // 2) keep the frequent ones; sort by count (descending), then bytes: a total order, so the
+Vocab Vocab::from_counts(const std::unordered_map<std::string, size_t>& counts, size_t min_freq, size_t max_size) {
+    // 1) keep the frequent ones; sort by count (descending), then bytes: a total order, so the
     //    result does not depend on the hash map's iteration order
     Vocab v;
     std::vector<std::pair<std::string, size_t>> kept;
-    for (auto& [token, count] : counts)
+    for (const auto& [token, count] : counts) {
+        if (token.empty()) throw std::invalid_argument("Vocab::build: empty token");
+        if (!autograd::io::valid_utf8(token)) throw std::invalid_argument("Vocab::build: token is not valid UTF-8");
         if (count >= min_freq && !v.contains(token)) kept.emplace_back(token, count);
+    }
     std::sort(kept.begin(), kept.end(), [](const auto& a, const auto& b) {
         return a.second != b.second ? a.second > b.second : a.first < b.first;
     });
 
-    // 3) assign ids after the specials
+    // 2) assign ids after the specials
     for (const auto& [token, count] : kept) {
         if (max_size > 0 && v.size() >= max_size) break;
         v.add_(token);

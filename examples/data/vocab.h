@@ -35,6 +35,9 @@ public:
     // maps to that special. Throws std::invalid_argument on an empty or invalid-UTF-8 token.
     static Vocab build(const std::vector<std::vector<std::string>>& sentences, size_t min_freq = 1,
                        size_t max_size = 0);
+    // The same from counts already made (token -> times seen), e.g. over several lists of sentences
+    // without copying them into one.
+    static Vocab from_counts(const std::unordered_map<std::string, size_t>& counts, size_t min_freq = 1, size_t max_size = 0);
 
     int32_t id(const std::string& token) const;    // UNK when unknown
     const std::string& token(int32_t id) const;    // throws std::out_of_range on a bad id
