@@ -20,8 +20,11 @@ inline uint64_t splitmix64(uint64_t& state) { return splitmix64_mix(state += 0x9
 // A uniform number in [0, 1) that depends only on (seed, i): the i-th output of splitmix64 started
 // at seed, computed directly. A counter-based draw: element i of a dropout mask gets the same
 // decision whichever thread computes it, and the backward recomputes it instead of storing a mask.
+// The top 24 bits go to float through int32_t: they fit, so the value is the same, and a loop of
+// draws then vectorizes on AVX2 (it has no instruction for uint64 -> float; AVX-512 has).
 inline float counter_uniform(uint64_t seed, uint64_t i) {
-    return static_cast<float>(splitmix64_mix(seed + (i + 1) * 0x9e3779b97f4a7c15ULL) >> 40) * (1.0f / 16777216.0f);
+    const uint64_t top24 = splitmix64_mix(seed + (i + 1) * 0x9e3779b97f4a7c15ULL) >> 40;
+    return static_cast<float>(static_cast<int32_t>(top24)) * (1.0f / 16777216.0f);
 }
 
 // xoshiro256** (Blackman & Vigna): small state, fast, statistically strong; seeded via splitmix64.

@@ -7,6 +7,8 @@
 // test_threaded_kernels.cpp; a whole training run both ways in test_fused_kernels.cpp.
 #include <doctest/doctest.h>
 
+#include <cmath>
+#include <cstring>
 #include <limits>
 
 #include "autograd/autograd.h"
@@ -199,4 +201,31 @@ TEST_CASE("dropout: fused equals plain: the same elements dropped, forward and b
         CAPTURE(p);
         expect_fused_equals_plain([&](V v) { manual_seed(9); return nn::dropout(v[0], p, true); }, {x}, 0.0, 0.0);
     }
+}
+
+TEST_CASE("dropout: a dropped element is x * 0 in both paths, bit for bit: zero keeps x's sign, NaN stays NaN") {
+    // The kernels multiply by the keep factor (autograd/kernels/dropout.h), as the plain path's
+    // x * dropout_keep does: a negative x dropped gives -0, an inf or NaN gives NaN.
+    const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+    const int64_t n = 4096;
+    std::vector<float> xs(n);
+    for (int64_t i = 0; i < n; i++) xs[i] = i % 4 == 0 ? -1.5f : i % 4 == 1 ? 2.0f : i % 4 == 2 ? -inf : nan;
+    const Tensor x = Tensor::from_vector(xs, {n});
+    const float p = 0.5f;
+    manual_seed(31);
+    const Tensor fused = nn::dropout(x, p, true);
+    manual_seed(31);
+    const Tensor keep = dropout_keep({n}, p);
+    int64_t dropped = 0, differ = 0;
+    for (int64_t i = 0; i < n; i++) {
+        const float want = xs[i] * keep.data()[i], got = fused.data()[i];
+        differ += std::memcmp(&want, &got, sizeof(float)) != 0;
+        if (keep.data()[i] == 0.0f) {
+            dropped++;
+            if (i % 4 == 0) CHECK(std::signbit(got));   // -1.5 * 0 = -0
+            if (i % 4 >= 2) CHECK(std::isnan(got));     // -inf * 0 and NaN * 0 are NaN
+        }
+    }
+    CHECK(differ == 0);
+    CHECK(dropped > n / 4);   // p = 0.5: about half
 }

@@ -47,7 +47,7 @@ void attention_forward(float* out, float* P, const float* q, const float* k, con
             const float* Pused = Pbh;
             if (drop.active()) {
                 #pragma omp simd
-                for (int64_t i = 0; i < T * S; i++) dropped[i] = Pbh[i] * drop.keep(bh * T * S + i);
+                for (int64_t i = 0; i < T * S; i++) dropped[i] = Pbh[i] * drop.kept_factor(bh * T * S + i);
                 Pused = dropped.data();
             }
             gemm_in(precision, false, false, T, Dk, S, Pused, S, V, D, out + b * T * D + h * Dk, D, false);
@@ -80,7 +80,7 @@ void attention_backward(GradOut dq, GradOut dk, GradOut dv, const float* dout, c
             if (dropping) {   // the keep factors, drawn again from the seed, once for both uses
                 #pragma omp simd
                 for (int64_t i = 0; i < T * S; i++) {
-                    keep[i] = drop.keep(bh * T * S + i);
+                    keep[i] = drop.kept_factor(bh * T * S + i);
                     Pd[i] = Pbh[i] * keep[i];
                 }
                 Pused = Pd.data();

@@ -9,22 +9,20 @@ namespace autograd::kernels {
 DropoutDraws draw_dropout(float p) { return p > 0.0f ? DropoutDraws{p, default_rng().next_u64()} : DropoutDraws{}; }
 
 void dropout_forward(float* y, const float* x, int64_t n, const DropoutDraws& drop) {
-    const float p = drop.p, scale = drop.scale;   // locals: lets the loop vectorize
-    const uint64_t seed = drop.seed;
+    const DropoutDraws d = drop;   // a local copy: no store below can change it, so the loop vectorizes
     #pragma omp parallel for simd if (parallel: worth_threads(n, kDropoutParallelMin))   // branch-free: the mask is random
-    for (int64_t i = 0; i < n; i++) y[i] = counter_uniform(seed, i) < p ? 0.0f : x[i] * scale;
+    for (int64_t i = 0; i < n; i++) y[i] = x[i] * d.kept_factor(i);
 }
 
 void dropout_backward(GradOut dx, const float* dy, int64_t n, const DropoutDraws& drop) {
     if (!dx.data) return;
-    const float p = drop.p, scale = drop.scale;
-    const uint64_t seed = drop.seed;
+    const DropoutDraws d = drop;
     float* g = dx.data;
     const bool add = dx.add;
     // In the forward pass this was y = x * keep, keep = 0 or 1/(1-p) per element; so
     // dx = dy * keep, with the same keep decisions drawn again from the seed.
     #pragma omp parallel for simd if (parallel: worth_threads(n, kDropoutParallelMin))
-    for (int64_t i = 0; i < n; i++) g[i] = (add ? g[i] : 0.0f) + (counter_uniform(seed, i) >= p ? dy[i] * scale : 0.0f);
+    for (int64_t i = 0; i < n; i++) g[i] = (add ? g[i] : 0.0f) + dy[i] * d.kept_factor(i);
 }
 
 Tensor dropout(const Tensor& x, float p) {

@@ -15,8 +15,7 @@ void linear_forward(float* y, const float* x, const float* w, const float* b, co
     gemm_in(precision, false, true, rows, out, d.in, x, d.in, w, d.in, y, out, false);   // y = x W^T
     // the epilogue: bias, ReLU, dropout, in one pass over y
     const bool dropping = drop.active();
-    const float p = drop.p, scale = drop.scale;   // locals: lets the loop vectorize
-    const uint64_t seed = drop.seed;
+    const DropoutDraws dr = drop;   // a local copy: lets the loop vectorize
     #pragma omp parallel for if (worth_threads(rows * out, kLinearParallelMin))
     for (int64_t r = 0; r < rows; r++) {
         float* yr = y + r * out;
@@ -24,7 +23,7 @@ void linear_forward(float* y, const float* x, const float* w, const float* b, co
         for (int64_t j = 0; j < out; j++) {
             float v = yr[j] + (b ? b[j] : 0.0f);
             v = relu && v < 0.0f ? 0.0f : v;
-            if (dropping) v = counter_uniform(seed, r * out + j) < p ? 0.0f : v * scale;
+            if (dropping) v *= dr.kept_factor(r * out + j);
             yr[j] = v;
         }
     }
@@ -42,16 +41,17 @@ void linear_backward(GradOut dx, GradOut dw, GradOut db, const float* dy, const 
     if (relu || drop.active()) {
         masked.resize(n);
         float* m = masked.data();
-        const float p = drop.p, s = drop.scale;   // locals: lets the loops below vectorize
-        const uint64_t seed = drop.seed;
+        const DropoutDraws dr = drop;   // a local copy: lets the loops below vectorize
+        const float s = drop.scale;
         // Two branch-free loops rather than one with a test inside: a ReLU mask is ~50% random,
-        // and a mispredicted branch per element costs more than the rest of the loop.
+        // and a mispredicted branch per element costs more than the rest of the loop. Each
+        // multiplies dy by a selected factor (dropout.h says why that form).
         if (relu) {
             #pragma omp parallel for simd if (parallel: worth_threads(n, kLinearParallelMin))
-            for (int64_t i = 0; i < n; i++) m[i] = y[i] > 0.0f ? dy[i] * s : 0.0f;
+            for (int64_t i = 0; i < n; i++) m[i] = dy[i] * (y[i] > 0.0f ? s : 0.0f);
         } else {
             #pragma omp parallel for simd if (parallel: worth_threads(n, kLinearParallelMin))
-            for (int64_t i = 0; i < n; i++) m[i] = counter_uniform(seed, i) >= p ? dy[i] * s : 0.0f;
+            for (int64_t i = 0; i < n; i++) m[i] = dy[i] * dr.kept_factor(i);
         }
         g = m;
     }
