@@ -11,7 +11,9 @@
 #include <cstring>
 #include <vector>
 
+#include "autograd/kernels/busy_cores.h"
 #include "autograd/kernels/gemm.h"
+#include "autograd/kernels/gemm_dispatch.h"
 #include "autograd/kernels/threads.h"
 #include "gemm_problem.h"
 
@@ -187,6 +189,47 @@ TEST_CASE("gemm is bit-identical whatever the number of threads, and equal to ge
                     check_against_naive(p, true, kernel.fn);
                 }
     autograd::kernels::set_max_threads(saved);
+}
+
+TEST_CASE("gemm_pair_in: two products side by side on 2 threads give the bits of one after the other") {
+    using autograd::kernels::GemmCall;
+    const int saved = autograd::kernels::max_threads();
+    const bool watching = autograd::kernels::detail::busy_cores_watch();
+    autograd::kernels::detail::set_busy_cores_watch(false);   // a loaded test machine must not send it serial
+    auto call = [](Problem& p, std::vector<float>& C, bool acc) {
+        return GemmCall{p.ta, p.tb, p.M, p.N, p.K, p.A.data(), p.lda, p.B.data(), p.ldb, C.data(), p.ldc, acc};
+    };
+    // a Linear layer's backward at D = 128: dx = g W (NN) and dW = g^T x (TN), each ~26 Mflop
+    Problem dx(false, false, 800, 128, 128, 3, 21), dw(true, false, 128, 128, 800, 0, 22);
+    for (bool acc : {false, true}) {
+        CAPTURE(acc);
+        autograd::kernels::set_max_threads(1);
+        const std::vector<float> want_dx = dx.run_fast(acc), want_dw = dw.run_fast(!acc);
+        for (int threads : {1, 2, 3}) {
+            CAPTURE(threads);
+            autograd::kernels::set_max_threads(threads);
+            std::vector<float> got_dx = dx.C0, got_dw = dw.C0;
+            const int64_t before = autograd::kernels::detail::gemm_pairs_side_by_side.load();
+            autograd::kernels::gemm_pair_in(autograd::Precision::fp32, call(dx, got_dx, acc), call(dw, got_dw, !acc));
+            // side by side only on exactly 2 threads; 3 split each product as gemm() does
+            CHECK(autograd::kernels::detail::gemm_pairs_side_by_side.load() - before == (threads == 2 ? 1 : 0));
+            CHECK(std::memcmp(got_dx.data(), want_dx.data(), want_dx.size() * sizeof(float)) == 0);
+            CHECK(std::memcmp(got_dw.data(), want_dw.data(), want_dw.size() * sizeof(float)) == 0);
+        }
+    }
+    // Two products writing one buffer (a Linear called with x and W the same tensor accumulates
+    // both gradients into it) run one after the other, and the second adds to the first.
+    autograd::kernels::set_max_threads(2);
+    Problem a(false, false, 200, 150, 100, 0, 23), b(false, true, 200, 150, 100, 0, 24);
+    std::vector<float> shared = a.C0, want = a.run_fast(false);
+    b.C0 = want;
+    want = b.run_fast(true);
+    const int64_t before = autograd::kernels::detail::gemm_pairs_side_by_side.load();
+    autograd::kernels::gemm_pair_in(autograd::Precision::fp32, call(a, shared, false), call(b, shared, true));
+    CHECK(autograd::kernels::detail::gemm_pairs_side_by_side.load() == before);
+    CHECK(std::memcmp(shared.data(), want.data(), want.size() * sizeof(float)) == 0);
+    autograd::kernels::set_max_threads(saved);
+    autograd::kernels::detail::set_busy_cores_watch(watching);
 }
 
 TEST_CASE("gemm inside an outer parallel region (a batch of matmuls, one per thread)") {

@@ -1,7 +1,10 @@
 #include "autograd/kernels/gemm_dispatch.h"
 
+#include <algorithm>
+
 #include "autograd/kernels/gemm.h"
 #include "autograd/kernels/gemm_bf16.h"
+#include "autograd/kernels/gemm_driver.h"
 
 namespace autograd::kernels {
 
@@ -10,6 +13,52 @@ void gemm_in(Precision precision, bool trans_a, bool trans_b, int M, int N, int 
              float* C, int ldc, bool accumulate) {
     if (precision == Precision::bf16) gemm_bf16(trans_a, trans_b, M, N, K, A, lda, B, ldb, C, ldc, accumulate);
     else                              gemm(trans_a, trans_b, M, N, K, A, lda, B, ldb, C, ldc, accumulate);
+}
+
+void gemm_in(Precision precision, const GemmCall& g) {
+    gemm_in(precision, g.trans_a, g.trans_b, g.M, g.N, g.K, g.A, g.lda, g.B, g.ldb, g.C, g.ldc, g.accumulate);
+}
+
+namespace {
+double flops(const GemmCall& g) { return 2.0 * g.M * g.N * g.K; }
+
+// The floats a (rows x cols) matrix with leading dimension ld occupies, [begin, end).
+struct Span { const float *begin, *end; };
+Span span(const float* p, int rows, int cols, int ld) {
+    if (!p || rows == 0 || cols == 0) return {p, p};
+    return {p, p + gemm_driver::idx(rows - 1) * ld + cols};
+}
+bool overlap(Span a, Span b) { return a.begin < b.end && b.begin < a.end; }
+// Does g write memory that h reads or writes? Then they cannot run at once.
+bool writes_into(const GemmCall& g, const GemmCall& h) {
+    const Span c = span(g.C, g.M, g.N, g.ldc);
+    return overlap(c, span(h.C, h.M, h.N, h.ldc)) ||
+           overlap(c, h.trans_a ? span(h.A, h.K, h.M, h.lda) : span(h.A, h.M, h.K, h.lda)) ||
+           overlap(c, h.trans_b ? span(h.B, h.N, h.K, h.ldb) : span(h.B, h.K, h.N, h.ldb));
+}
+}  // namespace
+
+void gemm_pair_in(Precision precision, const GemmCall& first, const GemmCall& second) {
+    // Each product must be worth a thread: the bound of gemm.cpp's own teams (kMinParallelFlops).
+    constexpr double kMinFlopsEach = 2.0e6;
+    const bool independent = !writes_into(first, second) && !writes_into(second, first);   // e.g. x and W one tensor
+    if (!independent || max_threads() != 2 ||
+        !gemm_driver::use_threads(std::min(flops(first), flops(second)), kMinFlopsEach)) {
+        gemm_in(precision, first);
+        gemm_in(precision, second);
+        return;
+    }
+    // Inside the region each gemm() sees an active parallel region and runs on its own thread
+    // (gemm_driver::use_threads); run_team times the pair for busy_cores.h like any GEMM team.
+    gemm_driver::run_team([&](int nt, int tid) {
+        if (nt == 2) {
+            if (tid == 0) detail::gemm_pairs_side_by_side.fetch_add(1, std::memory_order_relaxed);
+            gemm_in(precision, tid == 0 ? first : second);
+        } else {   // the runtime gave one thread after all
+            gemm_in(precision, first);
+            gemm_in(precision, second);
+        }
+    });
 }
 
 }  // namespace autograd::kernels

@@ -7,6 +7,8 @@
 // and the fused linear and attention kernels. The precision is read once, where the op is
 // recorded (autograd::matmul_precision()), and kept for its backward.
 #pragma once
+#include <atomic>
+#include <cstdint>
 
 #include "autograd/mixed_precision.h"
 
@@ -16,5 +18,30 @@ namespace autograd::kernels {
 void gemm_in(Precision precision, bool trans_a, bool trans_b, int M, int N, int K,
              const float* A, int lda, const float* B, int ldb,
              float* C, int ldc, bool accumulate);
+
+// One product's arguments, in gemm_in's order.
+struct GemmCall {
+    bool trans_a, trans_b;
+    int M, N, K;
+    const float* A; int lda;
+    const float* B; int ldb;
+    float* C; int ldc;
+    bool accumulate;
+};
+void gemm_in(Precision precision, const GemmCall& g);   // the same, its arguments in one struct
+
+// Two independent products (neither reads what the other writes), such as a Linear layer's
+// backward: dx = g W and dW = g^T x, the same number of multiply-adds. With two threads each
+// product runs on a thread of its own, start to finish: one parallel region instead of two, no
+// barriers inside, no B panel packed together, and at small sizes (D = 128) the two threads
+// stay busier than when they split each product. Otherwise (one thread, more than two, small
+// products, busy cores) the two run one after the other, each on the whole team. C gets the
+// same bits either way: a product's sums do not depend on the thread that computes them.
+void gemm_pair_in(Precision precision, const GemmCall& first, const GemmCall& second);
+
+namespace detail {
+// Test hook: how many pairs gemm_pair_in has run side by side, one product per thread.
+inline std::atomic<int64_t> gemm_pairs_side_by_side{0};
+}  // namespace detail
 
 }  // namespace autograd::kernels
