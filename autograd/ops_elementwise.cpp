@@ -2,6 +2,7 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "autograd/detail.h"
 #include "autograd/ops.h"
 #include "autograd/kernels/parallel.h"
 
@@ -75,20 +76,27 @@ static Tensor binary_op(const Tensor& a, const Tensor& b, const char* op, F f, D
         const Node &na = *self.parents[0], &nb = *self.parents[1];
         const float *pa = na.data->data(), *pb = nb.data->data(), *py = self.data->data();
         const float* dy = self.grad.data();
-        float* ga = self.parent_grad(0);   // nullptr when that input needs no gradient
-        float* gb = self.parent_grad(1);
         if (na.shape == nb.shape) {        // fast path: every element is its own
             const int64_t n = self.numel();
-            if (ga) {
+            // A gradient that does not exist yet is stored into rather than zeroed and added to
+            // (grad_out.h), and each is written whole before the next is asked for: in a + a
+            // both are one buffer, and the second adds to the first (detail.h).
+            if (const kernels::GradOut ga = detail::parent_grad_to_write(self, 0); ga.data) {
+                float* g = ga.data;
+                const bool add = ga.add;
                 #pragma omp parallel for simd if (parallel: worth_threads(n, kElementwiseParallelMin))
-                for (int64_t i = 0; i < n; i++) ga[i] += dy[i] * dfa(pa[i], pb[i], py[i]);
+                for (int64_t i = 0; i < n; i++) g[i] = (add ? g[i] : 0.0f) + dy[i] * dfa(pa[i], pb[i], py[i]);
             }
-            if (gb) {
+            if (const kernels::GradOut gb = detail::parent_grad_to_write(self, 1); gb.data) {
+                float* g = gb.data;
+                const bool add = gb.add;
                 #pragma omp parallel for simd if (parallel: worth_threads(n, kElementwiseParallelMin))
-                for (int64_t i = 0; i < n; i++) gb[i] += dy[i] * dfb(pa[i], pb[i], py[i]);
+                for (int64_t i = 0; i < n; i++) g[i] = (add ? g[i] : 0.0f) + dy[i] * dfb(pa[i], pb[i], py[i]);
             }
             return;
         }
+        float* ga = self.parent_grad(0);   // nullptr when that input needs no gradient
+        float* gb = self.parent_grad(1);
         // serial walk: broadcast inputs receive several contributions, always in the same order
         for_each_broadcast(self.shape, na.shape, nb.shape, [&](int64_t i, int64_t ia, int64_t ib) {
             if (ga) ga[ia] += dy[i] * dfa(pa[ia], pb[ib], py[i]);
@@ -136,9 +144,11 @@ static Tensor unary_op(const Tensor& a, const char* op, F f, D dfdx) {
     for (int64_t i = 0; i < n; i++) py[i] = f(px[i]);
     record(y, {a}, op, [dfdx, n](Node& self) {
         const float *px = self.parent_data(0), *py = self.data->data(), *dy = self.grad.data();
-        float* dx = self.parent_grad(0);
+        const kernels::GradOut dx = detail::parent_grad_to_write(self, 0);   // stored into when new
+        float* g = dx.data;
+        const bool add = dx.add;
         #pragma omp parallel for simd if (parallel: worth_threads(n, kElementwiseParallelMin))
-        for (int64_t i = 0; i < n; i++) dx[i] += dy[i] * dfdx(px[i], py[i]);
+        for (int64_t i = 0; i < n; i++) g[i] = (add ? g[i] : 0.0f) + dy[i] * dfdx(px[i], py[i]);
     });
     return y;
 }

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <stdexcept>
+#include <vector>
 
 #include "autograd/kernels/parallel.h"
 
@@ -41,22 +42,36 @@ void Adam::step() {
     const float lr = lr_, b1 = opt_.beta1, b2 = opt_.beta2, eps = opt_.eps;
     const float l2 = decoupled_ ? 0.0f : opt_.weight_decay;           // added to g
     const float decay = decoupled_ ? 1.0f - lr * opt_.weight_decay : 1.0f;   // multiplies p
+    struct Update {
+        const float* g;
+        float *p, *m, *v;
+        int64_t n;
+        float bc1, bc2;   // this parameter's bias corrections, 1 - beta^t
+    };
+    std::vector<Update> updates;
+    int64_t total = 0;
     for (size_t i = 0; i < params_.size(); i++) {
         const float* g = params_[i].grad_data();
         if (!g) continue;                                 // unused in the forward pass
         const int64_t t = ++param_steps_[i];
         const float bc1 = static_cast<float>(1.0 - std::pow(static_cast<double>(b1), static_cast<double>(t)));
         const float bc2 = static_cast<float>(1.0 - std::pow(static_cast<double>(b2), static_cast<double>(t)));
-        float* p = params_[i].data();
-        float* m = state(m_slot_, i);
-        float* v = state(v_slot_, i);
-        const int64_t n = params_[i].numel();
-        #pragma omp parallel for if (autograd::kernels::worth_threads(n, autograd::kernels::kOptimizerParallelMin))
-        for (int64_t j = 0; j < n; j++) {
+        updates.push_back({g, params_[i].data(), state(m_slot_, i), state(v_slot_, i), params_[i].numel(), bc1, bc2});
+        total += params_[i].numel();
+    }
+    // One parallel region for every parameter: each thread takes its share of each one's
+    // elements and goes on to the next without waiting (nowait; the parameters are
+    // independent). Most of a small model's parameters are too small for a team of their own.
+    #pragma omp parallel if (autograd::kernels::worth_threads(total, autograd::kernels::kOptimizerParallelMin))
+    for (const Update& u : updates) {
+        const float* g = u.g;
+        float *p = u.p, *m = u.m, *v = u.v;
+        #pragma omp for schedule(static) nowait
+        for (int64_t j = 0; j < u.n; j++) {
             const float gj = g[j] + l2 * p[j];
             m[j] = b1 * m[j] + (1.0f - b1) * gj;
             v[j] = b2 * v[j] + (1.0f - b2) * gj * gj;
-            const float m_hat = m[j] / bc1, v_hat = v[j] / bc2;
+            const float m_hat = m[j] / u.bc1, v_hat = v[j] / u.bc2;
             p[j] = p[j] * decay - lr * m_hat / (std::sqrt(v_hat) + eps);
         }
     }

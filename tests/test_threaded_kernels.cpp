@@ -391,6 +391,40 @@ TEST_CASE("threaded Adam and SGD updates: equal to the update rule evaluated in 
         }
         expect_close(got[0], Tensor::from_vector(want, {n}), 1e-5, 1e-6, "parameter after 3 steps");
     }
+    SUBCASE("Adam over parameters each too small for a team: one region for all of them per step") {
+        // five parameters of n/4 elements (below the threshold alone, above it together), each
+        // with its own gradient g = c * p; threads split each one's elements, no waiting between
+        const int64_t m = n / 4;
+        const float c[5] = {1.0f, -0.5f, 2.0f, 0.25f, 3.0f};
+        const auto got = same_on_1_and_2_threads([&] {
+            std::vector<Tensor> ps;
+            for (int k = 0; k < 5; k++) ps.push_back(Tensor::from_vector(std::vector<float>(start.data() + k * 7, start.data() + k * 7 + m), {m}).requires_grad_());
+            optim::Adam opt(ps, {.lr = 0.1f, .beta1 = 0.9f, .beta2 = 0.98f, .eps = 1e-9f});
+            for (int s = 0; s < 3; s++) {
+                opt.zero_grad();
+                for (int k = 0; k < 5; k++) ps[k].backward((ps[k] * c[k]).detach());
+                opt.step();
+            }
+            std::vector<Tensor> out;
+            for (const Tensor& p : ps) out.push_back(p.detach());
+            return out;
+        }, 3);   // one region per step, not one per parameter
+        for (int k = 0; k < 5; k++) {
+            CAPTURE(k);
+            std::vector<float> want(m);
+            for (int64_t i = 0; i < m; i++) {
+                double p = start.data()[k * 7 + i], mm = 0, v = 0;
+                for (int t = 1; t <= 3; t++) {
+                    const double g = c[k] * p;
+                    mm = 0.9 * mm + 0.1 * g;
+                    v = 0.98 * v + 0.02 * g * g;
+                    p -= 0.1 * (mm / (1 - std::pow(0.9, t))) / (std::sqrt(v / (1 - std::pow(0.98, t))) + 1e-9);
+                }
+                want[i] = static_cast<float>(p);
+            }
+            expect_close(got[k], Tensor::from_vector(want, {m}), 1e-5, 1e-6, "parameter after 3 steps");
+        }
+    }
     SUBCASE("SGD with Nesterov momentum and weight decay") {
         const auto got = same_on_1_and_2_threads(three_steps([](Tensor p) {
             return std::make_unique<optim::SGD>(std::vector<Tensor>{p}, optim::SGDOptions{.lr = 0.1f, .momentum = 0.9f, .weight_decay = 0.5f, .nesterov = true});
