@@ -1,6 +1,9 @@
 // Training-step benchmark: median time per step and tokens/s of the copy task's Transformer, plus
 // the process's peak resident memory. One configuration per run, so peak RSS is that config's:
 //   ./build/bench/bench_training default | d128 | paper  [steps] [--threads-1-vs-2]
+// "serial spells" at the end of the line counts the times the busy-cores watch
+// (autograd/kernels/busy_cores.h) found the threads waiting for a core and sent the kernels to
+// one thread for a while: a 2-thread median with several is partly a 1-thread one.
 // A "-bf16" suffix (paper-bf16, d128-bf16) trains under MixedPrecisionGuard: the Linear and
 // attention products in bf16 (docs/16), like torch_copy_task.py --bf16 (torch.autocast).
 // The configurations match bench/torch_copy_task.py (the same model and loop in PyTorch) run as
@@ -92,10 +95,11 @@ int main(int argc, char** argv) {
     rusage ru{};
     getrusage(RUSAGE_SELF, &ru);
     std::printf("%-10s N=%lld D=%-4lld F=%-4lld h=%lld B=%lld dropout=%.1f threads=%d | median %7.1f ms/step "
-                "(min %.1f, max %.1f, %lld steps) | %7.0f tokens/s | peak RSS %.0f MB (tensors %.0f MB)\n",
+                "(min %.1f, max %.1f, %lld steps) | %7.0f tokens/s | peak RSS %.0f MB (tensors %.0f MB) | serial spells %lld\n",
                 (name + (bf16 ? suffix : "")).c_str(), (long long)cfg.layers, (long long)cfg.d_model, (long long)cfg.d_ff, (long long)cfg.heads,
                 (long long)B, cfg.dropout, autograd::kernels::max_threads(), median, ms.front(), ms.back(), (long long)steps,
                 B * (L - 1) / (median / 1000.0), ru.ru_maxrss / 1024.0,
-                autograd::kernels::memory_stats().peak_live_bytes / 1048576.0);
+                autograd::kernels::memory_stats().peak_live_bytes / 1048576.0,
+                (long long)autograd::kernels::detail::busy_cores_state().serial_spells());
     return 0;
 }

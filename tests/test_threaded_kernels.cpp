@@ -445,7 +445,7 @@ TEST_CASE("threaded Adam and SGD updates: equal to the update rule evaluated in 
 
 // ---- busy_cores: teams give way to another program that keeps the cores busy
 
-TEST_CASE("busy_cores: a window of teams that waited over a third of it sends kernels to one thread for a while that doubles, then forgets") {
+TEST_CASE("busy_cores: two windows in a row whose teams waited over a third of them send kernels to one thread for a while that doubles, then forgets") {
     constexpr int64_t ms = 1000000, us = 1000, window = BusyCores::kWindowMs * ms;
     BusyCores watch;
     // an idle machine's teams: they waited a small share of their time, even with one hiccup
@@ -456,17 +456,29 @@ TEST_CASE("busy_cores: a window of teams that waited over a third of it sends ke
     CHECK_FALSE(watch.busy(t));
     CHECK(watch.backoff_ns() == 0);
 
-    // teams that waited 40% of a window: busy, once the window is full
+    // one busy window between windows on time is a hiccup: it decides nothing
+    watch.reset();
+    watch.report(t += ms, window, window / 2);
+    CHECK_FALSE(watch.busy(t));
+    watch.report(t += ms, window, window / 10);
+    watch.report(t += ms, window, window / 2);
+    CHECK_FALSE(watch.busy(t));
+    CHECK(watch.serial_spells() == 0);
+
+    // teams that waited 40% of two windows in a row: busy, once the second window is full
     watch.reset();   // an empty window
+    watch.report(t += ms, window, 2 * window / 5);     // the first busy window
     watch.report(t += ms, window / 2, window / 5);
     CHECK_FALSE(watch.busy(t));                        // not judged yet
     watch.report(t += ms, window / 2, window / 5);
+    CHECK(watch.serial_spells() == 1);
     CHECK(watch.backoff_ns() == BusyCores::kFirstBackoffMs * ms);
     CHECK(watch.busy(t));
     CHECK(watch.busy(t + BusyCores::kFirstBackoffMs * ms - 1));
     CHECK_FALSE(watch.busy(t + BusyCores::kFirstBackoffMs * ms));
 
-    // each busy window soon after doubles the while, up to kMaxBackoffMs
+    // after a decision, each try that finds the cores still busy decides at once (one window),
+    // doubling the while, up to kMaxBackoffMs
     int64_t expected = BusyCores::kFirstBackoffMs * ms;
     for (int i = 0; i < 8; i++) {
         t += expected;
@@ -478,22 +490,26 @@ TEST_CASE("busy_cores: a window of teams that waited over a third of it sends ke
         CHECK_FALSE(watch.busy(t + expected));
     }
     CHECK(watch.backoff_ns() == BusyCores::kMaxBackoffMs * ms);
-    // a window on time changes nothing; a busy one after kForgetMs without any starts over
+    // a window on time changes nothing; two busy ones after kForgetMs without any start over
     t += expected;
     watch.report(t, window, window / 4);
     CHECK_FALSE(watch.busy(t));
     CHECK(watch.backoff_ns() == BusyCores::kMaxBackoffMs * ms);
     t += BusyCores::kForgetMs * ms + 1;
     watch.report(t, window, window / 2);
+    CHECK_FALSE(watch.busy(t));
+    watch.report(t, window, window / 2);
     CHECK(watch.backoff_ns() == BusyCores::kFirstBackoffMs * ms);
 
-    // waits over a third of a whole window decide before the window is full
+    // waits over a third of a whole window judge it before it is full
     watch.reset();
+    watch.report(t, window, window / 2);           // a first busy window
     watch.report(t, window / 4, window / 4);       // 5 of 20 ms: not yet
     CHECK_FALSE(watch.busy(t));
     watch.report(t, window / 4, window / 8);       // 7.5 ms: over a third of 20
     CHECK(watch.busy(t));
     watch.reset();
+    watch.report(t, window, window / 2);
     for (int i = 0; i < 2; i++) watch.report(t, 4 * ms, 3 * ms);
     CHECK_FALSE(watch.busy(t));                    // 6 ms
     watch.report(t, 4 * ms, 3 * ms);
@@ -512,8 +528,8 @@ TEST_CASE("busy_cores: team_wait_ns adds the late start, the longest wait at the
 
 TEST_CASE("busy_cores: a thread that is late at a GEMM team's inner barrier is seen") {
     // Both threads start and finish together, but thread 1 reaches the barrier 3 ms after thread
-    // 0 (as when it is taken off its core in the middle of a product), in teams that fill a
-    // window: only the barrier's timing sees it.
+    // 0 (as when it is taken off its core in the middle of a product), in teams that fill two
+    // windows: only the barrier's timing sees it.
     if (!kOpenMP) {
         MESSAGE("skipped: built without OpenMP (make OPENMP=0), so no team ever waits");
         return;
@@ -522,7 +538,7 @@ TEST_CASE("busy_cores: a thread that is late at a GEMM team's inner barrier is s
     kernels::detail::busy_cores_state().reset();
     kernels::detail::set_busy_cores_watch(true);
     int team = 0;
-    for (int64_t filled = 0; filled <= BusyCores::kWindowMs * 1000000; filled += 3000000) {
+    for (int64_t filled = 0; filled <= 2 * BusyCores::kWindowMs * 1000000; filled += 3000000) {   // two windows
         gemm_driver::run_team([&](int nt, int tid) {
             if (tid == 1) {
                 const int64_t until = now_ns() + 3000000;
@@ -550,7 +566,8 @@ TEST_CASE("busy_cores: while the cores are busy, kernels run on the calling thre
     gemm(false, false, 301, 517, 203, a.data(), 203, b.data(), 517, c_team.data(), 517, false);
 
     kernels::detail::set_busy_cores_watch(true);
-    kernels::detail::busy_cores_state().report(now_ns(), BusyCores::kWindowMs * 1000000, BusyCores::kWindowMs * 800000);   // teams that waited 80% of a window
+    for (int i = 0; i < 2; i++)   // teams that waited 80% of two windows
+        kernels::detail::busy_cores_state().report(now_ns(), BusyCores::kWindowMs * 1000000, BusyCores::kWindowMs * 800000);
     CHECK(cores_busy());
     const Run busy = run_on(2, [&] { return std::vector<Tensor>{softmax(x)}; });
     gemm(false, false, 301, 517, 203, a.data(), 203, b.data(), 517, c_busy.data(), 517, false);

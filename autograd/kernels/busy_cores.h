@@ -12,14 +12,17 @@
 // from the first thread's start to the last one's, at the team's barriers inside (the longest
 // any one thread waited there), and from the first thread's finish to the last one's. The teams
 // are judged kWindowMs of regions at a time: when their threads waited more than kBusyShare of
-// that time, another program has the cores. (On the 2-core machine of docs/15 an idle machine's
-// teams waited 10-13% of their time, for uneven shares and the virtual machine's hiccups; beside
-// one or two busy programs, 62-77%.) Then for a while every kernel runs on the calling thread
-// alone, as one thread would, and then teams are tried again. The while starts at
-// kFirstBackoffMs and doubles with each busy window, up to kMaxBackoffMs; a busy window after
-// kForgetMs without one starts over. Being wrong costs little either way: a false alarm on an
-// idle machine runs one thread for 50 ms, a try that finds the cores still busy costs one
-// window. Results never change: every kernel gives the same bits on any number of threads.
+// that time in two windows in a row, another program has the cores. (On the 2-core machine of
+// docs/15 an idle machine's teams waited 10-13% of their time, for uneven shares and the virtual
+// machine's hiccups; beside one or two busy programs, 62-77%. One busy window alone is mostly a
+// hiccup, a core taken away for a few milliseconds: on the 2-core AVX2 VM of docs/15 that came
+// 1-5 times in a 5-second idle benchmark, and when one window decided, each false alarm sent the
+// kernels to one thread for 50 ms, doubling.) Then for a while every kernel runs on the calling
+// thread alone, as one thread would, and then teams are tried again. The while starts at
+// kFirstBackoffMs and doubles with each decision, up to kMaxBackoffMs; a decision after kForgetMs
+// without one starts over. Being wrong costs little either way: a false alarm on an idle machine
+// runs one thread for 50 ms, a try that finds the cores still busy costs one window. Results
+// never change: every kernel gives the same bits on any number of threads.
 #pragma once
 #include <algorithm>
 #include <atomic>
@@ -47,7 +50,14 @@ public:
         if (region < kWindowMs * 1000000 && kBusyShareDen * waited <= kBusyShareNum * kWindowMs * 1000000) return;
         region_sum_.store(0, std::memory_order_relaxed);    // (a report racing with this one may
         wait_sum_.store(0, std::memory_order_relaxed);      //  be lost: it does not matter)
-        if (kBusyShareDen * waited <= kBusyShareNum * region) return;   // the cores were there
+        if (kBusyShareDen * waited <= kBusyShareNum * region) {   // the cores were there
+            last_window_busy_.store(false, std::memory_order_relaxed);
+            return;
+        }
+        // A busy window: the first of a run may be a hiccup; the second decides. The flag stays
+        // set after a decision, so a try that finds the cores still busy decides at once.
+        if (!last_window_busy_.exchange(true, std::memory_order_relaxed)) return;
+        serial_spells_.fetch_add(1, std::memory_order_relaxed);
         const int64_t last = last_busy_ns_.exchange(now_ns, std::memory_order_relaxed);
         int64_t backoff = backoff_ns_.load(std::memory_order_relaxed);
         if (now_ns - last > kForgetMs * 1000000) backoff = 0;   // the first busy window in a while
@@ -58,17 +68,24 @@ public:
     // Should kernels run on the calling thread alone at now_ns?
     bool busy(int64_t now_ns) const { return now_ns < serial_until_ns_.load(std::memory_order_relaxed); }
     int64_t backoff_ns() const { return backoff_ns_.load(std::memory_order_relaxed); }
+    // How many times kernels were sent to one thread since the start (or reset): a benchmark
+    // reports it, since its 2-thread times are then partly 1-thread ones.
+    int64_t serial_spells() const { return serial_spells_.load(std::memory_order_relaxed); }
     void reset() {
         serial_until_ns_.store(0, std::memory_order_relaxed);
         backoff_ns_.store(0, std::memory_order_relaxed);
         last_busy_ns_.store(INT64_MIN / 2, std::memory_order_relaxed);
         region_sum_.store(0, std::memory_order_relaxed);
         wait_sum_.store(0, std::memory_order_relaxed);
+        last_window_busy_.store(false, std::memory_order_relaxed);
+        serial_spells_.store(0, std::memory_order_relaxed);
     }
 
 private:
     std::atomic<int64_t> serial_until_ns_{0}, backoff_ns_{0}, last_busy_ns_{INT64_MIN / 2};
     std::atomic<int64_t> region_sum_{0}, wait_sum_{0};   // the window being filled
+    std::atomic<bool> last_window_busy_{false};   // was the last window judged busy?
+    std::atomic<int64_t> serial_spells_{0};
 };
 
 // How long the threads of a team waited for one another, from the times each one started and
