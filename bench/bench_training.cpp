@@ -1,6 +1,6 @@
 // Training-step benchmark: median time per step and tokens/s of the copy task's Transformer, plus
 // the process's peak resident memory. One configuration per run, so peak RSS is that config's:
-//   ./build/bench/bench_training default | d128 | paper  [steps] [--threads-1-vs-2]
+//   ./build/bench/bench_training default | d128 | paper  [steps]
 // "serial spells" at the end of the line counts the times the busy-cores watch
 // (autograd/kernels/busy_cores.h) found the threads waiting for a core and sent the kernels to
 // one thread for a while: a 2-thread median with several is partly a 1-thread one.
@@ -10,12 +10,10 @@
 //   default: (ours only) N=2 D=128 F=256 h=4, B=128, no dropout  (the example's default)
 //   d128:    --d_model 128 --d_ff 512   (N=2, h=8, B=80, dropout 0.1)
 //   paper:   the defaults               (N=2, D=512, F=2048, h=8, B=80, dropout 0.1)
-// --threads-1-vs-2 runs the steps alternately on 1 and 2 threads in this one process (step 2k
-// on 1 thread, step 2k+1 on 2) and reports each one's median and the median of the per-pair
-// ratios: a machine whose speed drifts over seconds then changes both alike, where two separate
-// runs a few seconds apart can differ by 20% on a shared virtual machine. The busy-cores watch
-// (autograd/kernels/busy_cores.h) is off in this mode: at each switch to 2 threads the second
-// thread is asleep after a whole step unused, and its late start would read as a busy core.
+// To compare thread counts, alternate whole runs (OMP_NUM_THREADS=1, 2, 1, 2, ...) and take the
+// median of the per-pair ratios. (Alternating 1 and 2 threads step by step inside one process
+// read 1.6x where alternated runs read 1.85x: the 2-thread steps paid for caches the 1-thread
+// steps had warmed on one core, and for waking the second thread.)
 #include <sys/resource.h>
 #include "autograd/kernels/busy_cores.h"
 
@@ -51,11 +49,7 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "bench_training: unknown config '%s' (default, d128, paper; -bf16 suffix for mixed precision)\n", name.c_str());
         return 2;
     }
-    bool alternate = false;
-    for (int a = 2; a < argc; a++) {
-        if (std::strcmp(argv[a], "--threads-1-vs-2") == 0) alternate = true;
-        else steps = std::max(1, std::atoi(argv[a]));
-    }
+    if (argc > 2) steps = std::max(1, std::atoi(argv[2]));
     const int64_t L = 10, warmup = 3;
 
     autograd::manual_seed(0);
@@ -64,10 +58,8 @@ int main(int argc, char** argv) {
     optim::Adam opt(model.parameters(), {.lr = 0.0f, .beta1 = 0.9f, .beta2 = 0.98f, .eps = 1e-9f});
     optim::NoamSchedule sched(opt, cfg.d_model, 400, 0.5f);
     model.train();
-    std::vector<double> ms, ms_one, ms_two;   // ms_one/ms_two: with --threads-1-vs-2
-    if (alternate) steps *= 2, autograd::kernels::detail::set_busy_cores_watch(false);
+    std::vector<double> ms;
     for (int64_t s = 0; s < warmup + steps; s++) {
-        if (alternate) autograd::kernels::set_max_threads(s % 2 == 0 ? 1 : 2);
         const auto t0 = std::chrono::steady_clock::now();
         const models::Batch b = data::make_copy_batch(rng, 11, B, L);
         opt.zero_grad();   // first: last step's gradients are freed before this step's activations pile up
@@ -77,18 +69,6 @@ int main(int argc, char** argv) {
         opt.step();
         const double t = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
         if (s >= warmup) ms.push_back(t);
-        if (s >= warmup && alternate) (s % 2 == 0 ? ms_one : ms_two).push_back(t);
-    }
-    if (alternate) {
-        // pairs (step 2k on 1 thread, step 2k+1 on 2): ms_one[i] and ms_two[i] ran back to back
-        const size_t pairs = std::min(ms_one.size(), ms_two.size());
-        std::vector<double> ratio(pairs);
-        for (size_t i = 0; i < pairs; i++) ratio[i] = ms_one[i] / ms_two[i];
-        auto median_of = [](std::vector<double> v) { std::sort(v.begin(), v.end()); return v[v.size() / 2]; };
-        std::printf("%-10s threads 1 vs 2, alternating steps | 1 thread: median %.1f ms/step | 2 threads: median %.1f "
-                    "ms/step | 2 threads %.2fx as fast (median of %zu per-pair ratios)\n",
-                    (name + (bf16 ? suffix : "")).c_str(), median_of(ms_one), median_of(ms_two), median_of(ratio), pairs);
-        return 0;
     }
     std::sort(ms.begin(), ms.end());
     const double median = ms[ms.size() / 2];
