@@ -210,7 +210,12 @@ TEST_CASE("gemm_pair_in: two products side by side on 2 threads give the bits of
             autograd::kernels::set_max_threads(threads);
             std::vector<float> got_dx = dx.C0, got_dw = dw.C0;
             const int64_t before = autograd::kernels::detail::gemm_pairs_side_by_side.load();
-            autograd::kernels::gemm_pair_in(autograd::Precision::fp32, call(dx, got_dx, acc), call(dw, got_dw, !acc));
+            int then_ran = 0;   // `then` runs once, after the first product, on either path
+            autograd::kernels::gemm_pair_in(autograd::Precision::fp32, call(dx, got_dx, acc), call(dw, got_dw, !acc), [&] {
+                then_ran++;
+                CHECK(std::memcmp(got_dx.data(), want_dx.data(), want_dx.size() * sizeof(float)) == 0);
+            });
+            CHECK(then_ran == 1);
             // side by side only on exactly 2 threads; 3 split each product as gemm() does
             CHECK(autograd::kernels::detail::gemm_pairs_side_by_side.load() - before == (threads == 2 ? 1 : 0));
             CHECK(std::memcmp(got_dx.data(), want_dx.data(), want_dx.size() * sizeof(float)) == 0);

@@ -38,7 +38,7 @@ bool writes_into(const GemmCall& g, const GemmCall& h) {
 }
 }  // namespace
 
-void gemm_pair_in(Precision precision, const GemmCall& first, const GemmCall& second) {
+void gemm_pair_in(Precision precision, const GemmCall& first, const GemmCall& second, const std::function<void()>& then) {
     // Each product must be worth a thread: the bound of gemm.cpp's own teams (kMinParallelFlops).
     constexpr double kMinFlopsEach = 2.0e6;
     const bool independent = !writes_into(first, second) && !writes_into(second, first);   // e.g. x and W one tensor
@@ -46,6 +46,7 @@ void gemm_pair_in(Precision precision, const GemmCall& first, const GemmCall& se
         !gemm_driver::use_threads(std::min(flops(first), flops(second)), kMinFlopsEach)) {
         gemm_in(precision, first);
         gemm_in(precision, second);
+        if (then) then();
         return;
     }
     // Inside the region each gemm() sees an active parallel region and runs on its own thread
@@ -54,9 +55,11 @@ void gemm_pair_in(Precision precision, const GemmCall& first, const GemmCall& se
         if (nt == 2) {
             if (tid == 0) detail::gemm_pairs_side_by_side.fetch_add(1, std::memory_order_relaxed);
             gemm_in(precision, tid == 0 ? first : second);
+            if (tid == 0 && then) then();   // inside the region: any loop in it runs on this thread
         } else {   // the runtime gave one thread after all
             gemm_in(precision, first);
             gemm_in(precision, second);
+            if (then) then();
         }
     });
 }

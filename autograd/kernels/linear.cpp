@@ -57,13 +57,18 @@ void linear_backward(GradOut dx, GradOut dw, GradOut db, const float* dy, const 
     }
     const GemmCall dx_gemm{false, false, int(rows), int(in), int(out), g, int(out), w, int(in), dx.data, int(in), dx.add},   // dx = g W
                    dw_gemm{true, false, int(out), int(in), int(rows), g, int(out), x, int(in), dw.data, int(in), dw.add};   // dW = g^T x
-    if (dx.data && dw.data) gemm_pair_in(precision, dx_gemm, dw_gemm);   // side by side on two threads
-    else if (dx.data) gemm_in(precision, dx_gemm);
-    else if (dw.data) gemm_in(precision, dw_gemm);
-    if (db.data)   // db = sum over rows of g
+    auto bias_gradient = [&] {   // db = sum over rows of g
         column_sums<1>(rows, out, kLinearParallelMin, {db}, [g, out](int64_t r, int64_t j0, int64_t j1, float* const* sum) {
             for (int64_t j = j0; j < j1; j++) sum[0][j - j0] += g[r * out + j];
         });
+    };
+    if (dx.data && dw.data) {   // side by side on two threads, db on dx's thread while dW finishes
+        gemm_pair_in(precision, dx_gemm, dw_gemm, db.data ? std::function<void()>(bias_gradient) : nullptr);
+        return;
+    }
+    if (dx.data) gemm_in(precision, dx_gemm);
+    if (dw.data) gemm_in(precision, dw_gemm);
+    if (db.data) bias_gradient();
 }
 
 Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b, bool relu, float dropout_p) {

@@ -47,8 +47,9 @@ inline std::atomic<int64_t> threaded_regions{0};
 // On `parallel for simd` the `parallel:` matters: a plain `if` applies to the simd part as well
 // (OpenMP 5.0), so a loop below the threshold would also be asked not to vectorize.
 // While another program keeps the cores busy (busy_cores.h), no loop is: one thread does it all.
+// Nor is one inside another region (gemm_pair_in's), where no new team can start.
 inline bool worth_threads(int64_t work, int64_t min_work) {
-    if (work <= min_work || cores_busy()) return false;
+    if (work <= min_work || active_level() >= max_active_levels() || cores_busy()) return false;
     detail::threaded_regions.fetch_add(1, std::memory_order_relaxed);
     return true;
 }
