@@ -15,7 +15,6 @@
 // read 1.6x where alternated runs read 1.85x: the 2-thread steps paid for caches the 1-thread
 // steps had warmed on one core, and for waking the second thread.)
 #include <sys/resource.h>
-#include "autograd/kernels/busy_cores.h"
 
 #include <algorithm>
 #include <chrono>
@@ -24,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "autograd/kernels/busy_cores.h"
 #include "autograd/kernels/parallel.h"
 #include "autograd/mixed_precision.h"
 #include "examples/data/copy_task_data.h"

@@ -222,6 +222,21 @@ TEST_CASE("gemm_pair_in: two products side by side on 2 threads give the bits of
             CHECK(std::memcmp(got_dw.data(), want_dw.data(), want_dw.size() * sizeof(float)) == 0);
         }
     }
+    // With nested regions allowed, the pair takes turns (each product would start its own team
+    // inside the pair's), with the same bits.
+    {
+        autograd::kernels::set_max_threads(2);
+        const int saved_levels = autograd::kernels::max_active_levels();
+        autograd::kernels::set_max_active_levels(2);
+        std::vector<float> got_dx = dx.C0, got_dw = dw.C0;
+        const int64_t before = autograd::kernels::detail::gemm_pairs_side_by_side.load();
+        autograd::kernels::gemm_pair_in(autograd::Precision::fp32, call(dx, got_dx, false), call(dw, got_dw, false));
+        autograd::kernels::set_max_active_levels(saved_levels);
+        CHECK(autograd::kernels::detail::gemm_pairs_side_by_side.load() == before);
+        autograd::kernels::set_max_threads(1);
+        CHECK(got_dx == dx.run_fast(false));
+        CHECK(got_dw == dw.run_fast(false));
+    }
     // Two products writing one buffer (a Linear called with x and W the same tensor accumulates
     // both gradients into it) run one after the other, and the second adds to the first.
     autograd::kernels::set_max_threads(2);

@@ -3,12 +3,14 @@
 //
 // One dropout draws one 64-bit seed from the default generator; element i (its flat index in the
 // tensor being dropped) is then kept iff counter_uniform(seed, i) >= p (a hash of seed and i,
-// autograd/random.h), and a kept element is scaled by 1/(1-p). Every path multiplies by the
-// factor, y = x * keep(i), as PyTorch does: a dropped element is x * 0 (a zero with x's sign,
-// NaN if x is inf or NaN). Written as a multiply by a selected constant, the loops vectorize;
-// a select between x * scale and 0 does not on AVX2 (g++ 12), and ran 3x slower there. The decision for element i does
+// autograd/random.h), and a kept element is scaled by 1/(1-p). The decision for element i does
 // not depend on which thread computes it, and the backward recomputes it instead of storing a
 // mask. The plain path's autograd::dropout_keep (ops.h) makes the same factors as a tensor.
+//
+// Every path multiplies by the factor, y = x * keep(i), as PyTorch does: a dropped element is
+// x * 0 (a zero with x's sign, NaN if x is inf or NaN). Written as a multiply by a selected
+// constant the kernels' loops vectorize; a select between x * scale and 0 stays scalar on AVX2
+// with g++ 12, 3x slower (docs/15).
 #pragma once
 #include <cstdint>
 

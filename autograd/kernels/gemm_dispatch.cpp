@@ -42,7 +42,10 @@ void gemm_pair_in(Precision precision, const GemmCall& first, const GemmCall& se
     // Each product must be worth a thread: the bound of gemm.cpp's own teams (kMinParallelFlops).
     constexpr double kMinFlopsEach = 2.0e6;
     const bool independent = !writes_into(first, second) && !writes_into(second, first);   // e.g. x and W one tensor
-    if (!independent || max_threads() != 2 ||
+    // With nested regions allowed (OMP_MAX_ACTIVE_LEVELS > 1) each product would start a team of
+    // its own inside the pair's: more threads than cores. Then the products take turns instead.
+    const bool nested_teams = max_active_levels() > active_level() + 1;
+    if (!independent || nested_teams || max_threads() != 2 ||
         !gemm_driver::use_threads(std::min(flops(first), flops(second)), kMinFlopsEach)) {
         gemm_in(precision, first);
         gemm_in(precision, second);
