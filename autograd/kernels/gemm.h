@@ -33,6 +33,17 @@ void gemm_naive(bool trans_a, bool trans_b, int M, int N, int K,
                 const float* A, int lda, const float* B, int ldb,
                 float* C, int ldc, bool accumulate);
 
+// One product's arguments, in gemm()'s order: what the GEMM drivers pass around, and what
+// gemm_pair_in (gemm_dispatch.h) takes two of.
+struct GemmCall {
+    bool trans_a, trans_b;
+    int M, N, K;
+    const float* A; int lda;
+    const float* B; int ldb;
+    float* C; int ldc;
+    bool accumulate;
+};
+
 // The micro-kernels (gemm_micro_kernel.h): one per instruction set. A build contains the portable
 // one and those its compiler flags enable (make ARCH=...); gemm() uses the first of the list.
 enum class GemmKernel { avx512, avx2_fma, neon, portable };

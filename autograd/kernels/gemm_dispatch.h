@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <functional>
 
+#include "autograd/kernels/gemm.h"
 #include "autograd/mixed_precision.h"
 
 namespace autograd::kernels {
@@ -20,16 +21,7 @@ void gemm_in(Precision precision, bool trans_a, bool trans_b, int M, int N, int 
              const float* A, int lda, const float* B, int ldb,
              float* C, int ldc, bool accumulate);
 
-// One product's arguments, in gemm_in's order.
-struct GemmCall {
-    bool trans_a, trans_b;
-    int M, N, K;
-    const float* A; int lda;
-    const float* B; int ldb;
-    float* C; int ldc;
-    bool accumulate;
-};
-void gemm_in(Precision precision, const GemmCall& g);   // the same, its arguments in one struct
+void gemm_in(Precision precision, const GemmCall& g);   // the same, its arguments in one struct (gemm.h)
 
 // Two independent products (neither reads what the other writes), such as a Linear layer's
 // backward: dx = g W and dW = g^T x, the same number of multiply-adds. With two threads each

@@ -6,6 +6,7 @@
 #include <new>
 
 #include "autograd/kernels/busy_cores.h"
+#include "autograd/kernels/gemm.h"
 #include "autograd/kernels/threads.h"
 
 namespace autograd::kernels::gemm_driver {
@@ -90,13 +91,6 @@ void run_team(ThreadFn thread) {
     report_team(start, arrive, at_barriers, finish, team < kTimed ? team : kTimed);
 }
 
-struct Args {  // one gemm() or gemm_bf16() call's arguments
-    bool trans_a, trans_b;
-    int M, N, K;
-    const float* A; int lda;
-    const float* B; int ldb;
-    float* C; int ldc;
-    bool accumulate;
-};
+using Args = GemmCall;  // one gemm() or gemm_bf16() call's arguments (gemm.h)
 
 }  // namespace autograd::kernels::gemm_driver
