@@ -99,6 +99,23 @@ TEST_CASE("attention: fused equals plain: masks, several gemm tiles per head, dr
     }
 }
 
+// The kernel stores into a gradient that does not exist yet when q, k and v are three tensors,
+// and adds when two are one tensor: their gradients are one buffer, written head by head.
+TEST_CASE("attention: fused equals plain when q, k and v are one tensor, or two of them are") {
+    manual_seed(7);
+    const int64_t B = 2, H = 2, T = 5, D = 8;
+    const Tensor x = param({B, T, D}), y = param({B, T, D});
+    for (float p : {0.0f, 0.25f}) {
+        CAPTURE(p);
+        auto self = [&](V v) { manual_seed(8); return nn::scaled_dot_product_attention(v[0], v[0], v[0], H, Mask(), p, true); };
+        expect_fused_equals_plain(self, {x}, 1e-5, 1e-6);
+        auto kv_one = [&](V v) { manual_seed(8); return nn::scaled_dot_product_attention(v[0], v[1], v[1], H, Mask(), p, true); };
+        expect_fused_equals_plain(kv_one, {x, y}, 1e-5, 1e-6);
+        auto qk_one = [&](V v) { manual_seed(8); return nn::scaled_dot_product_attention(v[0], v[0], v[1], H, Mask(), p, true); };
+        expect_fused_equals_plain(qk_one, {x, y}, 1e-5, 1e-6);
+    }
+}
+
 TEST_CASE("attention over a prefix of k and v (keys): fused = plain = attention over a copy of the prefix") {
     const int64_t B = 2, H = 2, T = 3, S_alloc = 7, D = 8;
     manual_seed(11);

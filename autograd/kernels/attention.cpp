@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 
+#include "autograd/detail.h"
 #include "autograd/kernels/allocator.h"
 #include "autograd/kernels/gemm_dispatch.h"
 #include "autograd/kernels/parallel.h"
@@ -115,10 +116,17 @@ AttentionResult attention(const Tensor& q, const Tensor& k, const Tensor& v, int
                       d, drop, precision, kv_slot.empty() ? nullptr : kv_slot.data());
     if (!kv_slot.empty()) return {out, weights};   // decoding: no graph (see attention.h)
     record(out, {q, k, v}, "attention", [d, drop, weights, precision](Node& self) {
-        // add (+=): q, k and v may be one tensor, and the kernel writes them interleaved, per head
-        attention_backward(GradOut{self.parent_grad(0)}, GradOut{self.parent_grad(1)}, GradOut{self.parent_grad(2)},
-                           self.grad.data(), self.parent_data(0), self.parent_data(1), self.parent_data(2), weights.data(), d,
-                           drop, precision);
+        // q, k and v are usually three tensors (three projections), and the kernel writes every
+        // element of their gradients: a gradient that does not exist yet is stored into, not
+        // zeroed first (a pass over 3 x B x T x D floats, on the calling thread). It must add
+        // (+=) when two of them are one tensor (the kernel writes them interleaved, per head) or
+        // when k and v have rows past `keys` (those get nothing, so they must hold zeros).
+        const auto& in = self.parents;
+        const bool store = in[0] != in[1] && in[1] != in[2] && in[0] != in[2] && d.S == d.kv_rows;
+        auto grad = [&](size_t i) { return store ? autograd::detail::parent_grad_to_write(self, i) : GradOut{self.parent_grad(i)}; };
+        const GradOut dq = grad(0), dk = grad(1), dv = grad(2);
+        attention_backward(dq, dk, dv, self.grad.data(), self.parent_data(0), self.parent_data(1), self.parent_data(2),
+                           weights.data(), d, drop, precision);
     });
     return {out, weights};
 }

@@ -35,8 +35,9 @@ void attention_forward(float* out, float* P, const float* q, const float* k, con
                        const int64_t* kv_slot = nullptr);
 
 // dq (B, T, D), dk and dv (B, kv_rows, D) from dout (B, T, D) and the forward's P; only the first
-// S rows of dk and dv are written, so they must add (GradOut::add). A GradOut with no data is
-// skipped. The four products use `precision`, as the forward did; the softmax backward is fp32.
+// S rows of dk and dv are written, so with kv_rows > S they must add (GradOut::add), and so must
+// any two that are one buffer (each head's columns are written in turn). A GradOut with no data
+// is skipped. The four products use `precision`, as the forward did; the softmax backward is fp32.
 void attention_backward(GradOut dq, GradOut dk, GradOut dv, const float* dout, const float* q, const float* k,
                         const float* v, const float* P, const AttentionDims& d, const DropoutDraws& drop,
                         Precision precision = Precision::fp32);
