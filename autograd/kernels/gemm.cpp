@@ -184,10 +184,34 @@ ThreadGrid choose_grid(int ms, int ns, int nt) {
     return best;
 }
 
+// Two threads that split a panel's rows take them from the two ends, a block of slivers at a
+// time, until they meet: thread 0 from the top, thread 1 from the bottom. A fixed half each would
+// leave one waiting whenever the other is slowed (its core taken away for a while, data in the
+// other core's cache): at D = 128 about 5% of a training step went to that wait. Mostly each
+// thread still gets the rows it would have had. `ends` packs the first untaken sliver (low 32
+// bits) and one past the last (high 32 bits), so that one compare-and-swap takes a block.
+struct RowClaims {
+    std::atomic<uint64_t> ends{0};
+    void reset(int slivers) { ends.store(uint64_t(uint32_t(slivers)) << 32, std::memory_order_relaxed); }
+    // The next block of at most `block` slivers from this end, or an empty range when none are left.
+    Range take(int block, bool from_top) {
+        uint64_t cur = ends.load(std::memory_order_relaxed);
+        for (;;) {
+            const int lo = int(uint32_t(cur)), hi = int(cur >> 32);
+            if (lo >= hi) return {hi, hi};
+            const int n = std::min(block, hi - lo);
+            const Range r = from_top ? Range{lo, lo + n} : Range{hi - n, hi};
+            const uint64_t next = uint64_t(uint32_t(from_top ? hi : hi - n)) << 32 | uint32_t(from_top ? lo + n : lo);
+            if (ends.compare_exchange_weak(cur, next, std::memory_order_relaxed)) return r;
+        }
+    }
+};
+
 // Thread tid's share of the loop nest drawn at the top of this file; nt threads call it at once
-// (nt == 1: the whole serial algorithm). Bp is the team's shared B panel.
+// (nt == 1: the whole serial algorithm). Bp is the team's shared B panel;
+// claims its shared row claims (RowClaims), used when two threads split the rows.
 template <class Isa>
-void gemm_thread(const Args& g, float* Bp, int nt, int tid) {
+void gemm_thread(const Args& g, float* Bp, RowClaims& claims, int nt, int tid) {
     constexpr int MR = Isa::MR, NR = Isa::NR, KC = Isa::KC, MC = Isa::MC, NC = Isa::NC, kLanes = Isa::kLanes;
     static_assert(NR % kLanes == 0, "a micro-tile row is a whole number of vectors");
     static_assert(MC % MR == 0 && NC % NR == 0, "blocks are whole numbers of slivers");
@@ -218,9 +242,13 @@ void gemm_thread(const Args& g, float* Bp, int nt, int tid) {
             // complete. To re-measure: bench_gemm's TN rows (the dW products) against NN and NT.
             const bool in_place = tn_in_place<Isa>();
             const bool b_in_place = in_place && g.trans_a && !g.trans_b;
+            // Two threads splitting the rows claim them from both ends (RowClaims). Not with B
+            // read in place: no barrier then orders one slice's claims before the next's.
+            const bool claiming = nt == 2 && grid.tn == 1 && !b_in_place;
             const int last = ns - 1;
             const float* edge = nullptr;
             if (!b_in_place) {
+                if (claiming && tid == 0) claims.reset(ms);   // the others see it after the barrier
                 const Range my_slivers = part(ns, nt, tid);
                 for (int t = my_slivers.begin; t < my_slivers.end; t++)
                     pack_b_sliver<NR>(g.trans_b, g.B, g.ldb, pc, kc, jc, nc, t, Bp);
@@ -231,9 +259,13 @@ void gemm_thread(const Args& g, float* Bp, int nt, int tid) {
                 edge = e;
             }
 
-            for (int s0 = my_rows.begin; s0 < my_rows.end; s0 += block_ms) {  // 3rd loop
+            // claimed blocks: ~1/16 of the rows each, so that the last one is a short wait
+            const int claim_ms = std::min(MC / MR, std::max(1, ceil_div(ms, 16)));
+            Range rows = claiming ? claims.take(claim_ms, tid == 0) : my_rows;
+            for (int s0 = rows.begin; s0 < rows.end;) {  // 3rd loop
+                const int s1 = claiming ? rows.end : std::min(s0 + block_ms, my_rows.end);
                 const int i0 = s0 * MR;
-                const int mc = std::min(std::min(s0 + block_ms, my_rows.end) * MR, g.M) - i0;
+                const int mc = std::min(s1 * MR, g.M) - i0;
                 // Not transposed, op(A)'s rows lie contiguous in memory and the micro-kernel
                 // reads full MR-row slivers in place; only a last, partial sliver is packed
                 // (zero-padded), so the kernel never reads past row M. Packing would cost a copy
@@ -277,6 +309,8 @@ void gemm_thread(const Args& g, float* Bp, int nt, int tid) {
                         }
                     }
                 }
+                if (claiming) rows = claims.take(claim_ms, tid == 0);
+                s0 = claiming ? rows.begin : s1;
             }
             // nobody may repack Bp for the next slice while others still read this one
             if (!b_in_place) team_barrier(nt);
@@ -291,11 +325,12 @@ void gemm_using(const Args& g) {
     const int nc_max = ceil_div(std::min(g.N, Isa::NC), Isa::NR) * Isa::NR;
     float* const Bp = tls_pack_b.get(std::size_t(std::min(g.K, Isa::KC)) * nc_max);
 
+    RowClaims claims;
     if (!use_threads(2.0 * g.M * g.N * g.K, kMinParallelFlops)) {
-        gemm_thread<Isa>(g, Bp, 1, 0);
+        gemm_thread<Isa>(g, Bp, claims, 1, 0);
         return;
     }
-    run_team([&](int nt, int tid) { gemm_thread<Isa>(g, Bp, nt, tid); });
+    run_team([&](int nt, int tid) { gemm_thread<Isa>(g, Bp, claims, nt, tid); });
 }
 
 }  // namespace
