@@ -14,7 +14,8 @@
 //      for jc in N, step NC                    5th loop: a panel of NC columns of C and op(B)
 //        for pc in K, step KC                  4th loop: a slice of KC of the sum
 //          pack op(B)[pc:+KC, jc:+NC] -> Bp    (KC x NC, L3; all threads pack it together)
-//          for ic in M, step MC                3rd loop (split among threads by rows of C)
+//          for ic in M, step MC                3rd loop (split among threads by rows of C;
+//                                              two threads claim blocks from both ends)
 //            pack op(A)[ic:+MC, pc:+KC] -> Ap  (MC x KC, stays in this core's L2)
 //            for jr in NC, step NR             2nd loop: one NR-wide sliver of Bp (KC x NR, L1)
 //              for ir in MC, step MR           1st loop: one MR-tall sliver of Ap
