@@ -30,7 +30,9 @@
 #   file:  the file to change, from the project's root
 #   from:  text that occurs exactly once in that file
 #   to:    what it becomes
-#   tests: (optional) doctest options that select the tests to try first, e.g. -sf=*test_bpe*
+#   tests: (optional) doctest options that select the tests to try first, e.g. -sf=*test_bpe*;
+#          split at blanks, so a blank inside a filter is written ?. Selecting no test is an
+#          error (status 2), as is a `from:` that does not occur once.
 #   equivalent: (optional) why the suite cannot and need not see it; such a survivor is reported
 #          but does not fail the run
 # Lines starting with # are comments. Values are taken literally after the colon and the blanks
@@ -137,8 +139,17 @@ for i in "${selected[@]}"; do
             fi
             if ! timeout 900 ./build/tests/run_tests --abort-after=1 "${opts[@]}" > "$work/.run.log" 2>&1; then
                 verdict=KILLED
-                caught=$(grep -m1 '^TEST CASE:' "$work/.run.log" | sed 's/^TEST CASE: *//')
+                # the test case whose check failed (or that crashed), not the first one that
+                # printed anything: a MESSAGE prints its test case's name too
+                caught=$(awk '/^TEST CASE:/ { name = $0; sub(/^TEST CASE: */, "", name) }
+                              /ERROR: |CRASHED/ && name != "" { print name; exit }' "$work/.run.log")
                 [ -n "$caught" ] || caught="the suite stopped: $(tail -1 "$work/.run.log")"
+                break
+            fi
+            # a `tests:` filter that selects no test case would leave the choice to the whole
+            # suite without a word (a filter with a space is split in two: write ? for it)
+            if [ $pass = first ] && grep -Eq '^\[doctest\] test cases: +0 ' "$work/.run.log"; then
+                verdict=BROKEN; caught="its tests: (${tests[$i]}) select no test case"
                 break
             fi
         done

@@ -188,9 +188,9 @@ ThreadGrid choose_grid(int ms, int ns, int nt) {
 // Two threads that split a panel's rows take them from the two ends, a block of slivers at a
 // time, until they meet: thread 0 from the top, thread 1 from the bottom. A fixed half each would
 // leave one waiting whenever the other is slowed (its core taken away for a while, data in the
-// other core's cache): at D = 128 about 5% of a training step went to that wait. Mostly each
-// thread still gets the rows it would have had. `ends` packs the first untaken sliver (low 32
-// bits) and one past the last (high 32 bits), so that one compare-and-swap takes a block.
+// other core's cache): at D = 128 that wait was 3-5% of a training step. Mostly each thread
+// still gets the rows it would have had. `ends` packs the first untaken sliver (low 32 bits) and
+// one past the last (high 32 bits), so that one compare-and-swap takes a block.
 struct RowClaims {
     std::atomic<uint64_t> ends{0};
     void reset(int slivers) { ends.store(uint64_t(uint32_t(slivers)) << 32, std::memory_order_relaxed); }
@@ -209,8 +209,8 @@ struct RowClaims {
 };
 
 // Thread tid's share of the loop nest drawn at the top of this file; nt threads call it at once
-// (nt == 1: the whole serial algorithm). Bp is the team's shared B panel;
-// claims its shared row claims (RowClaims), used when two threads split the rows.
+// (nt == 1: the whole serial algorithm). Bp is the team's shared B panel, claims its shared row
+// claims (used when two threads split the rows).
 template <class Isa>
 void gemm_thread(const Args& g, float* Bp, RowClaims& claims, int nt, int tid) {
     constexpr int MR = Isa::MR, NR = Isa::NR, KC = Isa::KC, MC = Isa::MC, NC = Isa::NC, kLanes = Isa::kLanes;
