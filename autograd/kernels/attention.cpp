@@ -118,9 +118,9 @@ AttentionResult attention(const Tensor& q, const Tensor& k, const Tensor& v, int
     record(out, {q, k, v}, "attention", [d, drop, weights, precision](Node& self) {
         // q, k and v are usually three tensors (three projections), and the kernel writes every
         // element of their gradients: a gradient that does not exist yet is stored into, not
-        // zeroed first (a pass over 3 x B x T x D floats, on the calling thread). It must add
-        // (+=) when two of them are one tensor (the kernel writes them interleaved, per head) or
-        // when k and v have rows past `keys` (those get nothing, so they must hold zeros).
+        // zeroed first (a pass over all three, on the calling thread). It must add (+=) when two
+        // of them are one tensor (the kernel writes them interleaved, per head) or when k and v
+        // have rows past `keys` (those get nothing, so they must hold zeros).
         const auto& in = self.parents;
         const bool store = in[0] != in[1] && in[1] != in[2] && in[0] != in[2] && d.S == d.kv_rows;
         auto grad = [&](size_t i) { return store ? autograd::detail::parent_grad_to_write(self, i) : GradOut{self.parent_grad(i)}; };
