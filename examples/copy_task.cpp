@@ -160,10 +160,10 @@ int main(int argc, char** argv) {
     const Options o = parse_options(argc, argv);
     try {
         autograd::FusedKernelsGuard fused_kernels(!o.train.reference);   // --reference: each layer's plain form
+        autograd::MixedPrecisionGuard mixed_precision(o.train.bf16);   // --bf16: training and evaluation, --load's too
         autograd::manual_seed(o.train.seed);   // model init and dropout
         if (!o.load.empty()) return use_checkpoint(o);
 
-        autograd::MixedPrecisionGuard mixed_precision(o.train.bf16);   // --bf16: training and evaluation
         models::Transformer model(o.train.model);
         print_model(model, o);
         optim::Adam opt(model.parameters(), {.lr = 0.0f, .beta1 = 0.9f, .beta2 = 0.98f, .eps = 1e-9f});

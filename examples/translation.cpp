@@ -174,8 +174,12 @@ void end_epoch(models::Transformer& model, const data::TranslationData& d, const
     log.result(line);
 }
 
-// How decoding runs, as the decoding lines on stderr say it.
-const char* path_name(const Options& o) { return o.no_kv_cache ? "recomputing the prefix: --no-kv-cache" : "key/value cache"; }
+// How decoding runs, as the decoding lines on stderr say it: the cache or not, and bf16 products
+// (--bf16, which a --load'ed model decodes with too).
+std::string path_name(const Options& o) {
+    const std::string path = o.no_kv_cache ? "recomputing the prefix: --no-kv-cache" : "key/value cache";
+    return autograd::matmul_precision() == autograd::Precision::bf16 ? path + ", bf16 products" : path;
+}
 
 // BLEU and exact match on the test split, greedy and (with --beam) beam search. `what` names the
 // model scored ("test": the best epoch's; "averaged test": --average-last).
@@ -196,7 +200,7 @@ void report_test(models::Transformer& model, const data::TranslationData& d, con
     std::printf("total %.0f s\n", log.seconds());
     // the decoding's work, on stderr beside the progress: --no-kv-cache recomputes every prefix
     std::fprintf(stderr, "%s decoding: %lld decoder positions (%s)\n", w,
-                 (long long)(greedy.decoder_positions + (o.beam > 0 ? final_score.decoder_positions : 0)), path_name(o));
+                 (long long)(greedy.decoder_positions + (o.beam > 0 ? final_score.decoder_positions : 0)), path_name(o).c_str());
     // The signature says which BLEU this is (sacreBLEU 2.x's notation): one reference, case,
     // tokenizer, smoothing. The score is against the references as written.
     std::printf("%s BLEU: %.1f (%s), exact match: %.1f%%  [signature: %s]\n", w, final_score.bleu.score,
@@ -225,7 +229,7 @@ int translate_with_checkpoint(const Options& o) {
     const std::vector<std::string> out = eval::translate(model, codec, texts, o.beam, !o.no_kv_cache, o.attention, &positions);
     size_t next = 0;
     for (const std::string& line : lines) std::printf("%s\n", line.empty() ? "" : out[next++].c_str());
-    std::fprintf(stderr, "decoding: %lld decoder positions (%s)\n", (long long)positions, path_name(o));
+    std::fprintf(stderr, "decoding: %lld decoder positions (%s)\n", (long long)positions, path_name(o).c_str());
     return 0;
 }
 
@@ -236,6 +240,7 @@ int main(int argc, char** argv) {
     try {
         autograd::FusedKernelsGuard fused_kernels(!o.train.reference);   // --reference: each layer's plain form
         const common::MemoryReport memory(o.memory_report);
+        autograd::MixedPrecisionGuard mixed_precision(o.train.bf16);   // --bf16: training and evaluation, --load's too
         if (!o.load.empty()) return translate_with_checkpoint(o);
 
         // 1) data: sentence pairs -> vocabularies -> id sequences -> batches of similar length
@@ -248,7 +253,6 @@ int main(int argc, char** argv) {
 
         // 2) model, optimizer, learning-rate schedule
         autograd::manual_seed(o.train.seed);   // model init and dropout
-        autograd::MixedPrecisionGuard mixed_precision(o.train.bf16);   // --bf16: training and evaluation
         o.train.model.src_vocab = static_cast<int64_t>(d.codec.src_vocab.size());
         o.train.model.tgt_vocab = static_cast<int64_t>(d.codec.tgt_vocab.size());
         models::Transformer model(o.train.model);

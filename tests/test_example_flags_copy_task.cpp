@@ -487,6 +487,22 @@ TEST_CASE("copy_task --bf16: on a CPU without AVX512_BF16 refused in one line; w
     }
 }
 
+// With --load there is no training, but decoding multiplies too: --bf16 must reach it (the model
+// line prints the precision the products read at the time, as the training run's does).
+TEST_CASE("copy_task --load --bf16: the loaded model decodes with bf16 products") {
+    const SavedModel& m = mostly_trained_model();
+    const ExampleRun bf16 = run_example("copy_task", {"--load", m.path.string(), "--eval", "6", "--bf16"});
+    if (read_whole_file("/proc/cpuinfo").find(" avx512_bf16") == std::string::npos) {
+        check_refused_in_one_line(bf16, "--bf16 needs a CPU with AVX512_BF16");
+    } else {
+        REQUIRE(bf16.status == 0);
+        CHECK(bf16.out.find("model N=2 D=16 F=32 h=2 dropout=0 bf16 |") != std::string::npos);
+        const ExampleRun fp32 = run_example("copy_task", {"--load", m.path.string(), "--eval", "6"});
+        REQUIRE(fp32.status == 0);
+        CHECK(fp32.out.find(" bf16 |") == std::string::npos);
+    }
+}
+
 // --reference trains through the plain autograd ops of nn/ instead of the fused kernels. The two
 // compute the same values up to float rounding (they sum in different orders), and draw the same
 // dropout masks, so over 20 steps every printed loss agrees to 3 decimals, while bit-identical

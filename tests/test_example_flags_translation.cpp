@@ -804,6 +804,24 @@ TEST_CASE("translation --no-kv-cache: the same translations, and the work of rec
           steps * (steps + 1) / 2);
 }
 
+// --bf16 with --load: decoding multiplies too, so the saved model decodes with bf16 products, and
+// the decoding line on stderr says so. Without AVX512_BF16 the flag is refused for the CPU.
+TEST_CASE("translation --load --bf16: the saved model decodes with bf16 products") {
+    const TrainedCheckpoint& t = trained_checkpoint();
+    const std::string text = sentence(0).src;
+    const ExampleRun bf16 = run_example("translation", {"--load", t.path, "--beam", "0", "--translate", text, "--bf16"});
+    if (read_whole_file("/proc/cpuinfo").find(" avx512_bf16") == std::string::npos) {
+        CHECK(bf16.status == 2);
+        CHECK(bf16.err.find("--bf16 needs a CPU with AVX512_BF16") != std::string::npos);
+    } else {
+        REQUIRE(bf16.status == 0);
+        CHECK(bf16.err.find("decoder positions (key/value cache, bf16 products)") != std::string::npos);
+        const ExampleRun fp32 = run_example("translation", {"--load", t.path, "--beam", "0", "--translate", text});
+        REQUIRE(fp32.status == 0);
+        CHECK(fp32.err.find("bf16") == std::string::npos);
+    }
+}
+
 // --reference in translation: the same training through the plain autograd ops of nn/, so the
 // per-epoch train and validation losses agree with the fused run's to 3 decimals (up to float
 // rounding; with the default dropout, whose masks both paths draw the same way).
