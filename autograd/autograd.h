@@ -6,6 +6,7 @@
 #include "autograd/kernels/gemm_bf16.h"
 #include "autograd/kernels/gemm_dispatch.h"
 #include "autograd/mixed_precision.h"
+#include "autograd/frozen_weights.h"
 #include "autograd/fused_kernels.h"
 #include "autograd/gradcheck.h"
 #include "autograd/graph_dot.h"

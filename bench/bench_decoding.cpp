@@ -7,6 +7,13 @@
 // full length, so each row decodes exactly L-1 tokens. B = 8 sequences decode together (beam:
 // 8 x 4 rows). Reports the median over `reps` runs (default 3), cached and recomputing alternated.
 //
+//   ./build/bench/bench_decoding --bf16 [reps]
+// decodes with bf16 products (mixed precision, docs/16) the --paper model (N=2 D=512 F=2048 h=8,
+// V=11, untrained): greedy with the cache, L = 20, B = 1, 8, 64 and 250 rows. There, packing the
+// weights for the bf16 kernel is most of a step with few rows; decoding packs each weight once per
+// call (autograd/frozen_weights.h). Compare builds by alternating them. Without AVX512_BF16 the
+// portable path runs (rounded copies, then the fp32 kernel), and the line says so.
+//
 //   ./build/bench/bench_decoding --toy-test-sources PATH
 // writes the source sentences of the translation example's toy test set (seed 1), one per line,
 // for timing `translation --stdin` (bench/RESULTS.md, "Decoding speed").
@@ -24,6 +31,8 @@
 #include <string>
 #include <vector>
 
+#include "autograd/kernels/gemm_bf16.h"
+#include "autograd/mixed_precision.h"
 #include "examples/common/svg.h"
 #include "examples/data/copy_task_data.h"
 #include "examples/data/translation_data.h"
@@ -87,9 +96,34 @@ int draw_cache_picture(const std::string& path) {
     return 0;
 }
 
+int bf16_decoding(int reps) {
+    const int64_t V = 11, L = 20;
+    autograd::manual_seed(0);
+    models::Transformer model({.src_vocab = V, .tgt_vocab = V, .layers = 2, .d_model = 512, .d_ff = 2048, .heads = 8, .dropout = 0.0f});
+    model.eval();
+    autograd::MixedPrecisionGuard bf16;
+    autograd::Rng rng(1);
+    std::printf("bf16 decoding: --paper model N=2 D=512 F=2048 h=8 (untrained), greedy, key/value cache, L=%lld, %s, median of %d runs\n",
+                (long long)L, autograd::kernels::bf16_dot_supported() ? "AVX512_BF16 kernel" : "portable path (no AVX512_BF16)", reps);
+    std::printf("%5s %12s %10s\n", "B", "tokens/s", "ms/call");
+    for (int64_t B : {1, 8, 64, 250}) {
+        const autograd::Tokens src = data::random_sequences(rng, V, B, L);   // (B, L)
+        const autograd::Mask mask = models::padding_mask(src, 0);
+        models::greedy_decode(model, src, mask, {.max_len = L, .bos = 1});   // warm: memory, caches
+        std::vector<double> times;
+        for (int r = 0; r < reps; r++)
+            times.push_back(seconds_of([&] { models::greedy_decode(model, src, mask, {.max_len = L, .bos = 1}); }));
+        const double t = median(times);
+        std::printf("%5lld %12.0f %10.1f\n", (long long)B, static_cast<double>(B * (L - 1)) / t, 1e3 * t);
+        std::fflush(stdout);
+    }
+    return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+    if (argc > 1 && std::strcmp(argv[1], "--bf16") == 0) return bf16_decoding(argc > 2 ? std::max(1, std::atoi(argv[2])) : 5);
     if (argc > 2 && std::strcmp(argv[1], "--toy-test-sources") == 0) return write_toy_test_sources(argv[2]);
     if (argc > 2 && std::strcmp(argv[1], "--cache-picture") == 0) return draw_cache_picture(argv[2]);
     const int reps = argc > 1 ? std::max(1, std::atoi(argv[1])) : 3;

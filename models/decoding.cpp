@@ -4,6 +4,7 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "autograd/frozen_weights.h"
 #include "models/batch.h"
 #include "models/decoder_cache.h"
 
@@ -54,6 +55,8 @@ public:
     }
 
 private:
+    // no weight changes while decoding: bf16 Linear products pack each weight once, not per step
+    autograd::FrozenWeightsGuard frozen_weights_;
     Transformer& model_;
     bool kv_cache_;
     int64_t* positions_;                              // the work done, when the caller counts it

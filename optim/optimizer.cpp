@@ -5,6 +5,8 @@
 #include <stdexcept>
 #include <unordered_set>
 
+#include "autograd/frozen_weights.h"
+
 namespace optim {
 
 using autograd::shape_str;
@@ -48,6 +50,11 @@ int Optimizer::add_state(const std::string& buffer_name) {
 }
 
 void Optimizer::begin_step() {
+    // Inside a FrozenWeightsGuard (decoding) the products may read packed copies of the weights
+    // made before: moving the weights under them would leave those stale.
+    if (autograd::weights_frozen())
+        throw std::logic_error("optimizer step() inside a FrozenWeightsGuard: the guard promises that no weight changes "
+                               "(autograd/frozen_weights.h); end it before stepping");
     if (!state_ready_) {                 // the only allocation a step() ever makes
         for (auto& slot : buffers_) {
             slot.resize(params_.size());

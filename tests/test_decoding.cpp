@@ -377,6 +377,26 @@ TEST_CASE("cached and recomputing decoding give the same outputs: random models,
     }
 }
 
+// Under mixed precision the decoder's bf16 Linear products read the weights packed once per
+// decoding call (a FrozenWeightsGuard in decoding.cpp), and give the bits they give packed per call.
+TEST_CASE("decoding under bf16: each decoder weight packed once per call, cached and recomputing still the same bits") {
+    manual_seed(44);
+    Transformer model(small(8));
+    model.eval();
+    Rng rng(44);
+    const Tokens src = models::pad_rows(random_sources(rng, 5, 8, 9), 0);   // (5, S)
+    MixedPrecisionGuard bf16;
+    const std::atomic<int64_t>& packs = autograd::detail::frozen_weight_packs;
+    const int64_t before = packs.load();
+    models::greedy_decode(model, src, models::padding_mask(src, 0), {.max_len = 6, .bos = 1, .eos = -1});
+    // per decoder layer, the self-attention's 4 weights, the source attention's query and output
+    // weights (its keys and values are projected once per call), the feed-forward's 2; and the
+    // generator's. The encoder runs once per call: none of its weights.
+    CHECK(packs.load() - before == model.cfg.layers * 8 + 1);
+    check_cached_equals_recomputing(model, src, 12, /*eos=*/-1);
+    check_cached_equals_recomputing(model, src, 12, /*eos=*/2);
+}
+
 TEST_CASE("cached and recomputing decoding give the same outputs: a model trained on the copy task") {
     manual_seed(7);   // two layers of four heads: the cache of more than one layer, in a model that is sure of its tokens
     Transformer model({.src_vocab = 7, .tgt_vocab = 7, .layers = 2, .d_model = 32, .d_ff = 64, .heads = 4, .dropout = 0.0f});

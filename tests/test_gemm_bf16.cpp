@@ -104,6 +104,65 @@ TEST_CASE("gemm_bf16 equals gemm_bf16_reference on awkward shapes, all transpose
             }
 }
 
+// C after gemm_bf16 with op(B) packed beforehand (PackedBf16B), for this CPU's path or the portable one.
+static std::vector<float> run_packed(const Problem& p, bool acc, bool portable) {
+    const kernels::PackedBf16B b = portable ? kernels::PackedBf16B::for_portable_path(p.tb, p.N, p.K, p.B.data(), p.ldb)
+                                            : kernels::PackedBf16B(p.tb, p.N, p.K, p.B.data(), p.ldb);
+    CHECK(b.fast() == (!portable && kernels::bf16_dot_supported()));
+    std::vector<float> C = p.C0;
+    kernels::gemm_bf16(p.ta, p.M, p.A.data(), p.lda, b, C.data(), p.ldc, acc);
+    return C;
+}
+
+TEST_CASE("gemm_bf16 with op(B) packed once gives the bits of gemm_bf16 packing it, and reads only the packed copy") {
+    // the shapes of the test above, one call per problem each way; on both paths
+    const int sizes[] = {1, 7, 33, 100};
+    uint32_t seed = 500;
+    for (int ta = 0; ta < 2; ta++)
+        for (int tb = 0; tb < 2; tb++)
+            for (int M : sizes)
+                for (int N : sizes)
+                    for (int K : sizes) {
+                        const bool acc = (M + N + 2 * K) % 2 == 0;
+                        CAPTURE(op_name(ta, tb));
+                        CAPTURE(M);
+                        CAPTURE(N);
+                        CAPTURE(K);
+                        CAPTURE(acc);
+                        const Problem p(ta, tb, M, N, K, (M + N) % 2 == 0 ? 0 : 3, seed++);
+                        CHECK(run_packed(p, acc, false) == p.run(kernels::gemm_bf16, acc));
+                        CHECK(run_packed(p, acc, true) == p.run(kernels::detail::gemm_bf16_portable, acc));
+                    }
+    // several K slices, row blocks and column chunks; the Linear layer's shape (B = W, transposed)
+    const Problem big(false, true, 37, 300, 1100, 2, 77);
+    CHECK(run_packed(big, false, false) == big.run(kernels::gemm_bf16, false));
+    CHECK(run_packed(big, true, true) == big.run(kernels::detail::gemm_bf16_portable, true));
+    // the pack is a copy: B changed after packing does not change the product
+    for (bool portable : {false, true}) {
+        CAPTURE(portable);
+        Problem p(false, true, 20, 70, 45, 0, 91);
+        const std::vector<float> before = portable ? p.run(kernels::detail::gemm_bf16_portable, false) : p.run(kernels::gemm_bf16, false);
+        const kernels::PackedBf16B b = portable ? kernels::PackedBf16B::for_portable_path(true, p.N, p.K, p.B.data(), p.ldb)
+                                                : kernels::PackedBf16B(true, p.N, p.K, p.B.data(), p.ldb);
+        for (float& v : p.B) v = -v;
+        std::vector<float> C = p.C0;
+        kernels::gemm_bf16(false, p.M, p.A.data(), p.lda, b, C.data(), p.ldc, false);
+        CHECK(C == before);
+    }
+    // empty products: M == 0 leaves C alone, K == 0 writes the empty sum (0), as gemm_bf16
+    for (bool portable : {false, true}) {
+        const float B[] = {1.0f, 2.0f};
+        const kernels::PackedBf16B empty_k = portable ? kernels::PackedBf16B::for_portable_path(false, 2, 0, B, 2)
+                                                      : kernels::PackedBf16B(false, 2, 0, B, 2);
+        float C[] = {5.0f, 6.0f};
+        kernels::gemm_bf16(false, 0, B, 1, empty_k, C, 2, false);
+        CHECK(C[0] == 5.0f);
+        kernels::gemm_bf16(false, 1, B, 1, empty_k, C, 2, false);
+        CHECK(C[0] == 0.0f);
+        CHECK(C[1] == 0.0f);
+    }
+}
+
 TEST_CASE("gemm_bf16's packing rounds every input as bf16_bits does: ties, denormals, any bits") {
     // Times an identity, a product is its input rounded (one nonzero term per sum, exact), so C
     // shows what the packing made of each value. Both packing layouts run: the input as op(A)
@@ -217,6 +276,24 @@ TEST_CASE("gemm_bf16 is bit-identical whatever the number of threads, also insid
                 if (ta == tb)   // NN and TT: the reference is slow, and the split is the same for all four
                     check_against_naive(p, true, kernels::gemm_bf16, kernels::gemm_bf16_reference);
             }
+    // op(B) packed beforehand: packed by a team of 1, 2 or 3 threads (8 N K >= 4e6 starts one),
+    // used by one of 1, 2 or 3; a decoding step's shape, few rows and many columns
+    {
+        const Problem p(false, true, 7, 2053, 301, 1, 12);
+        kernels::set_max_threads(1);
+        const std::vector<float> one = p.run(kernels::gemm_bf16, true);
+        for (int pack_threads : {1, 2, 3})
+            for (int threads : {1, 2, 3}) {
+                CAPTURE(pack_threads);
+                CAPTURE(threads);
+                kernels::set_max_threads(pack_threads);
+                const kernels::PackedBf16B b(true, p.N, p.K, p.B.data(), p.ldb);
+                kernels::set_max_threads(threads);
+                std::vector<float> C = p.C0;
+                kernels::gemm_bf16(false, p.M, p.A.data(), p.lda, b, C.data(), p.ldc, true);
+                CHECK(C == one);
+            }
+    }
     kernels::set_max_threads(saved);
     // a batch of small products, one per thread: each call packs into its own thread's buffers
     std::vector<Problem> problems;

@@ -77,6 +77,62 @@ TEST_CASE("linear under mixed precision: forward = reference on bf16-rounded x a
     }
 }
 
+// FrozenWeightsGuard (autograd/frozen_weights.h): inside it a bf16 Linear packs its weight at the
+// second call and reads that copy after; every call gives the bits of a call outside the guard.
+TEST_CASE("FrozenWeightsGuard: a bf16 Linear packs W once, at its second use, with the same bits; keyed by storage and shape") {
+    manual_seed(31);
+    const Tensor x = param({3, 5, 40}), b = param({24}), x80 = param({2, 80});
+    Tensor w = param({24, 40});   // changed at the end
+    const std::atomic<int64_t>& packs = autograd::detail::frozen_weight_packs;
+    auto bf16_linear = [&](const Tensor& in, const Tensor& weight, const Tensor& bias) {
+        MixedPrecisionGuard bf16;
+        return nn::linear(in, weight, bias, nn::Activation::relu, 0.0f, false);
+    };
+    const Tensor expected = bf16_linear(x, w, b);
+    const Tensor expected80 = bf16_linear(x80, w.reshape({12, 80}), Tensor());   // the same storage seen as (12, 80)
+    CHECK_FALSE(weights_frozen());
+    {
+        FrozenWeightsGuard frozen;
+        CHECK(weights_frozen());
+        const int64_t start = packs.load();
+        CHECK(same_bytes(bf16_linear(x, w, b), expected));   // first use: the call packs W itself
+        CHECK(packs.load() == start);
+        CHECK(same_bytes(bf16_linear(x, w, b), expected));   // second: packs the kept copy
+        CHECK(packs.load() == start + 1);
+        for (int i = 0; i < 3; i++) CHECK(same_bytes(bf16_linear(x, w, b), expected));   // then reads it
+        CHECK(packs.load() == start + 1);
+        // the same storage as another shape is another W^T
+        CHECK(same_bytes(bf16_linear(x80, w.reshape({12, 80}), Tensor()), expected80));
+        CHECK(same_bytes(bf16_linear(x80, w.reshape({12, 80}), Tensor()), expected80));
+        CHECK(packs.load() == start + 2);
+        {
+            FrozenWeightsGuard inner;   // adds nothing: the outer guard's copies serve
+            CHECK(same_bytes(bf16_linear(x, w, b), expected));
+            CHECK(packs.load() == start + 2);
+        }
+        CHECK(weights_frozen());
+        // fp32 products read W in place: nothing to pack
+        for (int i = 0; i < 2; i++) nn::linear(x, w, b, nn::Activation::relu, 0.0f, false);
+        CHECK(packs.load() == start + 2);
+        // the promise is checked where weights are written on purpose
+        optim::SGD sgd({w}, {.lr = 0.1f});
+        std::string why;
+        try {
+            sgd.step();
+        } catch (const std::logic_error& e) {
+            why = e.what();
+        }
+        CHECK(why.find("optimizer step() inside a FrozenWeightsGuard") != std::string::npos);
+    }
+    CHECK_FALSE(weights_frozen());
+    // after the guard, a changed weight is read afresh, in a new guard too
+    w.data()[0] += 1.0f;
+    const Tensor changed = bf16_linear(x, w, b);
+    CHECK_FALSE(same_bytes(changed, expected));
+    FrozenWeightsGuard again;
+    for (int i = 0; i < 3; i++) CHECK(same_bytes(bf16_linear(x, w, b), changed));
+}
+
 TEST_CASE("attention under mixed precision: within bf16 rounding of the fp32 reference, backward outside the guard") {
     manual_seed(13);
     const int64_t B = 2, H = 2, T = 20, S = 36, D = 32;

@@ -38,6 +38,7 @@
 #define AUTOGRAD_BF16_X86 1
 #endif
 
+#include "autograd/kernels/float_buffer.h"
 #include "autograd/kernels/gemm.h"
 #include "autograd/kernels/gemm_driver.h"
 #include "autograd/kernels/parallel.h"
@@ -258,26 +259,34 @@ void micro_kernel(int kp, const uint32_t* __restrict Ap, const uint32_t* __restr
     }
 }
 
-// Thread tid of nt: pack its share of the slivers, wait for the others, then compute its share
-// of the (row block, column chunk) work items. nt == 1: the whole serial algorithm.
-void gemm_bf16_thread(const Args& g, uint32_t* Ap, uint32_t* Bp, int nt, int tid) {
-    const int kp = (g.K + 1) / 2, ms = ceil_div(g.M, MR), ns = ceil_div(g.N, NR);
-    // 1) pack: the ms slivers of op(A) and the ns of op(B), each to kp pairs. Each thread packs
-    //    its share of each operand (not of their slivers counted together: a B sliver is NR/MR
-    //    times the work of an A sliver, and the barrier waits for the slowest thread).
-    const Range my_a = part(ms, nt, tid), my_b = part(ns, nt, tid);
-    for (int s = my_a.begin; s < my_a.end; s++) {
-        const int i = s * MR, rows = std::min(MR, g.M - i);
-        uint32_t* dst = Ap + idx(s) * kp * MR;
-        if (!g.trans_a) pack_pairs<MR>(g.A + idx(i) * g.lda, 1, g.lda, rows, g.K, dst);   // op(A)[i][k] = A[i][k]
-        else            pack_pairs<MR>(g.A + i, g.lda, 1, rows, g.K, dst);                  // op(A)[i][k] = A[k][i]
-    }
+// Thread tid of nt packs its share of op(B)'s ns slivers, each to kp pairs, into Bp.
+void pack_b_share(const Args& g, uint32_t* Bp, int nt, int tid) {
+    const int kp = (g.K + 1) / 2;
+    const Range my_b = part(ceil_div(g.N, NR), nt, tid);
     for (int t = my_b.begin; t < my_b.end; t++) {
         const int j = t * NR, cols = std::min(NR, g.N - j);
         uint32_t* dst = Bp + idx(t) * kp * NR;
         if (!g.trans_b) pack_pairs<NR>(g.B + j, g.ldb, 1, cols, g.K, dst);                  // op(B)[k][j] = B[k][j]
         else            pack_pairs<NR>(g.B + idx(j) * g.ldb, 1, g.ldb, cols, g.K, dst);     // op(B)[k][j] = B[j][k]
     }
+}
+
+// Thread tid of nt: pack its share of the slivers (of op(B) too unless b_packed: then Bp holds
+// them already), wait for the others, then compute its share of the (row block, column chunk)
+// work items. nt == 1: the whole serial algorithm.
+void gemm_bf16_thread(const Args& g, uint32_t* Ap, const uint32_t* Bp, bool b_packed, int nt, int tid) {
+    const int kp = (g.K + 1) / 2, ms = ceil_div(g.M, MR), ns = ceil_div(g.N, NR);
+    // 1) pack: the ms slivers of op(A) and the ns of op(B), each to kp pairs. Each thread packs
+    //    its share of each operand (not of their slivers counted together: a B sliver is NR/MR
+    //    times the work of an A sliver, and the barrier waits for the slowest thread).
+    const Range my_a = part(ms, nt, tid);
+    for (int s = my_a.begin; s < my_a.end; s++) {
+        const int i = s * MR, rows = std::min(MR, g.M - i);
+        uint32_t* dst = Ap + idx(s) * kp * MR;
+        if (!g.trans_a) pack_pairs<MR>(g.A + idx(i) * g.lda, 1, g.lda, rows, g.K, dst);   // op(A)[i][k] = A[i][k]
+        else            pack_pairs<MR>(g.A + i, g.lda, 1, rows, g.K, dst);                  // op(A)[i][k] = A[k][i]
+    }
+    if (!b_packed) pack_b_share(g, const_cast<uint32_t*>(Bp), nt, tid);   // Bp is this call's own buffer then
     team_barrier(nt);
 
     // 2) multiply: work items are (row block, column chunk) rectangles of C, each written by one
@@ -310,16 +319,17 @@ void gemm_bf16_thread(const Args& g, uint32_t* Ap, uint32_t* Bp, int nt, int tid
     }
 }
 
-void gemm_bf16_fast(const Args& g) {
+// packed_b: op(B)'s slivers packed before (PackedBf16B), or nullptr to pack them here.
+void gemm_bf16_fast(const Args& g, const uint32_t* packed_b) {
     const int kp = (g.K + 1) / 2;
     // The packed operands live in the calling thread's buffers; the team shares them.
     uint32_t* const Ap = tls_pack_a.get(std::size_t(ceil_div(g.M, MR)) * MR * kp);
-    uint32_t* const Bp = tls_pack_b.get(std::size_t(ceil_div(g.N, NR)) * NR * kp);
+    const uint32_t* const Bp = packed_b ? packed_b : tls_pack_b.get(std::size_t(ceil_div(g.N, NR)) * NR * kp);
     if (!use_threads(2.0 * g.M * g.N * g.K, kMinParallelFlops)) {
-        gemm_bf16_thread(g, Ap, Bp, 1, 0);
+        gemm_bf16_thread(g, Ap, Bp, packed_b != nullptr, 1, 0);
         return;
     }
-    run_team([&](int nt, int tid) { gemm_bf16_thread(g, Ap, Bp, nt, tid); });
+    run_team([&](int nt, int tid) { gemm_bf16_thread(g, Ap, Bp, packed_b != nullptr, nt, tid); });
 }
 
 }  // namespace
@@ -335,11 +345,74 @@ void gemm_bf16(bool trans_a, bool trans_b, int M, int N, int K,
     }
 #ifdef AUTOGRAD_BF16_X86
     if (bf16_dot_supported()) {
-        gemm_bf16_fast({trans_a, trans_b, M, N, K, A, lda, B, ldb, C, ldc, accumulate});
+        gemm_bf16_fast({trans_a, trans_b, M, N, K, A, lda, B, ldb, C, ldc, accumulate}, nullptr);
         return;
     }
 #endif
     detail::gemm_bf16_portable(trans_a, trans_b, M, N, K, A, lda, B, ldb, C, ldc, accumulate);
+}
+
+// ----------------------------------------------------------------------------------------------
+// op(B) packed once
+
+PackedBf16B::PackedBf16B(bool trans_b, int N, int K, const float* B, int ldb)
+    : PackedBf16B(trans_b, N, K, B, ldb, bf16_dot_supported()) {}
+
+PackedBf16B PackedBf16B::for_portable_path(bool trans_b, int N, int K, const float* B, int ldb) {
+    return PackedBf16B(trans_b, N, K, B, ldb, false);
+}
+
+PackedBf16B::PackedBf16B(bool trans_b, int N, int K, const float* B, int ldb, bool fast)
+    : N_(std::max(N, 0)), K_(std::max(K, 0)), trans_b_(trans_b), fast_(fast) {
+    if (N_ == 0 || K_ == 0) return;   // nothing to multiply: gemm_bf16 below never reads the pack
+#ifdef AUTOGRAD_BF16_X86
+    if (fast_) {
+        // the slivers gemm_bf16_fast would pack, by the same code, with a team when there are many
+        const std::size_t words = std::size_t(gemm_driver::ceil_div(N_, NR)) * NR * ((K_ + 1) / 2);
+        // from the tensors' allocator: the memory a decoding call frees serves the next one without page faults
+        words_ = static_cast<uint32_t*>(tensor_alloc(words * sizeof(uint32_t)));
+        const gemm_driver::Args g{false, trans_b, 0, N_, K_, nullptr, 0, B, ldb, nullptr, 0, false};
+        if (!gemm_driver::use_threads(8.0 * N_ * K_, kMinParallelFlops)) pack_b_share(g, words_, 1, 0);
+        else gemm_driver::run_team([&](int nt, int tid) { pack_b_share(g, words_, nt, tid); });
+        return;
+    }
+#endif
+    fast_ = false;   // no AVX512_BF16 code in this build: the portable path
+    const int rows = trans_b ? N_ : K_, cols = trans_b ? K_ : N_;   // B as stored
+    rounded_.resize(std::size_t(rows) * cols);
+    for (int r = 0; r < rows; r++)
+        for (int c = 0; c < cols; c++) rounded_[std::size_t(r) * cols + c] = round_to_bf16(B[idx(r) * ldb + c]);
+}
+
+PackedBf16B::PackedBf16B(PackedBf16B&& o) noexcept
+    : N_(o.N_), K_(o.K_), trans_b_(o.trans_b_), fast_(o.fast_), words_(o.words_), rounded_(std::move(o.rounded_)) {
+    o.words_ = nullptr;
+}
+
+PackedBf16B::~PackedBf16B() {
+    tensor_free(words_);
+}
+
+void gemm_bf16(bool trans_a, int M, const float* A, int lda, const PackedBf16B& b, float* C, int ldc, bool accumulate) {
+    const int N = b.N_, K = b.K_;
+    if (M <= 0 || N <= 0) return;
+    if (K <= 0) {   // empty sum: as gemm()
+        gemm(trans_a, false, M, N, K, A, lda, nullptr, 1, C, ldc, accumulate);
+        return;
+    }
+#ifdef AUTOGRAD_BF16_X86
+    if (b.fast_) {
+        gemm_bf16_fast({trans_a, b.trans_b_, M, N, K, A, lda, nullptr, 0, C, ldc, accumulate}, b.words_);
+        return;
+    }
+#endif
+    // the portable path with B's rounded copy made already: gemm_bf16_portable's arithmetic
+    const int a_rows = trans_a ? K : M, a_cols = trans_a ? M : K;
+    std::vector<float> a(std::size_t(a_rows) * a_cols);
+    for (int i = 0; i < a_rows; i++)
+        for (int j = 0; j < a_cols; j++) a[std::size_t(i) * a_cols + j] = round_to_bf16(A[idx(i) * lda + j]);
+    const int b_cols = b.trans_b_ ? K : N;
+    gemm(trans_a, b.trans_b_, M, N, K, a.data(), std::max(a_cols, 1), b.rounded_.data(), std::max(b_cols, 1), C, ldc, accumulate);
 }
 
 }  // namespace autograd::kernels

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "autograd/detail.h"
+#include "autograd/frozen_weights.h"
 #include "autograd/kernels/allocator.h"
 #include "autograd/kernels/gemm_dispatch.h"
 #include "autograd/kernels/parallel.h"
@@ -10,9 +11,10 @@
 namespace autograd::kernels {
 
 void linear_forward(float* y, const float* x, const float* w, const float* b, const LinearDims& d, bool relu,
-                    const DropoutDraws& drop, Precision precision) {
+                    const DropoutDraws& drop, Precision precision, const PackedBf16B* packed_w_t) {
     const int64_t rows = d.rows, out = d.out;
-    gemm_in(precision, false, true, rows, out, d.in, x, d.in, w, d.in, y, out, false);   // y = x W^T
+    if (precision == Precision::bf16 && packed_w_t) gemm_bf16(false, rows, x, d.in, *packed_w_t, y, out, false);   // y = x W^T
+    else gemm_in(precision, false, true, rows, out, d.in, x, d.in, w, d.in, y, out, false);                          // y = x W^T
     // the epilogue: bias, ReLU, dropout, in one pass over y
     const bool dropping = drop.active();
     const DropoutDraws dr = drop;   // a local copy: lets the loop vectorize
@@ -79,7 +81,9 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b, bool relu, floa
     ys.back() = out;
     Tensor y = Tensor::empty(ys);                                   // (..., out)
     const Precision precision = matmul_precision();                  // the backward uses it too
-    linear_forward(y.data(), x.data(), w.data(), b.defined() ? b.data() : nullptr, d, relu, drop, precision);
+    // decoding (a FrozenWeightsGuard): W^T packed once for all calls, not once per call
+    const PackedBf16B* packed_w_t = precision == Precision::bf16 ? autograd::detail::frozen_bf16_weight_t(w) : nullptr;
+    linear_forward(y.data(), x.data(), w.data(), b.defined() ? b.data() : nullptr, d, relu, drop, precision, packed_w_t);
 
     std::vector<Tensor> inputs = {x, w};
     if (b.defined()) inputs.push_back(b);
