@@ -271,10 +271,11 @@ void pack_b_share(const Args& g, uint32_t* Bp, int nt, int tid) {
     }
 }
 
-// Thread tid of nt: pack its share of the slivers (of op(B) too unless b_packed: then Bp holds
-// them already), wait for the others, then compute its share of the (row block, column chunk)
-// work items. nt == 1: the whole serial algorithm.
-void gemm_bf16_thread(const Args& g, uint32_t* Ap, const uint32_t* Bp, bool b_packed, int nt, int tid) {
+// Thread tid of nt: pack its share of the slivers, wait for the others, then compute its share
+// of the (row block, column chunk) work items. nt == 1: the whole serial algorithm. Bp: op(B)'s
+// slivers; b_dst: where this call packs them (Bp itself), or nullptr when a PackedBf16B holds
+// them already.
+void gemm_bf16_thread(const Args& g, uint32_t* Ap, const uint32_t* Bp, uint32_t* b_dst, int nt, int tid) {
     const int kp = (g.K + 1) / 2, ms = ceil_div(g.M, MR), ns = ceil_div(g.N, NR);
     // 1) pack: the ms slivers of op(A) and the ns of op(B), each to kp pairs. Each thread packs
     //    its share of each operand (not of their slivers counted together: a B sliver is NR/MR
@@ -286,7 +287,7 @@ void gemm_bf16_thread(const Args& g, uint32_t* Ap, const uint32_t* Bp, bool b_pa
         if (!g.trans_a) pack_pairs<MR>(g.A + idx(i) * g.lda, 1, g.lda, rows, g.K, dst);   // op(A)[i][k] = A[i][k]
         else            pack_pairs<MR>(g.A + i, g.lda, 1, rows, g.K, dst);                  // op(A)[i][k] = A[k][i]
     }
-    if (!b_packed) pack_b_share(g, const_cast<uint32_t*>(Bp), nt, tid);   // Bp is this call's own buffer then
+    if (b_dst) pack_b_share(g, b_dst, nt, tid);
     team_barrier(nt);
 
     // 2) multiply: work items are (row block, column chunk) rectangles of C, each written by one
@@ -324,12 +325,13 @@ void gemm_bf16_fast(const Args& g, const uint32_t* packed_b) {
     const int kp = (g.K + 1) / 2;
     // The packed operands live in the calling thread's buffers; the team shares them.
     uint32_t* const Ap = tls_pack_a.get(std::size_t(ceil_div(g.M, MR)) * MR * kp);
-    const uint32_t* const Bp = packed_b ? packed_b : tls_pack_b.get(std::size_t(ceil_div(g.N, NR)) * NR * kp);
+    uint32_t* const b_dst = packed_b ? nullptr : tls_pack_b.get(std::size_t(ceil_div(g.N, NR)) * NR * kp);
+    const uint32_t* const Bp = packed_b ? packed_b : b_dst;
     if (!use_threads(2.0 * g.M * g.N * g.K, kMinParallelFlops)) {
-        gemm_bf16_thread(g, Ap, Bp, packed_b != nullptr, 1, 0);
+        gemm_bf16_thread(g, Ap, Bp, b_dst, 1, 0);
         return;
     }
-    run_team([&](int nt, int tid) { gemm_bf16_thread(g, Ap, Bp, packed_b != nullptr, nt, tid); });
+    run_team([&](int nt, int tid) { gemm_bf16_thread(g, Ap, Bp, b_dst, nt, tid); });
 }
 
 }  // namespace
@@ -397,7 +399,7 @@ void gemm_bf16(bool trans_a, int M, const float* A, int lda, const PackedBf16B& 
     const int N = b.N_, K = b.K_;
     if (M <= 0 || N <= 0) return;
     if (K <= 0) {   // empty sum: as gemm()
-        gemm(trans_a, false, M, N, K, A, lda, nullptr, 1, C, ldc, accumulate);
+        gemm(trans_a, false, M, N, K, A, lda, nullptr, N, C, ldc, accumulate);
         return;
     }
 #ifdef AUTOGRAD_BF16_X86

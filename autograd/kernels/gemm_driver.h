@@ -37,10 +37,6 @@ struct PackBuffer {
         capacity = 0;
     }
     ~PackBuffer() { release(); }
-    PackBuffer() = default;
-    PackBuffer(const PackBuffer&) = delete;   // one owner: a copy would free the memory twice
-    PackBuffer& operator=(const PackBuffer&) = delete;
-    PackBuffer(PackBuffer&& o) noexcept : data(o.data), capacity(o.capacity) { o.data = nullptr, o.capacity = 0; }
 };
 
 // Part p of P near-equal parts of [0, n).
