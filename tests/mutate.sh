@@ -20,8 +20,13 @@
 #     the whole suite.
 #
 # Usage: tests/mutate.sh [-k] [NAME_SUBSTRING ...]
+#        tests/mutate.sh --check
 #   NAME_SUBSTRING  run only the mutations whose name contains one of these
 #   -k              keep the scratch folder (its path is printed)
+#   --check         build nothing, run nothing: only that every mutation still applies (its file
+#                   exists, its `from:` occurs there exactly once, names are unique), so that
+#                   code changed under a mutation is seen the day it changes (make docs-check runs
+#                   it: the docs' exercises name mutations)
 # Exit status: 0 when every mutation was killed or is marked equivalent, 1 when any survived,
 # 2 when a mutation does not apply or does not compile (fix mutations.txt).
 #
@@ -42,11 +47,13 @@ set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 list="$root/tests/mutations.txt"
 keep=0
+check_only=0
 filters=()
 for a in "$@"; do
     case "$a" in
         -k) keep=1 ;;
-        -h|--help) sed -n '2,37p' "$0"; exit 0 ;;
+        --check) check_only=1 ;;
+        -h|--help) sed -n '2,42p' "$0"; exit 0 ;;
         *) filters+=("$a") ;;
     esac
 done
@@ -74,6 +81,29 @@ while IFS= read -r line || [ -n "$line" ]; do
     esac
 done < "$list"
 flush
+
+# Does mutation i apply to the tree in the current directory? Prints why not, and fails.
+applies() {
+    local f=${files[$1]} from=${froms[$1]} text rest
+    [ -f "$f" ] || { echo "no file $f"; return 1; }
+    text=$(cat "$f"; printf x); text=${text%x}          # keeps trailing newlines
+    rest=${text#*"$from"}
+    [ "$rest" != "$text" ] || { echo "'from' text not found in $f"; return 1; }
+    [[ "$rest" != *"$from"* ]] || { echo "'from' text occurs more than once in $f"; return 1; }
+}
+
+if [ $check_only = 1 ]; then
+    cd "$root"
+    bad=0
+    dup=$(printf '%s\n' "${names[@]}" | sort | uniq -d)
+    [ -z "$dup" ] || { echo "mutations.txt: names used twice: $dup" >&2; bad=1; }
+    for i in "${!names[@]}"; do
+        why=$(applies "$i") || { echo "mutations.txt: '${names[$i]}' does not apply: $why" >&2; bad=1; }
+    done
+    [ $bad = 0 ] || exit 2
+    echo "mutate --check: all ${#names[@]} mutations apply"
+    exit 0
+fi
 
 selected=()
 for i in "${!names[@]}"; do
@@ -118,11 +148,8 @@ report=()
 for i in "${selected[@]}"; do
     n=${names[$i]} f=${files[$i]} from=${froms[$i]} to=${tos[$i]}
     start=$SECONDS
-    if [ ! -f "$f" ]; then report+=("BROKEN    $n: no file $f"); broken=$((broken + 1)); continue; fi
+    if ! why=$(applies "$i"); then report+=("BROKEN    $n: $why"); broken=$((broken + 1)); continue; fi
     text=$(cat "$f"; printf x); text=${text%x}          # keeps trailing newlines
-    rest=${text#*"$from"}
-    if [ "$rest" = "$text" ]; then report+=("BROKEN    $n: 'from' text not found in $f"); broken=$((broken + 1)); continue; fi
-    if [[ "$rest" == *"$from"* ]]; then report+=("BROKEN    $n: 'from' text occurs more than once in $f"); broken=$((broken + 1)); continue; fi
     cp -p "$f" "$work/.pristine/source"
     touch "$work/.pristine/marker"
     printf '%s' "${text/"$from"/"$to"}" > "$f"
