@@ -105,20 +105,24 @@ void gemm_bf16_reference(bool trans_a, bool trans_b, int M, int N, int K,
     }
 }
 
+namespace {
+// A stored (rows x cols) matrix, leading dimension ld, rounded to bf16: a compact copy.
+std::vector<float> rounded_copy(const float* X, int ld, int rows, int cols) {
+    std::vector<float> r(std::size_t(rows) * cols);
+    for (int i = 0; i < rows; i++)
+        for (int j = 0; j < cols; j++) r[std::size_t(i) * cols + j] = round_to_bf16(X[idx(i) * ld + j]);
+    return r;
+}
+}  // namespace
+
 namespace detail {
 void gemm_bf16_portable(bool trans_a, bool trans_b, int M, int N, int K,
                         const float* A, int lda, const float* B, int ldb,
                         float* C, int ldc, bool accumulate) {
-    // rounded, compact copies of the stored matrices (rows x cols), then the fp32 gemm
-    auto rounded = [](const float* X, int ld, int rows, int cols) {
-        std::vector<float> r(std::size_t(rows) * cols);
-        for (int i = 0; i < rows; i++)
-            for (int j = 0; j < cols; j++) r[std::size_t(i) * cols + j] = round_to_bf16(X[idx(i) * ld + j]);
-        return r;
-    };
+    // rounded, compact copies of the stored matrices, then the fp32 gemm
     const int a_rows = trans_a ? K : M, a_cols = trans_a ? M : K;
     const int b_rows = trans_b ? N : K, b_cols = trans_b ? K : N;
-    const std::vector<float> a = rounded(A, lda, a_rows, a_cols), b = rounded(B, ldb, b_rows, b_cols);
+    const std::vector<float> a = rounded_copy(A, lda, a_rows, a_cols), b = rounded_copy(B, ldb, b_rows, b_cols);
     gemm(trans_a, trans_b, M, N, K, a.data(), std::max(a_cols, 1), b.data(), std::max(b_cols, 1), C, ldc, accumulate);
 }
 }  // namespace detail
@@ -380,10 +384,7 @@ PackedBf16B::PackedBf16B(bool trans_b, int N, int K, const float* B, int ldb, bo
     }
 #endif
     fast_ = false;   // no AVX512_BF16 code in this build: the portable path
-    const int rows = trans_b ? N_ : K_, cols = trans_b ? K_ : N_;   // B as stored
-    rounded_.resize(std::size_t(rows) * cols);
-    for (int r = 0; r < rows; r++)
-        for (int c = 0; c < cols; c++) rounded_[std::size_t(r) * cols + c] = round_to_bf16(B[idx(r) * ldb + c]);
+    rounded_ = trans_b ? rounded_copy(B, ldb, N_, K_) : rounded_copy(B, ldb, K_, N_);   // B as stored
 }
 
 PackedBf16B::PackedBf16B(PackedBf16B&& o) noexcept
@@ -410,9 +411,7 @@ void gemm_bf16(bool trans_a, int M, const float* A, int lda, const PackedBf16B& 
 #endif
     // the portable path with B's rounded copy made already: gemm_bf16_portable's arithmetic
     const int a_rows = trans_a ? K : M, a_cols = trans_a ? M : K;
-    std::vector<float> a(std::size_t(a_rows) * a_cols);
-    for (int i = 0; i < a_rows; i++)
-        for (int j = 0; j < a_cols; j++) a[std::size_t(i) * a_cols + j] = round_to_bf16(A[idx(i) * lda + j]);
+    const std::vector<float> a = rounded_copy(A, lda, a_rows, a_cols);
     const int b_cols = b.trans_b_ ? K : N;
     gemm(trans_a, b.trans_b_, M, N, K, a.data(), std::max(a_cols, 1), b.rounded_.data(), std::max(b_cols, 1), C, ldc, accumulate);
 }
