@@ -4,6 +4,7 @@
 #include <cstdint>
 
 #include "autograd/kernels/grad_out.h"
+#include "autograd/random.h"
 #include "autograd/tensor.h"
 
 namespace autograd::detail {
@@ -34,5 +35,12 @@ int64_t live_node_count();
 // "store", the second sees that gradient and says "add". So the kernel must write the gradients
 // one after the other, each completely, in the order they were asked for.
 kernels::GradOut parent_grad_to_write(Node& self, size_t i);
+
+// What record() stores as a parent for `input`: the input itself, or inside for_each_shard's
+// shard s >= 1, the shard's stand-in for a leaf that requires a grad (data_parallel.h).
+std::shared_ptr<Node> shard_input(const std::shared_ptr<Node>& input);
+
+// Make r this thread's default_rng() (nullptr: the process-wide one again); returns the previous.
+Rng* exchange_thread_rng(Rng* r);
 
 }  // namespace autograd::detail

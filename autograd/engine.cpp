@@ -27,7 +27,7 @@ void record(Tensor& out, std::vector<Tensor> inputs, const char* op, std::functi
     if (!any) return;
     n.requires_grad = true;
     n.parents.reserve(inputs.size());
-    for (Tensor& t : inputs) n.parents.push_back(t.node_ptr());
+    for (Tensor& t : inputs) n.parents.push_back(detail::shard_input(t.node_ptr()));
     n.backward = std::move(fn);
 }
 

@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "autograd/detail.h"
+
 namespace autograd {
 
 static inline uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
@@ -50,11 +52,20 @@ void Rng::set_state(const State& st) {
     has_spare_ = st.has_spare;
 }
 
-Rng& default_rng() {
+static Rng& process_rng() {
     static Rng g(0);
     return g;
 }
+static thread_local Rng* tl_rng = nullptr;   // a shard's own generator (data_parallel.h)
 
-void manual_seed(uint64_t seed) { default_rng().seed_(seed); }
+Rng& default_rng() { return tl_rng ? *tl_rng : process_rng(); }
+
+void manual_seed(uint64_t seed) { process_rng().seed_(seed); }
+
+Rng* detail::exchange_thread_rng(Rng* r) {
+    Rng* prev = tl_rng;
+    tl_rng = r;
+    return prev;
+}
 
 }  // namespace autograd

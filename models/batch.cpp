@@ -15,6 +15,7 @@ Batch make_batch(const Tokens& src, const Tokens& tgt, int32_t pad) {
                                     shape_str(src.shape) + " and tgt " + shape_str(tgt.shape));
     const int64_t B = tgt.size(0), T = tgt.size(1) - 1;
     Batch b;
+    b.pad = pad;
     b.src = src;
     b.tgt_in = Tokens::full({B, T}, pad);    // (B, T)
     b.tgt_out = Tokens::full({B, T}, pad);   // (B, T)
@@ -27,6 +28,35 @@ Batch make_batch(const Tokens& src, const Tokens& tgt, int32_t pad) {
     b.src_mask = padding_mask(b.src, pad);      // (B, 1, S)
     b.tgt_mask = target_mask(b.tgt_in, pad);    // (B, T, T)
     return b;
+}
+
+// Rows [r0, r1) of a (B, ...) array.
+template <typename T>
+static autograd::IntArray<T> rows_of(const autograd::IntArray<T>& a, int64_t r0, int64_t r1) {
+    autograd::Shape shape = a.shape;
+    const int64_t row = a.numel() / shape[0];
+    shape[0] = r1 - r0;
+    return {std::vector<T>(a.data.begin() + r0 * row, a.data.begin() + r1 * row), shape};
+}
+
+std::vector<Batch> split_batch(const Batch& b, int parts) {
+    if (parts < 1) throw std::invalid_argument("split_batch: needs at least 1 part, got " + std::to_string(parts));
+    const int64_t B = b.tgt_out.size(0);
+    std::vector<Batch> out(static_cast<size_t>(parts));
+    int64_t r0 = 0;
+    for (int p = 0; p < parts; p++) {
+        const int64_t r1 = r0 + B / parts + (p < B % parts);
+        Batch& s = out[static_cast<size_t>(p)];
+        s.src = rows_of(b.src, r0, r1);            // (r1 - r0, S)
+        s.tgt_in = rows_of(b.tgt_in, r0, r1);      // (r1 - r0, T)
+        s.tgt_out = rows_of(b.tgt_out, r0, r1);    // (r1 - r0, T)
+        s.src_mask = rows_of(b.src_mask, r0, r1);  // (r1 - r0, 1, S)
+        s.tgt_mask = rows_of(b.tgt_mask, r0, r1);  // (r1 - r0, T, T)
+        s.pad = b.pad;
+        s.ntokens = static_cast<int64_t>(std::count_if(s.tgt_out.data.begin(), s.tgt_out.data.end(), [&](int32_t t) { return t != b.pad; }));
+        r0 = r1;
+    }
+    return out;
 }
 
 Tokens pad_rows(const std::vector<std::vector<int32_t>>& rows, int32_t pad) {

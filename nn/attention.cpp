@@ -5,6 +5,7 @@
 #include <limits>
 #include <stdexcept>
 
+#include "autograd/data_parallel.h"
 #include "autograd/kernels/attention.h"
 
 namespace nn {
@@ -238,7 +239,7 @@ Tensor MultiHeadAttention::forward(const Tensor& query, const Tensor& key, const
     }
     // 2) attend in every head at once; the output has the heads side by side (concatenated)
     const AttentionOutput a = scaled_dot_product_attention_with_weights(q, k, v, heads, mask, dropout_p, is_training(), keys, kv_slot);
-    last_attention = a.weights;    // (B, H, T, S)
+    if (autograd::current_shard() <= 0) last_attention = a.weights;   // (B, H, T, S); a data-parallel step keeps shard 0's
     // 3) final projection mixes the heads
     return w_o->forward(a.out);    // (B, T, D)
 }

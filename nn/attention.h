@@ -98,6 +98,7 @@ public:
     float dropout_p;
     std::shared_ptr<Linear> w_q, w_k, w_v, w_o;
     Tensor last_attention;   // (B, H, T, S) weights of the last forward, for visualization
+                             // (in a data-parallel step, shard 0's rows: autograd/data_parallel.h)
 };
 
 }  // namespace nn

@@ -14,6 +14,7 @@ Tensor PositionalEncoding::table(int64_t T) const {
     if (T < 0 || T > max_len)
         throw std::invalid_argument("PositionalEncoding: sequence length " + std::to_string(T) + " exceeds max_len " +
                                     std::to_string(max_len));
+    const std::lock_guard<std::mutex> lock(grow_);
     const int64_t have = pe_.defined() ? pe_.size(0) : 0, d = d_model;
     if (T > have) {
         const int64_t rows = std::min(max_len, std::max<int64_t>({T, 2 * have, 64}));

@@ -10,6 +10,7 @@
 #include "autograd/kernels/parallel.h"
 #include "examples/data/copy_task_data.h"
 #include "models/checkpoint.h"
+#include "models/data_parallel.h"
 #include "models/transformer.h"
 #include "nn/nn.h"
 #include "optim/optim.h"
@@ -30,21 +31,23 @@ struct Run {
     optim::Adam opt;
     optim::NoamSchedule sched;
     Rng data;
-    explicit Run(uint64_t seed)
+    int shards;   // each batch in this many row slices, side by side (models/data_parallel.h)
+    explicit Run(uint64_t seed, int shards_ = 1)
         : model((manual_seed(seed), small_cfg())),
           opt(model.parameters(), {.lr = 0.0f, .beta1 = 0.9f, .beta2 = 0.98f, .eps = 1e-9f}),
           sched(opt, 64, 10),
-          data(seed + 1) {}
+          data(seed + 1),
+          shards(shards_) {}
     float steps(int n) {
         float last = 0.0f;
         for (int i = 0; i < n; i++) {
             const models::Batch b = data::make_copy_batch(data, 11, 48, 10);
-            const Tensor loss = nn::cross_entropy(model.logits(b.src, b.tgt_in, b.src_mask, b.tgt_mask), b.tgt_out);
             opt.zero_grad();
-            loss.backward();
+            last = models::backward_in_shards(b, shards, [&](const models::Batch& p) {
+                return nn::cross_entropy(model.logits(p.src, p.tgt_in, p.src_mask, p.tgt_mask), p.tgt_out);
+            });
             sched.step();
             opt.step();
-            last = loss.item();
         }
         return last;
     }
@@ -87,6 +90,31 @@ TEST_CASE("bit-identical results with 1 and 2 OpenMP threads") {
     autograd::kernels::set_max_threads(before);
     CHECK(l1 == l2);
     CHECK(same_bits(one.model.parameters(), two.model.parameters()));
+}
+
+TEST_CASE("data-parallel steps: the same bits on 1, 2 and 3 threads; the shard count changes the answer") {
+    // dropout on: each shard draws its masks from its own generator, whichever thread runs it
+    for (int shards : {2, 3}) {
+        CAPTURE(shards);
+        std::vector<float> losses;
+        std::vector<std::vector<Tensor>> params;
+        for (int threads : {1, 2, 3}) {
+            const int before = autograd::kernels::max_threads();
+            autograd::kernels::set_max_threads(threads);
+            Run run(7, shards);
+            losses.push_back(run.steps(4));
+            params.push_back(run.model.parameters());
+            autograd::kernels::set_max_threads(before);
+        }
+        CHECK(losses[0] == losses[1]);
+        CHECK(losses[0] == losses[2]);
+        CHECK(same_bits(params[0], params[1]));
+        CHECK(same_bits(params[0], params[2]));
+        Run whole(7, 1);
+        const float l1 = whole.steps(4);
+        CHECK(l1 != losses[0]);   // other dropout masks, other sums: another answer
+        CHECK_FALSE(same_bits(whole.model.parameters(), params[0]));
+    }
 }
 
 TEST_CASE("resume: N steps + checkpoint + N steps equals 2N steps straight") {

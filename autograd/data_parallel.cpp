@@ -1,0 +1,171 @@
+#include "autograd/data_parallel.h"
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "autograd/anomaly.h"
+#include "autograd/detail.h"
+#include "autograd/fused_kernels.h"
+#include "autograd/kernels/busy_cores.h"
+#include "autograd/kernels/parallel.h"
+#include "autograd/kernels/threads.h"
+#include "autograd/mixed_precision.h"
+#include "autograd/random.h"
+
+namespace autograd {
+
+namespace {
+
+// Shard s >= 1's stand-ins: for each leaf it used, in the order it first used them.
+struct StandIns {
+    std::unordered_map<const Node*, size_t> index;
+    std::vector<std::pair<std::shared_ptr<Node>, std::shared_ptr<Node>>> leaves;   // (leaf, stand-in)
+};
+
+thread_local StandIns* tl_stand_ins = nullptr;   // set while this thread runs a shard s >= 1
+thread_local int tl_shard = -1;                  // the shard this thread runs, -1: none
+
+// The caller's thread-local modes, set again on each thread that runs a shard.
+struct Modes {
+    bool grad = is_grad_enabled(), fused = fused_kernels_enabled(), anomaly = anomaly_mode_enabled();
+    bool bf16 = matmul_precision() == Precision::bf16;
+};
+
+// Add the stand-ins' grads into their leaves: for each leaf, grad = ((grad + g_1) + g_2) + ...,
+// in shard order. A leaf without a grad yet takes its first stand-in's buffer (0 + g = g, the same
+// bits). The sums run over chunks of a leaf at a time, split between threads: each element is
+// still added in shard order, so the bits do not depend on the thread count.
+void merge_grads(std::vector<StandIns>& stand_ins) {
+    std::unordered_map<Node*, size_t> slot;
+    std::vector<std::pair<Node*, std::vector<const FloatBuffer*>>> leaves;   // leaf, its stand-ins' grads in shard order
+    for (size_t s = 1; s < stand_ins.size(); s++)
+        for (auto& [leaf, stand_in] : stand_ins[s].leaves) {
+            if (stand_in->grad.empty()) continue;   // nothing flowed there
+            auto [it, fresh] = slot.try_emplace(leaf.get(), leaves.size());
+            if (fresh) leaves.push_back({leaf.get(), {}});
+            auto& [node, grads] = leaves[it->second];
+            if (node->grad.empty() && grads.empty()) node->grad.swap(stand_in->grad);
+            else grads.push_back(&stand_in->grad);
+        }
+    constexpr int64_t kChunk = int64_t{1} << 14;
+    struct Chunk { Node* leaf; const std::vector<const FloatBuffer*>* grads; int64_t begin, end; };
+    std::vector<Chunk> chunks;
+    int64_t total = 0;
+    for (auto& [leaf, grads] : leaves) {
+        if (grads.empty()) continue;
+        const int64_t n = static_cast<int64_t>(leaf->grad.size());
+        for (int64_t i = 0; i < n; i += kChunk) chunks.push_back({leaf, &grads, i, std::min(n, i + kChunk)});
+        total += n * static_cast<int64_t>(grads.size());
+    }
+    const int64_t count = static_cast<int64_t>(chunks.size());
+    #pragma omp parallel for schedule(static) if (kernels::worth_threads(total, kernels::kElementwiseParallelMin))
+    for (int64_t c = 0; c < count; c++) {
+        float* dst = chunks[c].leaf->grad.data();
+        for (const FloatBuffer* g : *chunks[c].grads) {
+            const float* src = g->data();
+            for (int64_t i = chunks[c].begin; i < chunks[c].end; i++) dst[i] += src[i];
+        }
+    }
+}
+
+// The end of a shard team: each thread that is done sleeps until the last one is. OpenMP's own
+// barrier at the end of the region spins instead, and beside a busy program the spinning thread
+// takes the core its late partner needs: two threads then ran a step up to 2x slower than one
+// (docs/15). A shard is milliseconds of work, so waking a sleeping thread (microseconds) is cheap.
+class Join {
+public:
+    void arrive_and_wait(int team) {
+        std::unique_lock<std::mutex> lock(m_);
+        if (++arrived_ == team) {
+            lock.unlock();
+            all_in_.notify_all();
+            return;
+        }
+        all_in_.wait(lock, [&] { return arrived_ == team; });
+    }
+
+private:
+    std::mutex m_;
+    std::condition_variable all_in_;
+    int arrived_ = 0;
+};
+
+}  // namespace
+
+std::shared_ptr<Node> detail::shard_input(const std::shared_ptr<Node>& input) {
+    StandIns* s = tl_stand_ins;
+    if (!s || !input->requires_grad || !input->is_leaf()) return input;
+    auto [it, fresh] = s->index.try_emplace(input.get(), s->leaves.size());
+    if (fresh) {
+        auto stand_in = std::make_shared<Node>();
+        stand_in->shape = input->shape;
+        stand_in->data = input->data;   // the same values, no copy
+        stand_in->requires_grad = true;
+        stand_in->op = input->op;
+        s->leaves.emplace_back(input, std::move(stand_in));
+    }
+    return s->leaves[it->second].second;
+}
+
+int current_shard() { return tl_shard; }
+
+void for_each_shard(int shards, const std::function<void(int shard)>& fn) {
+    if (shards < 1) throw std::invalid_argument("for_each_shard: needs at least 1 shard, got " + std::to_string(shards));
+    if (tl_shard >= 0) throw std::logic_error("for_each_shard: called inside a shard (shards do not nest)");
+    const Modes modes;
+    std::vector<Rng> rngs;
+    for (int s = 0; s < shards; s++) rngs.emplace_back(default_rng().next_u64());   // in shard order, before any runs
+    std::vector<StandIns> stand_ins(shards);
+    std::vector<std::exception_ptr> errors(shards);
+    // Up to one thread per shard; the threads left over (a machine with more cores than shards)
+    // go to the kernels inside each shard, as nested teams.
+    const int all_threads = kernels::max_threads(), threads = std::min(shards, all_threads);
+    const int inner = std::max(1, all_threads / threads);
+    const bool side_by_side = threads > 1 && kernels::active_level() < kernels::max_active_levels() && !kernels::cores_busy();
+    const int saved_levels = kernels::max_active_levels();
+    if (side_by_side && inner > 1 && saved_levels < kernels::active_level() + 2) kernels::set_max_active_levels(kernels::active_level() + 2);
+    // Shards are claimed one at a time, in order, by whichever thread is free: a thread that the
+    // system runs late (another program has its core) leaves its shard to the other.
+    std::atomic<int> next{0};
+    Join join;
+    #pragma omp parallel num_threads(threads) if (side_by_side)
+    {
+        const int team = kernels::team_size();
+        if (team > 1) kernels::set_max_threads(inner);   // this thread's kernels' teams (1: none)
+        std::optional<NoGradGuard> no_grad;
+        if (!modes.grad) no_grad.emplace();
+        std::optional<DetectAnomalyGuard> anomaly;
+        if (modes.anomaly && !anomaly_mode_enabled()) anomaly.emplace();
+        FusedKernelsGuard fused(modes.fused);
+        MixedPrecisionGuard bf16(modes.bf16);
+        for (int s; (s = next.fetch_add(1)) < shards;) {
+            tl_shard = s;
+            tl_stand_ins = s > 0 ? &stand_ins[s] : nullptr;
+            Rng* const prev_rng = detail::exchange_thread_rng(&rngs[s]);
+            try {
+                fn(s);
+            } catch (...) {
+                errors[s] = std::current_exception();
+            }
+            detail::exchange_thread_rng(prev_rng);
+            tl_stand_ins = nullptr;
+            tl_shard = -1;
+        }
+        if (team > 1) join.arrive_and_wait(team);
+    }
+    if (kernels::max_active_levels() != saved_levels) kernels::set_max_active_levels(saved_levels);
+    for (const std::exception_ptr& e : errors)
+        if (e) std::rethrow_exception(e);
+    merge_grads(stand_ins);
+}
+
+}  // namespace autograd
