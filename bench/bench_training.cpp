@@ -1,6 +1,8 @@
 // Training-step benchmark: median time per step and tokens/s of the copy task's Transformer, plus
 // the process's peak resident memory. One configuration per run, so peak RSS is that config's:
-//   ./build/bench/bench_training default | d128 | paper  [steps]
+//   ./build/bench/bench_training default | d128 | paper  [steps [shards]]
+// Each step cuts its batch into the examples' --shards row slices (default 2), which the threads
+// take side by side (models/data_parallel.h); a third argument sets another count.
 // "serial spells" at the end of the line counts the times the busy-cores watch
 // (autograd/kernels/busy_cores.h) found the threads waiting for a core and sent the kernels to
 // one thread for a while: a 2-thread median with several is partly a 1-thread one.
@@ -26,7 +28,9 @@
 #include "autograd/kernels/busy_cores.h"
 #include "autograd/kernels/parallel.h"
 #include "autograd/mixed_precision.h"
+#include "examples/common/training_flags.h"
 #include "examples/data/copy_task_data.h"
+#include "models/data_parallel.h"
 #include "models/transformer.h"
 #include "nn/nn.h"
 #include "optim/optim.h"
@@ -51,6 +55,8 @@ int main(int argc, char** argv) {
     }
     if (argc > 2) steps = std::max(1, std::atoi(argv[2]));
     const int64_t L = 10, warmup = 3;
+    // --shards of the examples: their default, or the third argument
+    const int shards = argc > 3 ? std::max(1, std::atoi(argv[3])) : common::TrainingFlags{}.shards;
 
     autograd::manual_seed(0);
     autograd::Rng rng(1);
@@ -63,8 +69,9 @@ int main(int argc, char** argv) {
         const auto t0 = std::chrono::steady_clock::now();
         const models::Batch b = data::make_copy_batch(rng, 11, B, L);
         opt.zero_grad();   // first: last step's gradients are freed before this step's activations pile up
-        const autograd::Tensor loss = nn::cross_entropy(model.logits(b.src, b.tgt_in, b.src_mask, b.tgt_mask), b.tgt_out);
-        loss.backward();
+        models::backward_in_shards(b, shards, [&](const models::Batch& part) {   // as the examples train
+            return nn::cross_entropy(model.logits(part.src, part.tgt_in, part.src_mask, part.tgt_mask), part.tgt_out);
+        });
         sched.step();
         opt.step();
         const double t = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
@@ -74,10 +81,10 @@ int main(int argc, char** argv) {
     const double median = ms[ms.size() / 2];
     rusage ru{};
     getrusage(RUSAGE_SELF, &ru);
-    std::printf("%-10s N=%lld D=%-4lld F=%-4lld h=%lld B=%lld dropout=%.1f threads=%d | median %7.1f ms/step "
+    std::printf("%-10s N=%lld D=%-4lld F=%-4lld h=%lld B=%lld dropout=%.1f threads=%d shards=%d | median %7.1f ms/step "
                 "(min %.1f, max %.1f, %lld steps) | %7.0f tokens/s | peak RSS %.0f MB (tensors %.0f MB) | serial spells %lld\n",
                 (name + (bf16 ? suffix : "")).c_str(), (long long)cfg.layers, (long long)cfg.d_model, (long long)cfg.d_ff, (long long)cfg.heads,
-                (long long)B, cfg.dropout, autograd::kernels::max_threads(), median, ms.front(), ms.back(), (long long)steps,
+                (long long)B, cfg.dropout, autograd::kernels::max_threads(), shards, median, ms.front(), ms.back(), (long long)steps,
                 B * (L - 1) / (median / 1000.0), ru.ru_maxrss / 1024.0,
                 autograd::kernels::memory_stats().peak_live_bytes / 1048576.0,
                 (long long)autograd::kernels::detail::busy_cores_state().serial_spells());

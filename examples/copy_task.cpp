@@ -24,6 +24,7 @@
 #include "examples/data/copy_task_data.h"
 #include "examples/eval/copy_task_eval.h"
 #include "models/checkpoint.h"
+#include "models/data_parallel.h"
 #include "models/transformer.h"
 #include "nn/nn.h"
 #include "optim/optim.h"
@@ -95,7 +96,7 @@ Options parse_options(int argc, char** argv) {
 
 void print_model(const models::Transformer& model, const Options& o) {
     std::printf("copy task: V=%lld L=%lld | model %s | %lld parameters | %s\n", (long long)o.vocab, (long long)o.seq_len,
-                common::describe(model.cfg).c_str(), (long long)model.num_parameters(), common::describe_compute().c_str());
+                common::describe(model.cfg).c_str(), (long long)model.num_parameters(), common::describe_compute(o.train.shards).c_str());
 }
 
 // The optimizer and the learning-rate schedule, before the first step.
@@ -179,12 +180,15 @@ int main(int argc, char** argv) {
         for (int step = 1; step <= o.steps; step++) {
             const models::Batch b = data::make_copy_batch(data_rng, o.vocab, o.batch, o.seq_len);
             opt.zero_grad();   // first: last step's gradients are freed before this step's activations pile up
-            const Tensor logits = model.logits(b.src, b.tgt_in, b.src_mask, b.tgt_mask);            // (B, L-1, V)
-            const Tensor loss = nn::cross_entropy(logits, b.tgt_out, {.ignore_index = data::COPY_PAD});   // mean over tokens
-            loss.backward();
+            // The loss per token and its gradient, the batch in --shards row slices side by side
+            // (models/data_parallel.h; with --shards 1 simply loss_of(b).backward()).
+            const float loss = models::backward_in_shards(b, o.train.shards, [&](const models::Batch& part) {
+                const Tensor logits = model.logits(part.src, part.tgt_in, part.src_mask, part.tgt_mask);   // (B, L-1, V)
+                return nn::cross_entropy(logits, part.tgt_out, {.ignore_index = data::COPY_PAD});        // mean over tokens
+            });
             const float lr = sched->step();
             opt.step();
-            report_step(log, o, step, loss.item(), lr);
+            report_step(log, o, step, loss, lr);
         }
         finish_training(log, o);
         if (!o.save.empty()) save_checkpoint(model, o);

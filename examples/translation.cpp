@@ -27,6 +27,7 @@
 #include "examples/data/translation_data.h"
 #include "examples/eval/translation_eval.h"
 #include "models/checkpoint.h"
+#include "models/data_parallel.h"
 #include "models/transformer.h"
 #include "nn/nn.h"
 #include "optim/optim.h"
@@ -120,7 +121,7 @@ void print_setup(const data::TranslationData& d, const models::Transformer& mode
                     d.codec.bpe.merges().size(), (long long)d.bpe_stats.words, (long long)d.bpe_stats.distinct_words,
                     d.bpe_stats.seconds);
     std::printf("model: %s, %lld parameters | %zu batches/epoch, %d epochs | %s\n", common::describe(model.cfg).c_str(),
-                (long long)model.num_parameters(), batches, o.epochs, common::describe_compute().c_str());
+                (long long)model.num_parameters(), batches, o.epochs, common::describe_compute(o.train.shards).c_str());
     if (o.batch_tokens > 0) std::printf("batches of about %d source and %d target tokens (padding included)\n", o.batch_tokens, o.batch_tokens);
 }
 
@@ -270,14 +271,18 @@ int main(int argc, char** argv) {
             for (size_t i : data::shuffled_indices(batches.size(), shuffle_rng)) {
                 const models::Batch b = data::make_batch(d.train, batches[i]);
                 opt.zero_grad();   // first: last step's gradients are freed before this step's activations pile up
-                const Tensor logits = model.logits(b.src, b.tgt_in, b.src_mask, b.tgt_mask);   // (B, T, V)
-                const Tensor loss = nn::cross_entropy(logits, b.tgt_out, {.ignore_index = Vocab::PAD, .label_smoothing = o.label_smoothing});
-                loss.backward();
+                const float loss = models::backward_in_shards(b, o.train.shards, [&](const models::Batch& part) {
+                    const Tensor logits = model.logits(part.src, part.tgt_in, part.src_mask, part.tgt_mask);   // (B, T, V)
+                    return nn::cross_entropy(logits, part.tgt_out, {.ignore_index = Vocab::PAD, .label_smoothing = o.label_smoothing});
+                });
                 const float lr = sched.step();
                 opt.step();
-                log.step(loss.item(), static_cast<double>(b.ntokens), {{"epoch", std::to_string(epoch)},
-                         {"loss", common::format_value(loss.item())}, {"lr", common::format_value(lr, 3)}});
+                log.step(loss, static_cast<double>(b.ntokens), {{"epoch", std::to_string(epoch)},
+                         {"loss", common::format_value(loss)}, {"lr", common::format_value(lr, 3)}});
             }
+            // the two threads' heaps each keep their shard's free activation space, which the
+            // evaluation, on the calling thread, cannot use: give it back (peak RSS, docs/15)
+            if (o.train.shards > 1) autograd::kernels::release_free_memory();
             memory.phase("training " + std::to_string(epoch));
             end_epoch(model, d, o, epoch, log, kept, memory);
         }

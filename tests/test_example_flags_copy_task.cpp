@@ -431,6 +431,29 @@ TEST_CASE("copy_task --threads: the header says how many, and 1 or 2 threads pri
     CHECK(one_of_two.out.find("| 1 threads") != std::string::npos);
 }
 
+TEST_CASE("copy_task --shards: the header says how many; another count trains another run, the same on 1 and 2 threads") {
+    // With dropout, each shard draws its own masks, and its gradients are summed apart: a
+    // different count is a different (equally good) run; the thread count changes nothing.
+    auto run = [](const std::string& shards, const std::string& threads) {
+        return run_example("copy_task", small_copy_task({"--steps", "3", "--print-every", "1", "--dropout", "0.1",
+                                                          "--shards", shards, "--threads", threads}));
+    };
+    const ExampleRun one = run("1", "1"), two = run("2", "1"), two_on_2 = run("2", "2"), three = run("3", "2");
+    for (const ExampleRun* r : {&one, &two, &two_on_2, &three}) REQUIRE(r->status == 0);
+    CHECK(one.out.find("| 1 threads, 1 shard |") != std::string::npos);
+    CHECK(two.out.find("| 1 threads, 2 shards |") != std::string::npos);
+    CHECK(three.out.find(autograd::kernels::kOpenMP ? "| 2 threads, 3 shards |" : "| 1 threads, 3 shards |") != std::string::npos);
+    const std::vector<StepLine> l1 = step_lines(one.out), l2 = step_lines(two.out), l3 = step_lines(three.out);
+    REQUIRE(l1.size() == 3);
+    REQUIRE(l2.size() == 3);
+    REQUIRE(l3.size() == 3);
+    CHECK(l1[0].loss != l2[0].loss);   // the first step: the same weights, other masks
+    CHECK(l2[0].loss != l3[0].loss);
+    CHECK(without_timings(std::regex_replace(two.out, std::regex(R"(\| \d threads)"), "")) ==
+          without_timings(std::regex_replace(two_on_2.out, std::regex(R"(\| \d threads)"), "")));
+    check_refused_in_one_line(run("0", "1"), "--shards must be between 1 and 64, got 0");
+}
+
 TEST_CASE("copy_task --dropout: changes training, and only training") {
     SUBCASE("the losses of training differ from a run without dropout") {
         const ExampleRun off = run_example("copy_task", small_copy_task({"--steps", "3", "--print-every", "1"}));

@@ -743,7 +743,7 @@ TEST_CASE("translation --attention PATH: a heatmap per layer and head, a row per
 // The model and training flags translation shares with copy_task are parsed by the same code
 // (examples/common/training_flags.cpp, tested with copy_task); this holds translation's own use
 // of them: the header, the first step's learning rate, the seed.
-TEST_CASE("translation --heads --dropout --warmup --lr-factor --seed --threads: each reaches the model or the schedule") {
+TEST_CASE("translation --heads --dropout --warmup --lr-factor --seed --threads --shards: each reaches the model or the schedule") {
     const Corpus c = write_corpus("translation-shared");
     const RemoveOnExit cleanup{c.dir};
     const ExampleRun base = run_example("translation", tiny_run(c, {}));
@@ -767,6 +767,14 @@ TEST_CASE("translation --heads --dropout --warmup --lr-factor --seed --threads: 
     REQUIRE(seed2.status == 0);
     CHECK(number_after(again.err, "loss ") == number_after(base.err, "loss "));
     CHECK(number_after(seed2.err, "loss ") != number_after(base.err, "loss "));
+
+    // --shards: the header says how many; another count splits the first batch otherwise (its
+    // dropout masks drawn per shard), so the first loss differs
+    const ExampleRun shards3 = run_example("translation", tiny_run(c, {"--shards", "3"}));
+    REQUIRE(shards3.status == 0);
+    CHECK(base.out.find(" threads, 2 shards |") != std::string::npos);
+    CHECK(shards3.out.find(" threads, 3 shards |") != std::string::npos);
+    CHECK(number_after(shards3.err, "loss ") != number_after(base.err, "loss "));
 }
 
 // The cache and recomputing give the same translations by design, so what shows the flag reached

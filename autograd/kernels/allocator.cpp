@@ -71,4 +71,10 @@ MemoryStats memory_stats() { return {g_live.load(), g_peak.load()}; }
 
 void reset_peak_memory() { g_peak.store(g_live.load()); }
 
+void release_free_memory() {
+#if defined(__GLIBC__)
+    malloc_trim(0);
+#endif
+}
+
 }  // namespace autograd::kernels

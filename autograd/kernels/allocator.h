@@ -42,4 +42,11 @@ MemoryStats memory_stats();
 // decoding) instead of the whole run's.
 void reset_peak_memory();
 
+// Give the heap's free pages back to the system (glibc's malloc_trim; nothing elsewhere), between
+// phases of a run that need different memory. Each thread that allocates has a heap of its own
+// (glibc's arenas): after data-parallel training (autograd/data_parallel.h) the second thread's
+// heap keeps the free space of its shard's activations, which the calling thread, decoding alone,
+// cannot use. The next training step faults the pages in again, so not for every step.
+void release_free_memory();
+
 }  // namespace autograd::kernels

@@ -21,6 +21,10 @@ void add_training_flags(ArgParser& p, TrainingFlags& t, const std::string& seed_
     p.add("--lr-factor", &t.lr_factor, "factor of the Noam schedule").range(0, 100);
     p.add("--seed", &t.seed, seed_help);
     p.add("--threads", &t.threads, "OpenMP threads (0: all cores)").range(0, 1024);
+    p.add("--shards", &t.shards,
+          "cut each batch into N row slices whose forward and backward passes run side by side, a thread each, "
+          "their gradients added at the end (data parallelism); the same results on any number of threads; "
+          "1: the whole batch in one pass, each op split between the threads").range(1, 64);
     p.flag("--bf16", &t.bf16, "mixed precision: Linear and attention products read bf16, accumulate in fp32 (needs AVX512_BF16)");
     p.flag("--reference", &t.reference,
            "train and evaluate through the plain autograd ops of nn/ (each layer's manual form) instead of the fused "
@@ -48,8 +52,9 @@ std::string describe(const models::TransformerConfig& cfg) {
     return line;
 }
 
-std::string describe_compute() {
-    return std::to_string(autograd::kernels::max_threads()) + " threads | kernels: " +
+std::string describe_compute(int shards) {
+    return std::to_string(autograd::kernels::max_threads()) + " threads, " + std::to_string(shards) +
+           (shards == 1 ? " shard" : " shards") + " | kernels: " +
            (autograd::fused_kernels_enabled() ? "fused" : "plain autograd ops (--reference)");
 }
 

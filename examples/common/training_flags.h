@@ -1,6 +1,6 @@
 // The flags both examples share: the Transformer's shape and dropout (written straight into a
-// models::TransformerConfig), the Noam learning-rate schedule, the seed, the thread count, mixed
-// precision and --reference.
+// models::TransformerConfig), the Noam learning-rate schedule, the seed, the thread count and the
+// batch's shards, mixed precision and --reference.
 //
 //   common::TrainingFlags t{.model = {.layers = 2, .d_model = 128, .d_ff = 512, .heads = 4}};   // this example's defaults
 //   common::add_training_flags(p, t, "random seed (init, dropout, data)");
@@ -27,12 +27,13 @@ struct TrainingFlags {
     float lr_factor = 1.0f;            // lr = lr_factor * Noam(step)
     uint64_t seed = 1;
     int threads = 0;                   // OpenMP threads, 0: all cores
+    int shards = 2;                    // row slices of a batch, run side by side (models/data_parallel.h)
     bool bf16 = false;                 // mixed precision: Linear and attention products in bf16 (docs/16)
     bool reference = false;            // every layer runs its plain form (autograd ops), no fused kernel
 };
 
-// --layers --d-model --heads --d-ff --dropout --warmup --lr-factor --seed --threads --bf16
-// --reference, with the values in `t` as their defaults.
+// --layers --d-model --heads --d-ff --dropout --warmup --lr-factor --seed --threads --shards
+// --bf16 --reference, with the values in `t` as their defaults.
 void add_training_flags(ArgParser& p, TrainingFlags& t, const std::string& seed_help);
 
 // After parsing: exits through p.fail() with TransformerConfig::validate()'s message when the
@@ -45,9 +46,9 @@ void apply_training_flags(const ArgParser& p, const TrainingFlags& t);
 // "N=2 D=128 F=256 h=4 dropout=0.1", for the line each example prints before training.
 std::string describe(const models::TransformerConfig& cfg);
 
-// "2 threads | kernels: fused" (or "kernels: plain autograd ops (--reference)" inside a
+// "2 threads, 2 shards | kernels: fused" (or "kernels: plain autograd ops (--reference)" inside a
 // FusedKernelsGuard that turns them off): how the layers run, for the same line.
-std::string describe_compute();
+std::string describe_compute(int shards);
 
 // The learning-rate schedule named by a --schedule flag, over a run of total_steps:
 //   "noam":   lr = lr_factor * Noam(d_model, warmup)  (the paper's; it never comes down to 0)
