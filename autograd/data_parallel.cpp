@@ -2,10 +2,8 @@
 
 #include <algorithm>
 #include <atomic>
-#include <condition_variable>
 #include <exception>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -77,28 +75,6 @@ void merge_grads(std::vector<StandIns>& stand_ins) {
     }
 }
 
-// The end of a shard team: each thread that is done sleeps until the last one is. OpenMP's own
-// barrier at the end of the region spins instead, and beside a busy program the spinning thread
-// takes the core its late partner needs: two threads then ran a step up to 2x slower than one
-// (docs/15). A shard is milliseconds of work, so waking a sleeping thread (microseconds) is cheap.
-class Join {
-public:
-    void arrive_and_wait(int team) {
-        std::unique_lock<std::mutex> lock(m_);
-        if (++arrived_ == team) {
-            lock.unlock();
-            all_in_.notify_all();
-            return;
-        }
-        all_in_.wait(lock, [&] { return arrived_ == team; });
-    }
-
-private:
-    std::mutex m_;
-    std::condition_variable all_in_;
-    int arrived_ = 0;
-};
-
 }  // namespace
 
 std::shared_ptr<Node> detail::shard_input(const std::shared_ptr<Node>& input) {
@@ -136,7 +112,6 @@ void for_each_shard(int shards, const std::function<void(int shard)>& fn) {
     // Shards are claimed one at a time, in order, by whichever thread is free: a thread that the
     // system runs late (another program has its core) leaves its shard to the other.
     std::atomic<int> next{0};
-    Join join;
     #pragma omp parallel num_threads(threads) if (side_by_side)
     {
         const int team = kernels::team_size();
@@ -160,7 +135,6 @@ void for_each_shard(int shards, const std::function<void(int shard)>& fn) {
             tl_stand_ins = nullptr;
             tl_shard = -1;
         }
-        if (team > 1) join.arrive_and_wait(team);
     }
     if (kernels::max_active_levels() != saved_levels) kernels::set_max_active_levels(saved_levels);
     for (const std::exception_ptr& e : errors)
