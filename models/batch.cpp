@@ -34,7 +34,7 @@ Batch make_batch(const Tokens& src, const Tokens& tgt, int32_t pad) {
 template <typename T>
 static autograd::IntArray<T> rows_of(const autograd::IntArray<T>& a, int64_t r0, int64_t r1) {
     autograd::Shape shape = a.shape;
-    const int64_t row = a.numel() / shape[0];
+    const int64_t row = shape[0] > 0 ? a.numel() / shape[0] : 0;   // elements per row (a batch of 0 rows has none)
     shape[0] = r1 - r0;
     return {std::vector<T>(a.data.begin() + r0 * row, a.data.begin() + r1 * row), shape};
 }

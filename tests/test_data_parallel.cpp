@@ -195,6 +195,11 @@ TEST_CASE("split_batch: consecutive row slices with their own token counts") {
     CHECK(many[5].src.shape == Shape{0, 2});
     CHECK(many[6].ntokens == 0);
     CHECK_THROWS_WITH_AS(models::split_batch(b, 0), "split_batch: needs at least 1 part, got 0", std::invalid_argument);
+    // a batch of no rows: every part empty
+    const models::Batch none = models::make_batch(Tokens({}, {0, 2}), Tokens({}, {0, 4}), 0);
+    const std::vector<models::Batch> empty = models::split_batch(none, 2);
+    CHECK(empty[1].src.shape == Shape{0, 2});
+    CHECK(empty[1].ntokens == 0);
 }
 
 TEST_CASE("backward_in_shards: the batch's loss and gradient, parts weighted by their tokens") {
