@@ -183,7 +183,7 @@ int main(int argc, char** argv) {
             // The loss per token and its gradient, the batch in --shards row slices side by side
             // (models/data_parallel.h; with --shards 1 simply loss_of(b).backward()).
             const float loss = models::backward_in_shards(b, o.train.shards, [&](const models::Batch& part) {
-                const Tensor logits = model.logits(part.src, part.tgt_in, part.src_mask, part.tgt_mask);   // (B, L-1, V)
+                const Tensor logits = model.logits(part.src, part.tgt_in, part.src_mask, part.tgt_mask);   // (rows of the part, L-1, V)
                 return nn::cross_entropy(logits, part.tgt_out, {.ignore_index = data::COPY_PAD});        // mean over tokens
             });
             const float lr = sched->step();

@@ -272,7 +272,7 @@ int main(int argc, char** argv) {
                 const models::Batch b = data::make_batch(d.train, batches[i]);
                 opt.zero_grad();   // first: last step's gradients are freed before this step's activations pile up
                 const float loss = models::backward_in_shards(b, o.train.shards, [&](const models::Batch& part) {
-                    const Tensor logits = model.logits(part.src, part.tgt_in, part.src_mask, part.tgt_mask);   // (B, T, V)
+                    const Tensor logits = model.logits(part.src, part.tgt_in, part.src_mask, part.tgt_mask);   // (rows of the part, T, V)
                     return nn::cross_entropy(logits, part.tgt_out, {.ignore_index = Vocab::PAD, .label_smoothing = o.label_smoothing});
                 });
                 const float lr = sched.step();

@@ -18,16 +18,11 @@
 #include "models/data_parallel.h"
 #include "models/transformer.h"
 #include "nn/nn.h"
+#include "tests/thread_count.h"
 
 using namespace autograd;
 
 namespace {
-
-struct ThreadCount {   // the OpenMP thread count for one scope
-    int saved = kernels::max_threads();
-    explicit ThreadCount(int n) { kernels::set_max_threads(n); }
-    ~ThreadCount() { kernels::set_max_threads(saved); }
-};
 
 bool same_bits(const Tensor& a, const Tensor& b) {
     return a.shape() == b.shape() && std::memcmp(a.data(), b.data(), a.numel() * sizeof(float)) == 0;

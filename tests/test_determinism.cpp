@@ -14,6 +14,7 @@
 #include "models/transformer.h"
 #include "nn/nn.h"
 #include "optim/optim.h"
+#include "tests/thread_count.h"
 
 using namespace autograd;
 
@@ -99,12 +100,10 @@ TEST_CASE("data-parallel steps: the same bits on 1, 2 and 3 threads; the shard c
         std::vector<float> losses;
         std::vector<std::vector<Tensor>> params;
         for (int threads : {1, 2, 3}) {
-            const int before = autograd::kernels::max_threads();
-            autograd::kernels::set_max_threads(threads);
+            ThreadCount tc(threads);
             Run run(7, shards);
             losses.push_back(run.steps(4));
             params.push_back(run.model.parameters());
-            autograd::kernels::set_max_threads(before);
         }
         CHECK(losses[0] == losses[1]);
         CHECK(losses[0] == losses[2]);

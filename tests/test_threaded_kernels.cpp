@@ -32,6 +32,7 @@
 #include "nn/nn.h"
 #include "optim/optim.h"
 #include "tests/compare.h"
+#include "tests/thread_count.h"
 
 using namespace autograd;
 using namespace autograd::kernels;
@@ -47,13 +48,6 @@ constexpr int64_t prime_above(int64_t n) {
     }
 }
 static_assert(prime_above(1) == 2 && prime_above(7) == 11 && prime_above(kElementwiseParallelMin) == 65537);
-
-// The OpenMP thread count for one scope.
-struct ThreadCount {
-    int saved = max_threads();
-    explicit ThreadCount(int n) { set_max_threads(n); }
-    ~ThreadCount() { set_max_threads(saved); }
-};
 
 // What one forward + backward produced (`step` returns outputs and gradients), and how many
 // threaded regions it opened.
