@@ -64,15 +64,14 @@ void merge_grads(std::vector<StandIns>& stand_ins) {
         for (int64_t i = 0; i < n; i += kChunk) chunks.push_back({leaf, &grads, i, std::min(n, i + kChunk)});
         total += n * static_cast<int64_t>(grads.size());
     }
-    const int64_t count = static_cast<int64_t>(chunks.size());
-    #pragma omp parallel for schedule(static) if (kernels::worth_threads(total, kernels::kElementwiseParallelMin))
-    for (int64_t c = 0; c < count; c++) {
-        float* dst = chunks[c].leaf->grad.data();
-        for (const FloatBuffer* g : *chunks[c].grads) {
+    const Chunk* const chunk = chunks.data();
+    kernels::parallel_for(static_cast<int64_t>(chunks.size()), kernels::worth_threads(total, kernels::kElementwiseParallelMin), [=](int64_t c) {
+        float* dst = chunk[c].leaf->grad.data();
+        for (const FloatBuffer* g : *chunk[c].grads) {
             const float* src = g->data();
-            for (int64_t i = chunks[c].begin; i < chunks[c].end; i++) dst[i] += src[i];
+            for (int64_t i = chunk[c].begin; i < chunk[c].end; i++) dst[i] += src[i];
         }
-    }
+    });
 }
 
 }  // namespace

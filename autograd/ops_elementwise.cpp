@@ -9,6 +9,8 @@
 namespace autograd {
 
 using kernels::kElementwiseParallelMin;
+using kernels::parallel_for;
+using kernels::parallel_blocks;
 using kernels::worth_threads;
 
 // ---------------------------------------------------------------- broadcasting walk
@@ -66,8 +68,7 @@ static Tensor binary_op(const Tensor& a, const Tensor& b, const char* op, F f, D
     float* py = y.data();
     if (a.shape() == b.shape()) {                          // fast path: no broadcasting
         const int64_t n = y.numel();
-        #pragma omp parallel for if (worth_threads(n, kElementwiseParallelMin))
-        for (int64_t i = 0; i < n; i++) py[i] = f(pa[i], pb[i]);
+        parallel_for(n, worth_threads(n, kElementwiseParallelMin), [=](int64_t i) { py[i] = f(pa[i], pb[i]); });
     } else {
         for_each_broadcast(out_shape, a.shape(), b.shape(),
                            [&](int64_t i, int64_t ia, int64_t ib) { py[i] = f(pa[ia], pb[ib]); });
@@ -84,14 +85,18 @@ static Tensor binary_op(const Tensor& a, const Tensor& b, const char* op, F f, D
             if (const kernels::GradOut ga = detail::parent_grad_to_write(self, 0); ga.data) {
                 float* g = ga.data;
                 const bool add = ga.add;
-                #pragma omp parallel for simd if (parallel: worth_threads(n, kElementwiseParallelMin))
-                for (int64_t i = 0; i < n; i++) g[i] = (add ? g[i] : 0.0f) + dy[i] * dfa(pa[i], pb[i], py[i]);
+                parallel_blocks(n, worth_threads(n, kElementwiseParallelMin), [=](int64_t begin, int64_t end) {
+                    #pragma omp simd
+                    for (int64_t i = begin; i < end; i++) g[i] = (add ? g[i] : 0.0f) + dy[i] * dfa(pa[i], pb[i], py[i]);
+                });
             }
             if (const kernels::GradOut gb = detail::parent_grad_to_write(self, 1); gb.data) {
                 float* g = gb.data;
                 const bool add = gb.add;
-                #pragma omp parallel for simd if (parallel: worth_threads(n, kElementwiseParallelMin))
-                for (int64_t i = 0; i < n; i++) g[i] = (add ? g[i] : 0.0f) + dy[i] * dfb(pa[i], pb[i], py[i]);
+                parallel_blocks(n, worth_threads(n, kElementwiseParallelMin), [=](int64_t begin, int64_t end) {
+                    #pragma omp simd
+                    for (int64_t i = begin; i < end; i++) g[i] = (add ? g[i] : 0.0f) + dy[i] * dfb(pa[i], pb[i], py[i]);
+                });
             }
             return;
         }
@@ -140,15 +145,16 @@ static Tensor unary_op(const Tensor& a, const char* op, F f, D dfdx) {
     const float* px = a.data();
     float* py = y.data();
     const int64_t n = a.numel();
-    #pragma omp parallel for if (worth_threads(n, kElementwiseParallelMin))
-    for (int64_t i = 0; i < n; i++) py[i] = f(px[i]);
+    parallel_for(n, worth_threads(n, kElementwiseParallelMin), [=](int64_t i) { py[i] = f(px[i]); });
     record(y, {a}, op, [dfdx, n](Node& self) {
         const float *px = self.parent_data(0), *py = self.data->data(), *dy = self.grad.data();
         const kernels::GradOut dx = detail::parent_grad_to_write(self, 0);   // stored into when new
         float* g = dx.data;
         const bool add = dx.add;
-        #pragma omp parallel for simd if (parallel: worth_threads(n, kElementwiseParallelMin))
-        for (int64_t i = 0; i < n; i++) g[i] = (add ? g[i] : 0.0f) + dy[i] * dfdx(px[i], py[i]);
+        parallel_blocks(n, worth_threads(n, kElementwiseParallelMin), [=](int64_t begin, int64_t end) {
+            #pragma omp simd
+            for (int64_t i = begin; i < end; i++) g[i] = (add ? g[i] : 0.0f) + dy[i] * dfdx(px[i], py[i]);
+        });
     });
     return y;
 }

@@ -11,6 +11,7 @@
 namespace autograd {
 
 using kernels::gemm_in;
+using kernels::parallel_for;
 using kernels::worth_threads;
 
 namespace {
@@ -72,9 +73,7 @@ MatmulPlan make_plan(const Shape& as, const Shape& bs, bool ta, bool tb) {
 // one thread) and `writes_shared` is false (no two batches write the same memory).
 template <class F>
 void for_each_batch(const MatmulPlan& p, bool writes_shared, F body) {
-    [[maybe_unused]] const bool par = !writes_shared && p.small() && worth_threads(p.batches, 1);   // more than one batch
-    #pragma omp parallel for if (par) schedule(static)
-    for (int64_t i = 0; i < p.batches; i++) body(i);
+    parallel_for(p.batches, !writes_shared && p.small() && worth_threads(p.batches, 1), body);   // more than one batch
 }
 }  // namespace
 

@@ -10,6 +10,7 @@
 namespace autograd {
 
 using kernels::kSoftmaxParallelMin;
+using kernels::parallel_for;
 using kernels::worth_threads;
 
 namespace {
@@ -32,8 +33,7 @@ static Tensor for_each_row(const Tensor& x, RowFn row_fn) {
     Tensor y = Tensor::empty(x.shape());
     const float* px = x.data();
     float* py = y.data();
-    #pragma omp parallel for if (worth_threads(R * C, kSoftmaxParallelMin))
-    for (int64_t r = 0; r < R; r++) row_fn(px + r * C, py + r * C, C);
+    parallel_for(R, worth_threads(R * C, kSoftmaxParallelMin), [=](int64_t r) { row_fn(px + r * C, py + r * C, C); });
     return y;
 }
 
@@ -44,8 +44,7 @@ static void for_each_row_backward(Node& self, Rows rows, RowFn row_fn) {
     const int64_t R = rows.R, C = rows.C;
     const float *py = self.data->data(), *dy = self.grad.data();
     float* dx = self.parent_grad(0);
-    #pragma omp parallel for if (worth_threads(R * C, kSoftmaxParallelMin))
-    for (int64_t r = 0; r < R; r++) row_fn(py + r * C, dy + r * C, dx + r * C, C);
+    parallel_for(R, worth_threads(R * C, kSoftmaxParallelMin), [=](int64_t r) { row_fn(py + r * C, dy + r * C, dx + r * C, C); });
 }
 
 // softmax over the last dimension. x: (..., C) -> y: (..., C), y_i = e^(x_i - m) / sum_j e^(x_j - m)

@@ -59,22 +59,26 @@ void Adam::step() {
         updates.push_back({g, params_[i].data(), state(m_slot_, i), state(v_slot_, i), params_[i].numel(), bc1, bc2});
         total += params_[i].numel();
     }
-    // One parallel region for every parameter: each thread takes its share of each one's
-    // elements and goes on to the next without waiting (nowait; the parameters are
-    // independent). Most of a small model's parameters are too small for a team of their own.
-    #pragma omp parallel if (autograd::kernels::worth_threads(total, autograd::kernels::kOptimizerParallelMin))
-    for (const Update& u : updates) {
-        const float* g = u.g;
-        float *p = u.p, *m = u.m, *v = u.v;
-        #pragma omp for schedule(static) nowait
-        for (int64_t j = 0; j < u.n; j++) {
-            const float gj = g[j] + l2 * p[j];
-            m[j] = b1 * m[j] + (1.0f - b1) * gj;
-            v[j] = b2 * v[j] + (1.0f - b2) * gj * gj;
-            const float m_hat = m[j] / u.bc1, v_hat = v[j] / u.bc2;
-            p[j] = p[j] * decay - lr * m_hat / (std::sqrt(v_hat) + eps);
+    // One parallel region for every parameter: each thread takes its block of each one's
+    // elements and goes on to the next without waiting (the parameters are independent). Most
+    // of a small model's parameters are too small for a team of their own.
+    namespace k = autograd::kernels;
+    const Update* const first = updates.data();
+    const size_t count = updates.size();
+    k::parallel_region(k::worth_threads(total, k::kOptimizerParallelMin), [=](int team, int thread) {
+        for (const Update* u = first; u != first + count; u++) {
+            const float* g = u->g;
+            float *p = u->p, *m = u->m, *v = u->v;
+            const auto [begin, end] = k::block_of(u->n, team, thread);
+            for (int64_t j = begin; j < end; j++) {
+                const float gj = g[j] + l2 * p[j];
+                m[j] = b1 * m[j] + (1.0f - b1) * gj;
+                v[j] = b2 * v[j] + (1.0f - b2) * gj * gj;
+                const float m_hat = m[j] / u->bc1, v_hat = v[j] / u->bc2;
+                p[j] = p[j] * decay - lr * m_hat / (std::sqrt(v_hat) + eps);
+            }
         }
-    }
+    });
 }
 
 std::map<std::string, std::string> Adam::hyperparameters() const {

@@ -28,6 +28,7 @@ SGD::SGD(std::vector<Tensor> params, SGDOptions opt) : Optimizer(std::move(param
 void SGD::step() {
     begin_step();
     const float lr = lr_, mu = opt_.momentum, wd = opt_.weight_decay;
+    const bool nesterov = opt_.nesterov;
     for (size_t i = 0; i < params_.size(); i++) {
         const float* g = params_[i].grad_data();
         if (!g) continue;                                // unused in the forward pass
@@ -35,15 +36,14 @@ void SGD::step() {
         float* p = params_[i].data();
         float* b = momentum_slot_ >= 0 ? state(momentum_slot_, i) : nullptr;
         const int64_t n = params_[i].numel();
-        #pragma omp parallel for if (autograd::kernels::worth_threads(n, autograd::kernels::kOptimizerParallelMin))
-        for (int64_t j = 0; j < n; j++) {
+        autograd::kernels::parallel_for(n, autograd::kernels::worth_threads(n, autograd::kernels::kOptimizerParallelMin), [=](int64_t j) {
             float d = g[j] + wd * p[j];
             if (b) {
                 b[j] = mu * b[j] + d;
-                d = opt_.nesterov ? d + mu * b[j] : b[j];
+                d = nesterov ? d + mu * b[j] : b[j];
             }
             p[j] -= lr * d;
-        }
+        });
     }
 }
 

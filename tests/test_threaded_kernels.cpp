@@ -14,6 +14,7 @@
 // still run, the region counts and the test that needs a real team of 2 are skipped.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <functional>
@@ -105,6 +106,48 @@ TEST_CASE("threaded kernels: a parallel region gated by worth_threads runs on 2 
     }
     CHECK(team == 2);
     CHECK_FALSE(worth_threads(kElementwiseParallelMin, kElementwiseParallelMin));   // at the threshold: one thread
+}
+
+TEST_CASE("parallel_for, parallel_blocks, parallel_region: a team only when threaded, each index once") {
+    // Not threaded, the loops open no region at all (a team of one costs 1-2.5 us, parallel.h):
+    // the body runs at the caller's depth. Threaded, one level deeper, on a team of 2.
+    ThreadCount two(2);
+    const int64_t n = 101;   // odd: the two blocks differ by one
+    for (const bool threaded : {false, true}) {
+        CAPTURE(threaded);
+        const bool team = threaded && kOpenMP;
+        const int depth = region_depth() + (team ? 1 : 0);
+        std::vector<int> seen(n, 0), depth_of(n, -1);
+        parallel_for(n, threaded, [&](int64_t i) { seen[i]++, depth_of[i] = region_depth(); });
+        CHECK(std::count(seen.begin(), seen.end(), 1) == n);
+        CHECK(std::count(depth_of.begin(), depth_of.end(), depth) == n);
+
+        std::vector<std::pair<int64_t, int64_t>> blocks(2, {-1, -1});
+        parallel_blocks(n, threaded, [&](int64_t begin, int64_t end) {
+            CHECK(region_depth() == depth);
+            blocks[team_index()] = {begin, end};
+        });
+        if (team) CHECK(blocks == std::vector<std::pair<int64_t, int64_t>>{{0, 50}, {50, 101}});
+        else CHECK(blocks[0] == std::pair<int64_t, int64_t>{0, 101});
+
+        std::vector<int> threads_seen;
+        parallel_region(threaded, [&](int size, int thread) {
+            CHECK(region_depth() == depth);
+            #pragma omp critical
+            threads_seen.push_back(size * 10 + thread);
+        });
+        std::sort(threads_seen.begin(), threads_seen.end());
+        CHECK(threads_seen == (team ? std::vector<int>{20, 21} : std::vector<int>{10}));
+    }
+    if (!kOpenMP) return;
+    // Inside another thread's region (a shard's), worth_threads says no, and the loop stays on
+    // its thread without a region of its own.
+    int depth_inside[2] = {-1, -1};
+    #pragma omp parallel num_threads(2)
+    parallel_for(1, worth_threads(kElementwiseParallelMin + 1, kElementwiseParallelMin),
+                 [&](int64_t) { depth_inside[team_index()] = region_depth(); });
+    CHECK(depth_inside[0] == 1);
+    CHECK(depth_inside[1] == 1);
 }
 
 TEST_CASE("threaded elementwise ops: equal to a plain loop, the same bytes on 1 and 2 threads") {

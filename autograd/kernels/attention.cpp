@@ -17,15 +17,14 @@ void attention_forward(float* out, float* P, const float* q, const float* k, con
     const int64_t B = d.B, H = d.H, T = d.T, S = d.S, Dk = d.Dk, D = d.D(), KV = d.kv_rows;
     const float scale = 1.0f / std::sqrt(static_cast<float>(Dk));
     constexpr float kNegInf = -std::numeric_limits<float>::infinity();
-    #pragma omp parallel if (worth_threads(B * H * T * S * Dk, kAttentionParallelMin))
-    {
+    parallel_region(worth_threads(B * H * T * S * Dk, kAttentionParallelMin), [=](int team, int thread) {
         // Each thread's own copy of the draws: the compiler then knows no store in the loops below
         // changes them, and vectorizes the keep-factor loop (through the shared reference it
         // does not, and the loop costs about as much as the rest of the kernel).
         const DropoutDraws drop = draws;
         FloatBuffer dropped(drop.active() ? T * S : 0);   // per-thread scratch
-        #pragma omp for schedule(static)
-        for (int64_t bh = 0; bh < B * H; bh++) {
+        const auto [first, last] = block_of(B * H, team, thread);   // this thread's (b, h) pairs
+        for (int64_t bh = first; bh < last; bh++) {
             const int64_t b = bh / H, h = bh % H, slot = kv_slot ? kv_slot[b] : b;   // where b's keys and values are
             const float *Q = q + b * T * D + h * Dk, *K = k + slot * KV * D + h * Dk, *V = v + slot * KV * D + h * Dk;
             float* Pbh = P + bh * T * S;
@@ -53,7 +52,7 @@ void attention_forward(float* out, float* P, const float* q, const float* k, con
             }
             gemm_in(precision, false, false, T, Dk, S, Pused, S, V, D, out + b * T * D + h * Dk, D, false);
         }
-    }
+    });
 }
 
 void attention_backward(GradOut dq, GradOut dk, GradOut dv, const float* dout, const float* q, const float* k,
@@ -69,12 +68,11 @@ void attention_backward(GradOut dq, GradOut dk, GradOut dv, const float* dout, c
     //     dSc = P * (dP - rowsum(dP * P))  (softmax's backward; where P = 0, dSc = 0: masked keys get nothing)
     //     dQ = dSc K / sqrt(Dk),   dK = dSc^T Q / sqrt(Dk)
     // Each (b, h) writes its own columns [h*Dk, (h+1)*Dk) of dq, dk and dv: the threads never collide.
-    #pragma omp parallel if (worth_threads(B * H * T * S * Dk, kAttentionParallelMin))
-    {
+    parallel_region(worth_threads(B * H * T * S * Dk, kAttentionParallelMin), [=](int team, int thread) {
         const DropoutDraws drop = draws;   // each thread's own copy, as in the forward
         FloatBuffer dP(T * S), Pd(dropping ? T * S : 0), keep(dropping ? T * S : 0);   // per-thread scratch
-        #pragma omp for schedule(static)
-        for (int64_t bh = 0; bh < B * H; bh++) {
+        const auto [first, last] = block_of(B * H, team, thread);   // this thread's (b, h) pairs
+        for (int64_t bh = first; bh < last; bh++) {
             const int64_t b = bh / H, h = bh % H, qo = b * T * D + h * Dk, ko = b * KV * D + h * Dk;
             const float *Pbh = P + bh * T * S, *dO = dout + qo;
             const float* Pused = Pbh;
@@ -101,7 +99,7 @@ void attention_backward(GradOut dq, GradOut dk, GradOut dv, const float* dout, c
             if (dq.data) gemm_in(precision, false, false, T, Dk, S, dP.data(), S, k + ko, D, dq.data + qo, D, dq.add);   // dQ = dSc K
             if (dk.data) gemm_in(precision, true, false, S, Dk, T, dP.data(), S, q + qo, D, dk.data + ko, D, dk.add);    // dK = dSc^T Q
         }
-    }
+    });
 }
 
 AttentionResult attention(const Tensor& q, const Tensor& k, const Tensor& v, int64_t heads, const Mask& allowed,

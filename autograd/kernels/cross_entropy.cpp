@@ -22,20 +22,20 @@ float cross_entropy_forward(float* lse, const float* logits, const int32_t* targ
     const int64_t R = d.R, V = d.V;
     const double eps = d.label_smoothing;
     std::vector<double> row_loss(R, 0.0);
+    double* loss = row_loss.data();
     // per row, with log p_j = x_j - lse:  loss_r = -(1 - eps) log p_target - (eps / V) sum_j log p_j
-    #pragma omp parallel for if (worth_threads(R * V, kCrossEntropyParallelMin))
-    for (int64_t r = 0; r < R; r++) {
+    parallel_for(R, worth_threads(R * V, kCrossEntropyParallelMin), [=](int64_t r) {
         const float* x = logits + r * V;
         const LogSumExp l = log_sum_exp_row(x, V);
         lse[r] = l.max + l.log_sum;
-        if (targets[r] == d.ignore_index) continue;
+        if (targets[r] == d.ignore_index) return;
         const double logp_target = x[targets[r]] - lse[r];
         double sum_x = 0.0;   // sum_j log p_j = sum_j x_j - V lse
         if (eps > 0.0)
             for (int64_t j = 0; j < V; j++) sum_x += x[j];
         const double sum_logp = sum_x - static_cast<double>(V) * lse[r];
-        row_loss[r] = -(1.0 - eps) * logp_target - eps / static_cast<double>(V) * sum_logp;
-    }
+        loss[r] = -(1.0 - eps) * logp_target - eps / static_cast<double>(V) * sum_logp;
+    });
     const int64_t n = counted_rows(targets, d);
     double total = 0.0;
     for (double l : row_loss) total += l;   // fixed order
@@ -53,19 +53,18 @@ void cross_entropy_backward(GradOut dlogits, float dloss, const float* logits, c
     // d lse / d x_j = p_j and sum_j q_j = 1:
     //     d loss_r / d x_j = -q_j + (sum_k q_k) p_j = p_j - q_j,   so  dx_j = dloss / n * (p_j - q_j),
     // and 0 on ignored rows. p_j = e^(x_j - lse), from the lse the forward kept.
-    #pragma omp parallel for if (worth_threads(R * V, kCrossEntropyParallelMin))
-    for (int64_t r = 0; r < R; r++) {
+    parallel_for(R, worth_threads(R * V, kCrossEntropyParallelMin), [=](int64_t r) {
         float* dx = dlogits.data + r * V;
         if (targets[r] == d.ignore_index || n == 0) {
             if (!add) std::fill(dx, dx + V, 0.0f);
-            continue;
+            return;
         }
         const float *x = logits + r * V, l = lse[r];
         for (int64_t j = 0; j < V; j++) {
             const float q = (j == targets[r] ? 1.0f - eps : 0.0f) + uniform;
             dx[j] = (add ? dx[j] : 0.0f) + g * (std::exp(x[j] - l) - q);
         }
-    }
+    });
 }
 
 Tensor cross_entropy(const Tensor& logits, const Tokens& targets, int32_t ignore_index, float label_smoothing) {

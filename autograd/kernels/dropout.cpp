@@ -10,8 +10,10 @@ DropoutDraws draw_dropout(float p) { return p > 0.0f ? DropoutDraws{p, default_r
 
 void dropout_forward(float* y, const float* x, int64_t n, const DropoutDraws& drop) {
     const DropoutDraws d = drop;   // a local copy: no store below can change it, so the loop vectorizes
-    #pragma omp parallel for simd if (parallel: worth_threads(n, kDropoutParallelMin))   // branch-free: the mask is random
-    for (int64_t i = 0; i < n; i++) y[i] = x[i] * d.kept_factor(i);
+    parallel_blocks(n, worth_threads(n, kDropoutParallelMin), [=](int64_t begin, int64_t end) {
+        #pragma omp simd   // branch-free: the mask is random
+        for (int64_t i = begin; i < end; i++) y[i] = x[i] * d.kept_factor(i);
+    });
 }
 
 void dropout_backward(GradOut dx, const float* dy, int64_t n, const DropoutDraws& drop) {
@@ -21,8 +23,10 @@ void dropout_backward(GradOut dx, const float* dy, int64_t n, const DropoutDraws
     const bool add = dx.add;
     // In the forward pass this was y = x * keep, keep = 0 or 1/(1-p) per element; so
     // dx = dy * keep, with the same keep decisions drawn again from the seed.
-    #pragma omp parallel for simd if (parallel: worth_threads(n, kDropoutParallelMin))
-    for (int64_t i = 0; i < n; i++) g[i] = (add ? g[i] : 0.0f) + dy[i] * d.kept_factor(i);
+    parallel_blocks(n, worth_threads(n, kDropoutParallelMin), [=](int64_t begin, int64_t end) {
+        #pragma omp simd
+        for (int64_t i = begin; i < end; i++) g[i] = (add ? g[i] : 0.0f) + dy[i] * d.kept_factor(i);
+    });
 }
 
 Tensor dropout(const Tensor& x, float p) {

@@ -12,8 +12,7 @@ namespace autograd::kernels {
 void layer_norm_forward(float* y, float* mean, float* rstd, const float* x, const float* gain, const float* bias,
                         const LayerNormDims& d, float eps) {
     const int64_t R = d.R, C = d.C;
-    #pragma omp parallel for if (worth_threads(R * C, kLayerNormParallelMin))
-    for (int64_t r = 0; r < R; r++) {
+    parallel_for(R, worth_threads(R * C, kLayerNormParallelMin), [=](int64_t r) {
         const float* xr = x + r * C;
         float m = 0.0f, var = 0.0f;
         // `omp simd reduction` lets the compiler keep one partial sum per vector lane (a fixed
@@ -27,7 +26,7 @@ void layer_norm_forward(float* y, float* mean, float* rstd, const float* x, cons
         for (int64_t i = 0; i < C; i++) y[r * C + i] = (xr[i] - m) * rs * gain[i] + bias[i];
         mean[r] = m;
         rstd[r] = rs;
-    }
+    });
 }
 
 void layer_norm_backward(GradOut dx, GradOut dgain, GradOut dbias, const float* dy, const float* x, const float* mean,
@@ -40,8 +39,7 @@ void layer_norm_backward(GradOut dx, GradOut dgain, GradOut dbias, const float* 
     //     dgain = sum over rows of dy * xhat,    dbias = sum over rows of dy.
     if (float* out = dx.data) {
         const bool add = dx.add;
-        #pragma omp parallel for if (worth_threads(R * C, kLayerNormParallelMin))
-        for (int64_t r = 0; r < R; r++) {
+        parallel_for(R, worth_threads(R * C, kLayerNormParallelMin), [=](int64_t r) {
             const float m = mean[r], rs = rstd[r];
             const float *xr = x + r * C, *gr = dy + r * C;
             float mg = 0.0f, mgx = 0.0f;   // mean(g), mean(g * xhat)
@@ -56,7 +54,7 @@ void layer_norm_backward(GradOut dx, GradOut dgain, GradOut dbias, const float* 
             float* dxr = out + r * C;
             for (int64_t i = 0; i < C; i++)
                 dxr[i] = (add ? dxr[i] : 0.0f) + rs * (gr[i] * gain[i] - mg - (xr[i] - m) * rs * mgx);
-        }
+        });
     }
     if (dgain.data || dbias.data)
         column_sums<2>(R, C, kLayerNormParallelMin, {dgain, dbias}, [&](int64_t r, int64_t i0, int64_t i1, float* const* sum) {

@@ -18,8 +18,7 @@ void linear_forward(float* y, const float* x, const float* w, const float* b, co
     // the epilogue: bias, ReLU, dropout, in one pass over y
     const bool dropping = drop.active();
     const DropoutDraws dr = drop;   // a local copy: lets the loop vectorize
-    #pragma omp parallel for if (worth_threads(rows * out, kLinearParallelMin))
-    for (int64_t r = 0; r < rows; r++) {
+    parallel_for(rows, worth_threads(rows * out, kLinearParallelMin), [=](int64_t r) {
         float* yr = y + r * out;
         #pragma omp simd   // every test below is a select, not a branch: the loop vectorizes
         for (int64_t j = 0; j < out; j++) {
@@ -28,7 +27,7 @@ void linear_forward(float* y, const float* x, const float* w, const float* b, co
             if (dropping) v *= dr.kept_factor(r * out + j);
             yr[j] = v;
         }
-    }
+    });
 }
 
 void linear_backward(GradOut dx, GradOut dw, GradOut db, const float* dy, const float* x, const float* w,
@@ -49,11 +48,15 @@ void linear_backward(GradOut dx, GradOut dw, GradOut db, const float* dy, const 
         // and a mispredicted branch per element costs more than the rest of the loop. Each
         // multiplies dy by a selected factor (dropout.h says why that form).
         if (relu) {
-            #pragma omp parallel for simd if (parallel: worth_threads(n, kLinearParallelMin))
-            for (int64_t i = 0; i < n; i++) m[i] = dy[i] * (y[i] > 0.0f ? s : 0.0f);
+            parallel_blocks(n, worth_threads(n, kLinearParallelMin), [=](int64_t begin, int64_t end) {
+                #pragma omp simd
+                for (int64_t i = begin; i < end; i++) m[i] = dy[i] * (y[i] > 0.0f ? s : 0.0f);
+            });
         } else {
-            #pragma omp parallel for simd if (parallel: worth_threads(n, kLinearParallelMin))
-            for (int64_t i = 0; i < n; i++) m[i] = dy[i] * dr.kept_factor(i);
+            parallel_blocks(n, worth_threads(n, kLinearParallelMin), [=](int64_t begin, int64_t end) {
+                #pragma omp simd
+                for (int64_t i = begin; i < end; i++) m[i] = dy[i] * dr.kept_factor(i);
+            });
         }
         g = m;
     }

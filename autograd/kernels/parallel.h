@@ -37,21 +37,93 @@ inline constexpr int64_t kOptimizerParallelMin = int64_t{1} << 15;     // Adam/S
 namespace detail {
 // Test hook: how many parallel regions the kernels have opened with their threaded path on. A
 // test reads it before and after a call to see that the call took the threaded path. Without
-// OpenMP it stays 0: the `if` clause that calls worth_threads is part of the ignored pragma.
+// OpenMP it stays 0 (worth_threads is always false there).
 inline std::atomic<int64_t> threaded_regions{0};
 }  // namespace detail
 
-// The `if` clause of a kernel's parallel region: is a loop over `work` elements worth a team?
-//     #pragma omp parallel for if (worth_threads(R * C, kSoftmaxParallelMin))
-//     #pragma omp parallel for simd if (parallel: worth_threads(n, kElementwiseParallelMin))
-// On `parallel for simd` the `parallel:` matters: a plain `if` applies to the simd part as well
-// (OpenMP 5.0), so a loop below the threshold would also be asked not to vectorize.
+// Is a loop over `work` elements worth a thread team? The first argument of the loops below:
+//     parallel_for(R, worth_threads(R * C, kSoftmaxParallelMin), [&](int64_t r) { ...row r... });
 // While another program keeps the cores busy (busy_cores.h), no loop is: one thread does it all.
-// Nor is one inside another region (gemm_pair_in's), where no new team can start.
+// Nor is one inside another region (a shard's of data_parallel.h, gemm_pair_in's), where no new
+// team can start. Without OpenMP, never (max_active_levels() is 0).
 inline bool worth_threads(int64_t work, int64_t min_work) {
     if (work <= min_work || active_level() >= max_active_levels() || cores_busy()) return false;
     detail::threaded_regions.fetch_add(1, std::memory_order_relaxed);
     return true;
+}
+
+// ---- the loops: a team when `threaded`, else a plain loop on the calling thread
+//
+// Why not `#pragma omp parallel for if (threaded)`: a region whose `if` is false still starts a
+// team of one thread. In libgomp that costs 1.3 us, and 2.5 us inside another thread's region (a
+// new team, and a futex system call at its end; measured on the 2-core VM), more than many of
+// these loops take: a D = 128 training step ran some 370 such regions per shard.
+//
+// The body is a lambda; give it its values by copy ([=]), and each thread of a team works on its
+// own copy of it (`local` below). Then the compiler knows that no store of the loop changes a
+// captured scale or pointer, keeps them in registers and vectorizes; reached by reference they
+// may be changed by any store to a float, and a ReLU mask loop ran 10x slower.
+
+// Thread t's block of [0, n) when `team` threads split it: [n t / team, n (t + 1) / team).
+struct Block { int64_t begin, end; };
+inline Block block_of(int64_t n, int team, int t) { return {n * t / team, n * (t + 1) / team}; }
+
+// body(i) for i = 0 .. n-1, split into one contiguous block per thread.
+template <class Body>
+void parallel_for(int64_t n, [[maybe_unused]] bool threaded, Body body) {
+#ifdef _OPENMP
+    if (threaded) {
+        #pragma omp parallel
+        {
+            Body local = body;
+            #pragma omp for schedule(static)
+            for (int64_t i = 0; i < n; i++) local(i);
+        }
+        return;
+    }
+#endif
+    for (int64_t i = 0; i < n; i++) body(i);
+}
+
+// body(begin, end) once per thread, for its block [begin, end) of [0, n); body(0, n) without a
+// team. For a loop the compiler should vectorize: the caller writes it, `#pragma omp simd` on
+// top, in the body. (An `omp simd` loop around body(i) did not vectorize: GCC 12 left a
+// dropout mask loop scalar, with a branch per element, 10x slower.)
+// The calling thread's whole loop, kept a call of its own: inlined into the kernel, GCC 12 lost
+// the vectorization of the dropout loops ("control flow in loop": the select became a branch).
+template <class Body>
+[[gnu::noinline]] void run_block(Body body, int64_t n) { body(0, n); }
+template <class Body>
+void parallel_blocks(int64_t n, [[maybe_unused]] bool threaded, Body body) {
+#ifdef _OPENMP
+    if (threaded) {
+        #pragma omp parallel
+        {
+            Body local = body;
+            const auto [begin, end] = block_of(n, team_size(), team_index());
+            local(begin, end);
+        }
+        return;
+    }
+#endif
+    run_block(body, n);
+}
+
+// body(team, thread) once on each thread of a team (thread = 0 .. team-1), or body(1, 0) on the
+// calling thread: for kernels that split their work themselves (part() below).
+template <class Body>
+void parallel_region([[maybe_unused]] bool threaded, Body body) {
+#ifdef _OPENMP
+    if (threaded) {
+        #pragma omp parallel
+        {
+            Body local = body;
+            local(team_size(), team_index());
+        }
+        return;
+    }
+#endif
+    body(1, 0);
 }
 
 // ---- the deterministic column-split reduction
@@ -65,10 +137,9 @@ inline bool worth_threads(int64_t work, int64_t min_work) {
 // the thread count (no atomics, bit-identical results), and each row is read contiguously.
 // Each output is stored or added as its GradOut says (grad_out.h); a null output is skipped.
 template <int K, class AddRow>
-void column_sums(int64_t rows, int64_t cols, [[maybe_unused]] int64_t min_work, const GradOut (&out)[K], AddRow add_row) {
-    #pragma omp parallel if (worth_threads(rows * cols, min_work))
-    {
-        const int64_t j0 = cols * team_index() / team_size(), j1 = cols * (team_index() + 1) / team_size();
+void column_sums(int64_t rows, int64_t cols, int64_t min_work, const GradOut (&out)[K], AddRow add_row) {
+    parallel_region(worth_threads(rows * cols, min_work), [&](int team, int thread) {
+        const auto [j0, j1] = block_of(cols, team, thread);
         FloatBuffer sums[K];
         float* partial[K];
         for (int k = 0; k < K; k++) {
@@ -79,7 +150,7 @@ void column_sums(int64_t rows, int64_t cols, [[maybe_unused]] int64_t min_work, 
         for (int k = 0; k < K; k++)
             if (float* o = out[k].data)
                 for (int64_t j = j0; j < j1; j++) o[j] = (out[k].add ? o[j] : 0.0f) + partial[k][j - j0];
-    }
+    });
 }
 
 }  // namespace autograd::kernels

@@ -43,6 +43,13 @@ inline void set_max_threads([[maybe_unused]] int n) {   // omp_set_num_threads; 
     omp_set_num_threads(n);
 #endif
 }
+inline int region_depth() {  // parallel regions around the caller, a team of 1 counted too (0 outside any)
+#ifdef _OPENMP
+    return omp_get_level();
+#else
+    return 0;
+#endif
+}
 inline int active_level() {   // parallel regions with a team of 2+ threads around the caller (0 outside any)
 #ifdef _OPENMP
     return omp_get_active_level();
