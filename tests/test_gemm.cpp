@@ -61,6 +61,45 @@ TEST_CASE("gemm equals gemm_naive on awkward shapes, all transposes, padded, acc
     }
 }
 
+TEST_CASE("gemm: products that fit one micro-tile (attention heads) equal gemm_naive, and the loop nest's bits") {
+    // M <= MR, N <= NR, K <= KC take gemm_one_tile (gemm.cpp): operands read in place when whole
+    // (M = MR rows, N = lanes or NR columns), else copied; edge tiles stored with masked vectors.
+    // The widths of all four micro-kernels' tiles and vectors, and one past each, are swept.
+    const int Ms[] = {1, 3, 6, 7, 8, 10, 12}, Ns[] = {1, 3, 4, 5, 8, 9, 10, 16, 17, 31, 32}, Ks[] = {1, 10, 16, 64};
+    for (const KernelUnderTest& kernel : kernels_under_test()) {
+        CAPTURE(kernel.name);
+        uint32_t seed = 7;
+        for (int ta = 0; ta < 2; ta++)
+            for (int tb = 0; tb < 2; tb++)
+                for (int M : Ms)
+                    for (int N : Ns)
+                        for (int K : Ks) {
+                            const int pad = (M + N + K) % 2 ? 3 : 0;
+                            const bool acc = (M + N) % 3 == 0;
+                            CAPTURE(op_name(ta, tb));
+                            CAPTURE(M);
+                            CAPTURE(N);
+                            CAPTURE(K);
+                            CAPTURE(pad);
+                            CAPTURE(acc);
+                            check_against_naive(Problem(ta, tb, M, N, K, pad, seed++), acc, kernel.fn);
+                        }
+        // The same rows inside a taller product (40 rows: the loop nest) give the same bits: one
+        // sum per element, k = 0 .. K-1 in order, either way.
+        for (int ta = 0; ta < 2; ta++)
+            for (int tb = 0; tb < 2; tb++)
+                for (int N : {10, 16, 32}) {
+                    CAPTURE(op_name(ta, tb));
+                    CAPTURE(N);
+                    const Problem tall(ta, tb, 40, N, 16, 3, seed++);
+                    std::vector<float> part = tall.C0;
+                    kernel.fn(ta, tb, 6, N, 16, tall.A.data(), tall.lda, tall.B.data(), tall.ldb, part.data(), tall.ldc, true);
+                    const std::vector<float> whole = tall.run(kernel.fn, true);
+                    CHECK(std::memcmp(part.data(), whole.data(), std::size_t(5 * tall.ldc + N) * sizeof(float)) == 0);
+                }
+    }
+}
+
 TEST_CASE("gemm: every transpose and accumulate mode on block-crossing shapes") {
     // shapes that cross the internal block sizes of every micro-kernel: micro-tiles (6 x 8 up to
     // 12 x 32), row blocks (MC = 128 to 192), slices of the sum (KC = 256 or 512: K = 257, 513 and

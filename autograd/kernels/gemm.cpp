@@ -34,7 +34,8 @@
 //    (its rows are already contiguous, and the kernel only broadcasts single floats of A), and,
 //    for the dW = dy^T x products (transposed A, untransposed B), so are B and, for small
 //    problems, A (see gemm_thread). Only the last, partial sliver of a matrix is then packed, to
-//    get its zero padding.
+//    get its zero padding. And a product that fits in one MR x NR tile (an attention head's, at
+//    short lengths) skips the loop nest altogether: gemm_one_tile.
 //
 // 3) Register tiling. The micro-kernel (gemm_micro_kernel.h) keeps an MR x NR tile of C in vector
 //    registers for the whole KC-long sum: for each k it loads the NR floats of B's row, broadcasts
@@ -319,9 +320,71 @@ void gemm_thread(const Args& g, float* Bp, RowClaims& claims, int nt, int tid) {
     }
 }
 
+// ---- a product that fits in one micro-tile
+
+// M <= MR, N <= NR and K <= KC: one micro-kernel call computes all of C. These are an attention
+// head's products at short lengths (10 x 10 scores, 10 x 16 outputs), some 23,000 per D = 128
+// training step; through the loop nest above each took 120-200 ns, several times its arithmetic,
+// in bookkeeping (thread grid, row claims, the NR-wide panel) and in copying A one float at a
+// time. Here an operand is copied only when the kernel cannot read it where it lies, and then
+// in whole rows where it can:
+//   op(A) = A:    all MR rows present: read in place; else its M rows of K floats copied into an
+//                 MR-row block (rows M.. zero), read by rows like A itself
+//   op(A) = A^T:  all MR columns present: read in place; else packed k-major (contiguous runs)
+//   op(B) = B:    exactly the kernel's width (N = lanes or NR, e.g. a head's Dk = 16 columns):
+//                 read in place; else packed row by row into a zero-padded sliver
+//   op(B) = B^T:  packed strand by strand (the scores' keys)
+// The sums are those of the loop nest, k = 0 .. K-1 in one accumulator, so the bits are too.
+// dst[0:n] = src[0:n] in whole vectors, then the last few lanes (a library memcpy of so few
+// floats costs more in its call than in its copying)
+template <class Isa>
+void copy_floats(const float* src, int n, float* dst) {
+    constexpr int L = Isa::kLanes;
+    int i = 0;
+    for (; i + L <= n; i += L) Isa::store(dst + i, Isa::load(src + i));
+    if (i < n) Isa::store_first(dst + i, Isa::load_first(src + i, n - i), n - i);
+}
+
+template <class Isa, int kVectors>
+void gemm_one_tile(const Args& g) {
+    constexpr int MR = Isa::MR, W = kVectors * Isa::kLanes;   // the tile: MR x W
+    const int M = g.M, N = g.N, K = g.K;
+    const float* a = g.A;
+    idx lda = g.lda;
+    if (M < MR) {
+        float* const block = tls_pack_a.get(std::size_t(MR) * K);
+        if (!g.trans_a) {   // rows of K floats, then zero rows
+            for (int r = 0; r < M; r++) copy_floats<Isa>(g.A + idx(r) * g.lda, K, block + idx(r) * K);
+            std::fill(block + idx(M) * K, block + idx(MR) * K, 0.0f);
+            lda = K;
+        } else {            // for each k, A^T's M floats of that column, then zeros
+            pack_sliver<MR>(g.A, g.lda, 1, M, K, block);
+            lda = MR;
+        }
+        a = block;
+    }
+    const float* b = g.B;
+    idx b_row_step = g.ldb;
+    if (g.trans_b || N < W) {
+        float* const sliver = tls_pack_edge.get(std::size_t(K) * W);
+        if (!g.trans_b) pack_sliver<W>(g.B, g.ldb, 1, N, K, sliver);   // op(B)[k][j] = B[k][j]
+        else            pack_sliver<W>(g.B, 1, g.ldb, N, K, sliver);   // op(B)[k][j] = B[j][k]
+        b = sliver;
+        b_row_step = W;
+    }
+    // Read by rows: op(A)(r, k) at a[r * lda + k]; by columns: at a[k * lda + r]
+    if (!g.trans_a) micro_kernel<Isa, kRowsA, kVectors>(K, a, lda, b, b_row_step, g.C, g.ldc, M, N, g.accumulate);
+    else            micro_kernel<Isa, kColsA, kVectors>(K, a, lda, b, b_row_step, g.C, g.ldc, M, N, g.accumulate);
+}
+
 // The whole product with one instruction set, on a team of threads when it is worth one.
 template <class Isa>
 void gemm_using(const Args& g) {
+    if (g.M <= Isa::MR && g.N <= Isa::NR && g.K <= Isa::KC) {   // one tile: never worth a team
+        if (g.N <= Isa::kLanes) gemm_one_tile<Isa, 1>(g);        // one vector per row of the tile
+        else                    gemm_one_tile<Isa, Isa::NR / Isa::kLanes>(g);
+        return;
+    }
     // The B panel is shared by the team; it lives in the buffer of the thread that called us.
     const int nc_max = ceil_div(std::min(g.N, Isa::NC), Isa::NR) * Isa::NR;
     float* const Bp = tls_pack_b.get(std::size_t(std::min(g.K, Isa::KC)) * nc_max);

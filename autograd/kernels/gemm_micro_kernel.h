@@ -51,6 +51,25 @@ namespace autograd::kernels::gemm_driver {
 
 using idx = std::ptrdiff_t;
 
+// The first n lanes of a vector of 4 floats from or to memory, through a small array, for the
+// instruction sets without masked loads and stores (NEON, portable); the other lanes read as 0.
+template <class V>
+inline V lanes_in(const float* p, int n) {
+    static_assert(sizeof(V) == 4 * sizeof(float), "a vector of 4 floats");
+    float t[4] = {};
+    for (int i = 0; i < n; i++) t[i] = p[i];
+    V x;
+    std::memcpy(&x, t, sizeof x);
+    return x;
+}
+template <class V>
+inline void lanes_out(float* p, V x, int n) {
+    static_assert(sizeof(V) == 4 * sizeof(float), "a vector of 4 floats");
+    float t[4];
+    std::memcpy(t, &x, sizeof t);
+    for (int i = 0; i < n; i++) p[i] = t[i];
+}
+
 // ---- the instruction sets. Besides the vector operations, each names its cache blocks (the
 // loop nest in gemm.cpp): KC values of k per slice (a B sliver, KC x NR floats, should stay in L1
 // while the A slivers of a row block pass by), MC rows of A per packed block (MC x KC floats, in
@@ -72,6 +91,9 @@ struct Avx512 {
     static V broadcast(const float* p) { return _mm512_set1_ps(*p); }
     static V fma(V a, V b, V acc) { return _mm512_fmadd_ps(a, b, acc); }   // vfmadd231ps: acc + a * b
     static V add(V a, V b) { return _mm512_add_ps(a, b); }
+    // the first n < 16 lanes only (masked: the others are neither read nor written)
+    static V load_first(const float* p, int n) { return _mm512_maskz_loadu_ps(__mmask16((1u << n) - 1), p); }
+    static void store_first(float* p, V x, int n) { _mm512_mask_storeu_ps(p, __mmask16((1u << n) - 1), x); }
 };
 #endif
 
@@ -91,6 +113,10 @@ struct Avx2Fma {
     static V broadcast(const float* p) { return _mm256_set1_ps(*p); }
     static V fma(V a, V b, V acc) { return _mm256_fmadd_ps(a, b, acc); }    // vfmadd231ps: acc + a * b
     static V add(V a, V b) { return _mm256_add_ps(a, b); }
+    // the first n < 8 lanes only (vmaskmovps: a lane whose mask is clear is neither read nor written)
+    static __m256i first(int n) { return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)); }
+    static V load_first(const float* p, int n) { return _mm256_maskload_ps(p, first(n)); }
+    static void store_first(float* p, V x, int n) { _mm256_maskstore_ps(p, first(n), x); }
 };
 #endif
 
@@ -109,6 +135,8 @@ struct Neon {
     // every k, as with _mm256_broadcast_ss. GCC and Clang fuse `acc + a * b` into one fmla.
     static V fma(V a, V b, V acc) { return acc + a * b; }
     static V add(V a, V b) { return vaddq_f32(a, b); }
+    static V load_first(const float* p, int n) { return lanes_in<V>(p, n); }
+    static void store_first(float* p, V x, int n) { lanes_out(p, x, n); }
 };
 #endif
 
@@ -124,6 +152,8 @@ struct Portable {
     static V broadcast(const float* p) { return V{} + *p; }   // a scalar operand goes to every lane
     static V fma(V a, V b, V acc) { return acc + a * b; }
     static V add(V a, V b) { return a + b; }
+    static V load_first(const float* p, int n) { return lanes_in<V>(p, n); }
+    static void store_first(float* p, V x, int n) { lanes_out(p, x, n); }
 };
 
 // ---- the micro-kernel
@@ -135,7 +165,8 @@ struct Portable {
 enum ALayout { kPackedA, kRowsA, kColsA };
 
 // C[0:m, 0:n] (row stride ldc) = (add_to_c ? C : 0) + A sliver (MR x kc) * B sliver (kc x NR).
-// m <= MR and n <= NR say how much of the tile is inside C. The B sliver's row k starts
+// m <= MR and n <= NR say how much of the tile is inside C (an edge tile's last vector of a row
+// is stored with a mask, store_first). The B sliver's row k starts
 // b_row_step floats after row k - 1 (NR when packed, ldb when read in place). Slivers at an edge
 // are zero-padded, so the arithmetic never changes, only the final store is narrower.
 // kVectors < NR / lanes computes only the first vectors of each tile row: an edge tile no wider
@@ -174,12 +205,14 @@ inline void micro_kernel(int kc, const float* __restrict A, idx lda, const float
                 float* c = C + r * ldc + v * W;
                 Isa::store(c, add_to_c ? Isa::add(Isa::load(c), acc[r][v]) : acc[r][v]);
             }
-    } else {   // an edge tile: spill, then copy the part inside C (the same additions)
-        alignas(64) float tile[MR][kVectors * W];
-        static_assert(sizeof(tile) == sizeof(acc), "the tile holds the accumulators, lane by lane");
-        std::memcpy(tile, acc, sizeof(tile));
-        for (int r = 0; r < m; r++)
-            for (int j = 0; j < n; j++) C[r * ldc + j] = add_to_c ? C[r * ldc + j] + tile[r][j] : tile[r][j];
+    } else {   // an edge tile: only its rows r < m and columns j < n are inside C
+        for (int r = 0; r < MR && r < m; r++)
+            for (int v = 0; v < kVectors; v++) {
+                const int inside = n - v * W;   // columns of this vector inside C
+                float* c = C + r * ldc + v * W;
+                if (inside >= W) Isa::store(c, add_to_c ? Isa::add(Isa::load(c), acc[r][v]) : acc[r][v]);
+                else if (inside > 0) Isa::store_first(c, add_to_c ? Isa::add(Isa::load_first(c, inside), acc[r][v]) : acc[r][v], inside);
+            }
     }
 }
 
