@@ -322,6 +322,16 @@ void gemm_thread(const Args& g, float* Bp, RowClaims& claims, int nt, int tid) {
 
 // ---- a product that fits in one micro-tile
 
+// dst[0:n] = src[0:n] in whole vectors, then the last few lanes (a library memcpy of so few
+// floats costs more in its call than in its copying)
+template <class Isa>
+void copy_floats(const float* src, int n, float* dst) {
+    constexpr int L = Isa::kLanes;
+    int i = 0;
+    for (; i + L <= n; i += L) Isa::store(dst + i, Isa::load(src + i));
+    if (i < n) Isa::store_first(dst + i, Isa::load_first(src + i, n - i), n - i);
+}
+
 // M <= MR, N <= NR and K <= KC: one micro-kernel call computes all of C. These are an attention
 // head's products at short lengths (10 x 10 scores, 10 x 16 outputs), some 23,000 per D = 128
 // training step; through the loop nest above each took 120-200 ns, several times its arithmetic,
@@ -335,16 +345,6 @@ void gemm_thread(const Args& g, float* Bp, RowClaims& claims, int nt, int tid) {
 //                 read in place; else packed row by row into a zero-padded sliver
 //   op(B) = B^T:  packed strand by strand (the scores' keys)
 // The sums are those of the loop nest, k = 0 .. K-1 in one accumulator, so the bits are too.
-// dst[0:n] = src[0:n] in whole vectors, then the last few lanes (a library memcpy of so few
-// floats costs more in its call than in its copying)
-template <class Isa>
-void copy_floats(const float* src, int n, float* dst) {
-    constexpr int L = Isa::kLanes;
-    int i = 0;
-    for (; i + L <= n; i += L) Isa::store(dst + i, Isa::load(src + i));
-    if (i < n) Isa::store_first(dst + i, Isa::load_first(src + i, n - i), n - i);
-}
-
 template <class Isa, int kVectors>
 void gemm_one_tile(const Args& g) {
     constexpr int MR = Isa::MR, W = kVectors * Isa::kLanes;   // the tile: MR x W

@@ -42,7 +42,7 @@ inline std::atomic<int64_t> threaded_regions{0};
 }  // namespace detail
 
 // Is a loop over `work` elements worth a thread team? The first argument of the loops below:
-//     parallel_for(R, worth_threads(R * C, kSoftmaxParallelMin), [&](int64_t r) { ...row r... });
+//     parallel_for(R, worth_threads(R * C, kSoftmaxParallelMin), [=](int64_t r) { ...row r... });
 // While another program keeps the cores busy (busy_cores.h), no loop is: one thread does it all.
 // Nor is one inside another region (a shard's of data_parallel.h, gemm_pair_in's), where no new
 // team can start. Without OpenMP, never (max_active_levels() is 0).
@@ -85,14 +85,16 @@ void parallel_for(int64_t n, [[maybe_unused]] bool threaded, Body body) {
     for (int64_t i = 0; i < n; i++) body(i);
 }
 
+// The calling thread's whole loop of parallel_blocks, kept a call of its own: inlined into the
+// kernel, GCC 12 lost the vectorization of the dropout loops ("control flow in loop": the select
+// became a branch).
+template <class Body>
+[[gnu::noinline]] void run_block(Body body, int64_t n) { body(0, n); }
+
 // body(begin, end) once per thread, for its block [begin, end) of [0, n); body(0, n) without a
 // team. For a loop the compiler should vectorize: the caller writes it, `#pragma omp simd` on
 // top, in the body. (An `omp simd` loop around body(i) did not vectorize: GCC 12 left a
 // dropout mask loop scalar, with a branch per element, 10x slower.)
-// The calling thread's whole loop, kept a call of its own: inlined into the kernel, GCC 12 lost
-// the vectorization of the dropout loops ("control flow in loop": the select became a branch).
-template <class Body>
-[[gnu::noinline]] void run_block(Body body, int64_t n) { body(0, n); }
 template <class Body>
 void parallel_blocks(int64_t n, [[maybe_unused]] bool threaded, Body body) {
 #ifdef _OPENMP
@@ -110,7 +112,7 @@ void parallel_blocks(int64_t n, [[maybe_unused]] bool threaded, Body body) {
 }
 
 // body(team, thread) once on each thread of a team (thread = 0 .. team-1), or body(1, 0) on the
-// calling thread: for kernels that split their work themselves (part() below).
+// calling thread: for kernels that split their work themselves (block_of above).
 template <class Body>
 void parallel_region([[maybe_unused]] bool threaded, Body body) {
 #ifdef _OPENMP
