@@ -111,7 +111,9 @@ TEST_CASE("for_each_shard: shards run side by side on 2 threads, each with the c
     CHECK(current_shard() == -1);
     std::vector<std::thread::id> ids(2);
     std::vector<int> shard_seen(2), kernel_threads(2);
-    std::vector<bool> bf16(2), fused(2), grad(2), together(2);
+    // one byte per shard: std::vector<bool> packs both flags into one word, and two threads
+    // writing neighbouring bits of one word race (one write can undo the other)
+    std::vector<char> bf16(2), fused(2), grad(2), together(2);
     std::atomic<int> started{0};
     {
         MixedPrecisionGuard mixed(true);
@@ -131,13 +133,13 @@ TEST_CASE("for_each_shard: shards run side by side on 2 threads, each with the c
             grad[s] = is_grad_enabled();
         });
     }
-    CHECK(together == std::vector<bool>{true, true});
+    CHECK(together == std::vector<char>{true, true});
     CHECK(ids[1] != ids[0]);
     CHECK(shard_seen == std::vector<int>{0, 1});
     CHECK(kernel_threads == std::vector<int>{1, 1});   // no team inside the team
-    CHECK(bf16 == std::vector<bool>{true, true});
-    CHECK(fused == std::vector<bool>{false, false});
-    CHECK(grad == std::vector<bool>{false, false});
+    CHECK(bf16 == std::vector<char>{true, true});
+    CHECK(fused == std::vector<char>{false, false});
+    CHECK(grad == std::vector<char>{false, false});
     CHECK(current_shard() == -1);
     CHECK(kernels::max_threads() == 2);
 }
