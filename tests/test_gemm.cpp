@@ -62,10 +62,12 @@ TEST_CASE("gemm equals gemm_naive on awkward shapes, all transposes, padded, acc
 }
 
 TEST_CASE("gemm: products that fit one micro-tile (attention heads) equal gemm_naive, and the loop nest's bits") {
-    // M <= MR, N <= NR, K <= KC take gemm_one_tile (gemm.cpp): operands read in place when whole
-    // (M = MR rows, N = lanes or NR columns), else copied; edge tiles stored with masked vectors.
-    // The widths of all four micro-kernels' tiles and vectors, and one past each, are swept.
-    const int Ms[] = {1, 3, 6, 7, 8, 10, 12}, Ns[] = {1, 3, 4, 5, 8, 9, 10, 16, 17, 31, 32}, Ks[] = {1, 10, 16, 64};
+    // M <= MR, N <= NR, K <= KC take gemm_one_tile (gemm.cpp): A read in place by a kernel of
+    // exactly M rows (every M from 1 to the largest MR, 12: each is a kernel of its own), B read in
+    // place when whole (N = lanes or NR columns), else copied; edge tiles stored with masked
+    // vectors. The widths of all four micro-kernels' tiles and vectors, and one past each, are swept.
+    const int Ms[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}, Ns[] = {1, 3, 4, 5, 8, 9, 10, 16, 17, 31, 32},
+              Ks[] = {1, 10, 16, 64};
     for (const KernelUnderTest& kernel : kernels_under_test()) {
         CAPTURE(kernel.name);
         uint32_t seed = 7;

@@ -53,12 +53,14 @@
 #include "autograd/kernels/parallel.h"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cstddef>
 #include <cstring>
 #include <new>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace autograd::kernels {
@@ -322,47 +324,36 @@ void gemm_thread(const Args& g, float* Bp, RowClaims& claims, int nt, int tid) {
 
 // ---- a product that fits in one micro-tile
 
-// dst[0:n] = src[0:n] in whole vectors, then the last few lanes (a library memcpy of so few
-// floats costs more in its call than in its copying)
-template <class Isa>
-void copy_floats(const float* src, int n, float* dst) {
-    constexpr int L = Isa::kLanes;
-    int i = 0;
-    for (; i + L <= n; i += L) Isa::store(dst + i, Isa::load(src + i));
-    if (i < n) Isa::store_first(dst + i, Isa::load_first(src + i, n - i), n - i);
+// The micro-kernel computing only the first `rows` rows of its tile (micro_kernel's kRows), for
+// rows = 1 .. MR: a product's row count is known at run time, a kernel's at compile time, so a
+// table holds one kernel per row count.
+using MicroKernel = void (*)(int kc, const float* A, idx lda, const float* B, idx b_row_step, float* C, idx ldc,
+                             int m, int n, bool add_to_c);
+template <class Isa, ALayout kA, int kVectors, int... R>
+constexpr std::array<MicroKernel, sizeof...(R)> kernels_by_rows(std::integer_sequence<int, R...>) {
+    return {&micro_kernel<Isa, kA, kVectors, R + 1>...};
+}
+template <class Isa, ALayout kA, int kVectors>
+MicroKernel micro_kernel_for_rows(int rows) {
+    static constexpr auto table = kernels_by_rows<Isa, kA, kVectors>(std::make_integer_sequence<int, Isa::MR>{});
+    return table[rows - 1];
 }
 
 // M <= MR, N <= NR and K <= KC: one micro-kernel call computes all of C. These are an attention
 // head's products at short lengths (10 x 10 scores, 10 x 16 outputs), some 23,000 per D = 128
 // training step; through the loop nest above each took 120-200 ns, several times its arithmetic,
 // in bookkeeping (thread grid, row claims, the NR-wide panel) and in copying A one float at a
-// time. Here an operand is copied only when the kernel cannot read it where it lies, and then
-// in whole rows where it can:
-//   op(A) = A:    all MR rows present: read in place; else its M rows of K floats copied into an
-//                 MR-row block (rows M.. zero), read by rows like A itself
-//   op(A) = A^T:  all MR columns present: read in place; else packed k-major (contiguous runs)
+// time. Here the kernel computes exactly M rows (micro_kernel_for_rows), so op(A) is read where
+// it lies, by rows (A) or by columns (A^T). op(B) is copied only when the kernel cannot read it
+// in place:
 //   op(B) = B:    exactly the kernel's width (N = lanes or NR, e.g. a head's Dk = 16 columns):
 //                 read in place; else packed row by row into a zero-padded sliver
 //   op(B) = B^T:  packed strand by strand (the scores' keys)
 // The sums are those of the loop nest, k = 0 .. K-1 in one accumulator, so the bits are too.
 template <class Isa, int kVectors>
 void gemm_one_tile(const Args& g) {
-    constexpr int MR = Isa::MR, W = kVectors * Isa::kLanes;   // the tile: MR x W
+    constexpr int W = kVectors * Isa::kLanes;   // the tile: M x W
     const int M = g.M, N = g.N, K = g.K;
-    const float* a = g.A;
-    idx lda = g.lda;
-    if (M < MR) {
-        float* const block = tls_pack_a.get(std::size_t(MR) * K);
-        if (!g.trans_a) {   // rows of K floats, then zero rows
-            for (int r = 0; r < M; r++) copy_floats<Isa>(g.A + idx(r) * g.lda, K, block + idx(r) * K);
-            std::fill(block + idx(M) * K, block + idx(MR) * K, 0.0f);
-            lda = K;
-        } else {            // for each k, A^T's M floats of that column, then zeros
-            pack_sliver<MR>(g.A, g.lda, 1, M, K, block);
-            lda = MR;
-        }
-        a = block;
-    }
     const float* b = g.B;
     idx b_row_step = g.ldb;
     if (g.trans_b || N < W) {
@@ -372,9 +363,10 @@ void gemm_one_tile(const Args& g) {
         b = sliver;
         b_row_step = W;
     }
-    // Read by rows: op(A)(r, k) at a[r * lda + k]; by columns: at a[k * lda + r]
-    if (!g.trans_a) micro_kernel<Isa, kRowsA, kVectors>(K, a, lda, b, b_row_step, g.C, g.ldc, M, N, g.accumulate);
-    else            micro_kernel<Isa, kColsA, kVectors>(K, a, lda, b, b_row_step, g.C, g.ldc, M, N, g.accumulate);
+    // Read by rows: op(A)(r, k) at A[r * lda + k]; by columns: at A[k * lda + r]
+    const MicroKernel kernel = g.trans_a ? micro_kernel_for_rows<Isa, kColsA, kVectors>(M)
+                                         : micro_kernel_for_rows<Isa, kRowsA, kVectors>(M);
+    kernel(K, g.A, g.lda, b, b_row_step, g.C, g.ldc, M, N, g.accumulate);
 }
 
 // The whole product with one instruction set, on a team of threads when it is worth one.

@@ -170,43 +170,48 @@ enum ALayout { kPackedA, kRowsA, kColsA };
 // b_row_step floats after row k - 1 (NR when packed, ldb when read in place). Slivers at an edge
 // are zero-padded, so the arithmetic never changes, only the final store is narrower.
 // kVectors < NR / lanes computes only the first vectors of each tile row: an edge tile no wider
-// than that (an attention head's 10 keys) would throw the rest away.
+// than that (an attention head's 10 keys) would throw the rest away. Likewise kRows < MR computes
+// only the first rows, and reads no A value of the others: a product with fewer rows than MR (an
+// attention head's 10 queries) then reads A in place instead of copying it into MR zero-padded rows.
 // Each C element is summed in the order k = 0, 1, ..., kc - 1 in one accumulator: the same bits
-// whichever thread runs the kernel.
-template <class Isa, ALayout kA, int kVectors = Isa::NR / Isa::kLanes>
+// whichever thread runs the kernel, and whatever kVectors and kRows.
+template <class Isa, ALayout kA, int kVectors = Isa::NR / Isa::kLanes, int kRows = Isa::MR>
 inline void micro_kernel(int kc, const float* __restrict A, idx lda, const float* __restrict B, idx b_row_step,
                          float* C, idx ldc, int m, int n, bool add_to_c) {
     using V = typename Isa::V;
-    constexpr int MR = Isa::MR, W = Isa::kLanes;
-    V acc[MR][kVectors];   // the C tile, in registers
-    for (int r = 0; r < MR; r++)
+    constexpr int W = Isa::kLanes;
+    V acc[kRows][kVectors];   // the C tile, in registers
+    for (int r = 0; r < kRows; r++)
         for (int v = 0; v < kVectors; v++) acc[r][v] = Isa::zero();
 
     // The tile of C is read (when adding to it) and written after the sum: ask for its cache
     // lines now, so that they arrive while the sum runs (2-10% on the large products).
-    for (int r = 0; r < MR; r++) {
+    for (int r = 0; r < kRows; r++) {
         __builtin_prefetch(C + r * ldc, 1);
         __builtin_prefetch(C + r * ldc + kVectors * W - 1, 1);
     }
+    // Every caller has kc >= 1. Saying so lets the compiler keep the tile in registers from the
+    // zeros to the stores (otherwise GCC keeps a copy on the stack for the case of no k at all).
+    if (kc < 1) __builtin_unreachable();
     for (int k = 0; k < kc; k++) {
         V b[kVectors];   // row k of the B sliver
         for (int v = 0; v < kVectors; v++) b[v] = Isa::load(B + v * W);
-        for (int r = 0; r < MR; r++) {
+        for (int r = 0; r < kRows; r++) {
             const V a = Isa::broadcast(kA == kRowsA ? A + r * lda : A + r);   // A(r, k) in every lane
             for (int v = 0; v < kVectors; v++) acc[r][v] = Isa::fma(a, b[v], acc[r][v]);
         }
-        A += kA == kPackedA ? MR : kA == kRowsA ? 1 : lda;   // to A(0, k + 1)
+        A += kA == kPackedA ? Isa::MR : kA == kRowsA ? 1 : lda;   // to A(0, k + 1)
         B += b_row_step;
     }
 
-    if (m == MR && n == kVectors * W) {   // a full tile: straight vector stores
-        for (int r = 0; r < MR; r++)
+    if (m == kRows && n == kVectors * W) {   // a full tile: straight vector stores
+        for (int r = 0; r < kRows; r++)
             for (int v = 0; v < kVectors; v++) {
                 float* c = C + r * ldc + v * W;
                 Isa::store(c, add_to_c ? Isa::add(Isa::load(c), acc[r][v]) : acc[r][v]);
             }
     } else {   // an edge tile: only its rows r < m and columns j < n are inside C
-        for (int r = 0; r < MR && r < m; r++)
+        for (int r = 0; r < kRows && r < m; r++)
             for (int v = 0; v < kVectors; v++) {
                 const int inside = n - v * W;   // columns of this vector inside C
                 float* c = C + r * ldc + v * W;
