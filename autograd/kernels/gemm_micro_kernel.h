@@ -181,6 +181,10 @@ inline void micro_kernel(int kc, const float* __restrict A, idx lda, const float
     using V = typename Isa::V;
     constexpr int W = Isa::kLanes;
     V acc[kRows][kVectors];   // the C tile, in registers
+    // The loops over the tile's rows are unrolled in full (GCC and Clang read this pragma), so
+    // that each acc[r][v] is a register: a loop left rolled indexes acc at run time, which puts
+    // the whole tile in memory (GCC 12 did so for one-vector tiles of 9 rows or more).
+    #pragma GCC unroll 16
     for (int r = 0; r < kRows; r++)
         for (int v = 0; v < kVectors; v++) acc[r][v] = Isa::zero();
 
@@ -205,14 +209,16 @@ inline void micro_kernel(int kc, const float* __restrict A, idx lda, const float
     }
 
     if (m == kRows && n == kVectors * W) {   // a full tile: straight vector stores
+        #pragma GCC unroll 16
         for (int r = 0; r < kRows; r++)
             for (int v = 0; v < kVectors; v++) {
                 float* c = C + r * ldc + v * W;
                 Isa::store(c, add_to_c ? Isa::add(Isa::load(c), acc[r][v]) : acc[r][v]);
             }
     } else {   // an edge tile: only its rows r < m and columns j < n are inside C
-        for (int r = 0; r < kRows && r < m; r++)
-            for (int v = 0; v < kVectors; v++) {
+        #pragma GCC unroll 16
+        for (int r = 0; r < kRows; r++)
+            for (int v = 0; v < kVectors && r < m; v++) {
                 const int inside = n - v * W;   // columns of this vector inside C
                 float* c = C + r * ldc + v * W;
                 if (inside >= W) Isa::store(c, add_to_c ? Isa::add(Isa::load(c), acc[r][v]) : acc[r][v]);
