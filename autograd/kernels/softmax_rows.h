@@ -43,8 +43,12 @@ inline void softmax_row_with_max(const float* x, float* y, int64_t n, float m) {
         std::fill(y, y + n, 0.0f);
         return;
     }
+    // The exponentials first, then their sum: the same sum, in the same order, but a sum carried
+    // across the calls to exp() would go to memory and back around each one (a call may change
+    // every vector register), a store and a load in the chain of additions.
+    for (int64_t i = 0; i < n; i++) y[i] = std::exp(x[i] - m);
     float s = 0.0f;
-    for (int64_t i = 0; i < n; i++) s += (y[i] = std::exp(x[i] - m));
+    for (int64_t i = 0; i < n; i++) s += y[i];
     const float inv = 1.0f / s;
     for (int64_t i = 0; i < n; i++) y[i] *= inv;
 }
