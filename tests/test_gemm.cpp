@@ -61,13 +61,15 @@ TEST_CASE("gemm equals gemm_naive on awkward shapes, all transposes, padded, acc
     }
 }
 
-TEST_CASE("gemm: products that fit one micro-tile (attention heads) equal gemm_naive, and the loop nest's bits") {
-    // M <= MR, N <= NR, K <= KC take gemm_one_tile (gemm.cpp): A read in place by a kernel of
-    // exactly M rows (every M from 1 to the largest MR, 12: each is a kernel of its own), B read in
-    // place when whole (N = lanes or NR columns), else copied; edge tiles stored with masked
-    // vectors. The widths of all four micro-kernels' tiles and vectors, and one past each, are swept.
-    const int Ms[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}, Ns[] = {1, 3, 4, 5, 8, 9, 10, 16, 17, 31, 32},
-              Ks[] = {1, 10, 16, 64};
+TEST_CASE("gemm: products one micro-tile wide (attention heads) equal gemm_naive, and the loop nest's bits") {
+    // N <= NR, K <= KC and M up to 4 tiles take gemm_narrow (gemm.cpp): one kernel call per tile,
+    // the last tile's kernel of exactly its rows (every count from 1 to the largest MR, 12: each is
+    // a kernel of its own), A read in place, B read in place when whole (N = lanes or NR
+    // columns), else copied; edge tiles stored with masked vectors. M sweeps one to four tiles of
+    // every micro-kernel (MR = 6, 8, 12) and one past (the loop nest); N the widths of all four
+    // kernels' tiles and vectors, and one past each.
+    const int Ms[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 16, 17, 23, 24, 25, 31, 32, 33, 47, 48, 49},
+              Ns[] = {1, 3, 4, 5, 8, 9, 10, 16, 17, 31, 32}, Ks[] = {1, 10, 16, 64};
     for (const KernelUnderTest& kernel : kernels_under_test()) {
         CAPTURE(kernel.name);
         uint32_t seed = 7;
@@ -86,18 +88,21 @@ TEST_CASE("gemm: products that fit one micro-tile (attention heads) equal gemm_n
                             CAPTURE(acc);
                             check_against_naive(Problem(ta, tb, M, N, K, pad, seed++), acc, kernel.fn);
                         }
-        // The same rows inside a taller product (40 rows: the loop nest) give the same bits: one
-        // sum per element, k = 0 .. K-1 in order, either way.
+        // The same rows inside a taller product (60 rows, more than 4 tiles of any kernel: the
+        // loop nest) give the same bits: one sum per element, k = 0 .. K-1 in order, either way.
         for (int ta = 0; ta < 2; ta++)
             for (int tb = 0; tb < 2; tb++)
                 for (int N : {10, 16, 32}) {
                     CAPTURE(op_name(ta, tb));
                     CAPTURE(N);
-                    const Problem tall(ta, tb, 40, N, 16, 3, seed++);
-                    std::vector<float> part = tall.C0;
-                    kernel.fn(ta, tb, 6, N, 16, tall.A.data(), tall.lda, tall.B.data(), tall.ldb, part.data(), tall.ldc, true);
+                    const Problem tall(ta, tb, 60, N, 16, 3, seed++);
                     const std::vector<float> whole = tall.run(kernel.fn, true);
-                    CHECK(std::memcmp(part.data(), whole.data(), std::size_t(5 * tall.ldc + N) * sizeof(float)) == 0);
+                    for (int rows : {6, 20}) {   // one tile of every kernel; 2 to 4 tiles
+                        CAPTURE(rows);
+                        std::vector<float> part = tall.C0;
+                        kernel.fn(ta, tb, rows, N, 16, tall.A.data(), tall.lda, tall.B.data(), tall.ldb, part.data(), tall.ldc, true);
+                        CHECK(std::memcmp(part.data(), whole.data(), std::size_t((rows - 1) * tall.ldc + N) * sizeof(float)) == 0);
+                    }
                 }
     }
 }

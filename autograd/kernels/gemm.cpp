@@ -34,8 +34,8 @@
 //    (its rows are already contiguous, and the kernel only broadcasts single floats of A), and,
 //    for the dW = dy^T x products (transposed A, untransposed B), so are B and, for small
 //    problems, A (see gemm_thread). Only the last, partial sliver of a matrix is then packed, to
-//    get its zero padding. And a product that fits in one MR x NR tile (an attention head's, at
-//    short lengths) skips the loop nest altogether: gemm_one_tile.
+//    get its zero padding. And a product one tile wide and a few tiles tall (an attention
+//    head's, at short lengths) skips the loop nest altogether: gemm_narrow.
 //
 // 3) Register tiling. The micro-kernel (gemm_micro_kernel.h) keeps an MR x NR tile of C in vector
 //    registers for the whole KC-long sum: for each k it loads the NR floats of B's row, broadcasts
@@ -322,7 +322,7 @@ void gemm_thread(const Args& g, float* Bp, RowClaims& claims, int nt, int tid) {
     }
 }
 
-// ---- a product that fits in one micro-tile
+// ---- a product one micro-tile wide and a few tall
 
 // The micro-kernel computing only the first `rows` rows of its tile (micro_kernel's kRows), for
 // rows = 1 .. MR: a product's row count is known at run time, a kernel's at compile time, so a
@@ -339,20 +339,23 @@ MicroKernel micro_kernel_for_rows(int rows) {
     return table[rows - 1];
 }
 
-// M <= MR, N <= NR and K <= KC: one micro-kernel call computes all of C. These are an attention
-// head's products at short lengths (10 x 10 scores, 10 x 16 outputs), some 23,000 per D = 128
-// training step; through the loop nest above each took 120-200 ns, several times its arithmetic,
-// in bookkeeping (thread grid, row claims, the NR-wide panel) and in copying A one float at a
-// time. Here the kernel computes exactly M rows (micro_kernel_for_rows), so op(A) is read where
-// it lies, by rows (A) or by columns (A^T). op(B) is copied only when the kernel cannot read it
-// in place:
+// N <= NR and K <= KC, and M at most a few tiles (kNarrowMaxTiles): C is one column of micro-tiles,
+// and each is one micro-kernel call, without the loop nest. These are an attention head's
+// products at short lengths (10 x 10 scores, 10 x 16 outputs), some 23,000 per D = 128 training
+// step; through the loop nest each took 120-200 ns, several times its arithmetic, in bookkeeping
+// (thread grid, row claims, the NR-wide panel) and in copying A one float at a time. On AVX-512
+// a head's 10 rows are one tile (MR = 12); on AVX2 and the portable kernel (MR = 6) two, on NEON
+// (MR = 8) two. The last tile's kernel computes exactly its rows (micro_kernel_for_rows), so
+// op(A) is always read where it lies, by rows (A) or by columns (A^T). op(B) is copied only when
+// the kernel cannot read it in place, once for all the tiles:
 //   op(B) = B:    exactly the kernel's width (N = lanes or NR, e.g. a head's Dk = 16 columns):
 //                 read in place; else packed row by row into a zero-padded sliver
 //   op(B) = B^T:  packed strand by strand (the scores' keys)
 // The sums are those of the loop nest, k = 0 .. K-1 in one accumulator, so the bits are too.
+constexpr int kNarrowMaxTiles = 4;
 template <class Isa, int kVectors>
-void gemm_one_tile(const Args& g) {
-    constexpr int W = kVectors * Isa::kLanes;   // the tile: M x W
+void gemm_narrow(const Args& g) {
+    constexpr int MR = Isa::MR, W = kVectors * Isa::kLanes;   // each tile: MR x W
     const int M = g.M, N = g.N, K = g.K;
     const float* b = g.B;
     idx b_row_step = g.ldb;
@@ -363,18 +366,22 @@ void gemm_one_tile(const Args& g) {
         b = sliver;
         b_row_step = W;
     }
-    // Read by rows: op(A)(r, k) at A[r * lda + k]; by columns: at A[k * lda + r]
-    const MicroKernel kernel = g.trans_a ? micro_kernel_for_rows<Isa, kColsA, kVectors>(M)
-                                         : micro_kernel_for_rows<Isa, kRowsA, kVectors>(M);
-    kernel(K, g.A, g.lda, b, b_row_step, g.C, g.ldc, M, N, g.accumulate);
+    for (int i0 = 0; i0 < M; i0 += MR) {   // rows i0 .. i0 + rows - 1 of C
+        const int rows = std::min(MR, M - i0);
+        // Read by rows: op(A)(r, k) at A[r * lda + k]; by columns: at A[k * lda + r]
+        const MicroKernel kernel = g.trans_a ? micro_kernel_for_rows<Isa, kColsA, kVectors>(rows)
+                                             : micro_kernel_for_rows<Isa, kRowsA, kVectors>(rows);
+        const float* a = g.trans_a ? g.A + i0 : g.A + idx(i0) * g.lda;
+        kernel(K, a, g.lda, b, b_row_step, g.C + idx(i0) * g.ldc, g.ldc, rows, N, g.accumulate);
+    }
 }
 
 // The whole product with one instruction set, on a team of threads when it is worth one.
 template <class Isa>
 void gemm_using(const Args& g) {
-    if (g.M <= Isa::MR && g.N <= Isa::NR && g.K <= Isa::KC) {   // one tile: never worth a team
-        if (g.N <= Isa::kLanes) gemm_one_tile<Isa, 1>(g);        // one vector per row of the tile
-        else                    gemm_one_tile<Isa, Isa::NR / Isa::kLanes>(g);
+    if (g.M <= kNarrowMaxTiles * Isa::MR && g.N <= Isa::NR && g.K <= Isa::KC) {   // a few tiles: never worth a team
+        if (g.N <= Isa::kLanes) gemm_narrow<Isa, 1>(g);   // one vector per row of each tile
+        else                    gemm_narrow<Isa, Isa::NR / Isa::kLanes>(g);
         return;
     }
     // The B panel is shared by the team; it lives in the buffer of the thread that called us.
