@@ -217,13 +217,15 @@ inline void micro_kernel(int kc, const float* __restrict A, idx lda, const float
             }
     } else {   // an edge tile: only its rows r < m and columns j < n are inside C
         #pragma GCC unroll 16
-        for (int r = 0; r < kRows; r++)
-            for (int v = 0; v < kVectors && r < m; v++) {
+        for (int r = 0; r < kRows; r++) {
+            if (r >= m) break;   // the rows past C's last
+            for (int v = 0; v < kVectors; v++) {
                 const int inside = n - v * W;   // columns of this vector inside C
                 float* c = C + r * ldc + v * W;
                 if (inside >= W) Isa::store(c, add_to_c ? Isa::add(Isa::load(c), acc[r][v]) : acc[r][v]);
                 else if (inside > 0) Isa::store_first(c, add_to_c ? Isa::add(Isa::load_first(c, inside), acc[r][v]) : acc[r][v], inside);
             }
+        }
     }
 }
 
