@@ -52,6 +52,10 @@
 #include "autograd/kernels/gemm_micro_kernel.h"
 #include "autograd/kernels/parallel.h"
 
+#if defined(__AVX__)
+#include <immintrin.h>
+#endif
+
 #include <algorithm>
 #include <array>
 #include <atomic>
@@ -117,30 +121,71 @@ thread_local PackBuffer<float> tls_pack_edge;  // this thread's copy of a last, 
 // of length kc out of a strided matrix into a k-major sliver of width W, zero-padding strands
 // n..W-1 so that the micro-kernel never needs to know about edges:
 //   dst[k*W + x] = src[k*step_k + x*step_x]   for x < n,   0 for n <= x < W
+//
+// When the strands lie across the sliver's rows (step_x == 1) this is a copy, row by row. When
+// they lie along them (each strand contiguous, step_k == 1: op(B) = B^T, the forward products'
+// weights and the attention scores' keys) it is a transpose, and a transpose one float at a time
+// costs several instructions per float (a load from each of W strands, then an insert into the
+// row). With AVX it goes 8 x 8 blocks at a time instead: 8 vector loads, one from each of 8
+// strands, 24 shuffles, 8 vector stores (transpose_8x8). A weight's 32 x 128 sliver: about 800 ->
+// 200 ns on AVX-512 and on AVX2 (bench/RESULTS.md, "Weights transposed by blocks").
+#if defined(__AVX__)
+// Rows r[0..7] of an 8 x 8 block in, its columns out: r[j][i] <- r[i][j]. Three rounds, each
+// pairing up elements of twice the size: single floats, then pairs, then 128-bit halves.
+inline void transpose_8x8(__m256 r[8]) {
+    __m256 t[8], u[8];
+    for (int i = 0; i < 8; i += 2) {   // t[i] = r_i0 r_(i+1)0 r_i1 r_(i+1)1 | the same for 4, 5
+        t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+        t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);   // ... for columns 2, 3 | 6, 7
+    }
+    for (int i = 0; i < 8; i += 4) {   // u[i + j] = column j of rows i..i+3 | column j + 4
+        u[i] = _mm256_shuffle_ps(t[i], t[i + 2], 0x44);
+        u[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], 0xEE);
+        u[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0x44);
+        u[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
+    }
+    for (int j = 0; j < 4; j++) {      // column j: rows 0..3 from u[j], rows 4..7 from u[j + 4]
+        r[j] = _mm256_permute2f128_ps(u[j], u[j + 4], 0x20);
+        r[j + 4] = _mm256_permute2f128_ps(u[j], u[j + 4], 0x31);
+    }
+}
+#endif
+
 template <int W>
 void pack_sliver(const float* src, idx step_k, idx step_x, int n, int kc, float* dst) {
     if (n == W && step_x == 1) {
         // each k is a contiguous run of W floats: a straight copy (vectorized by the compiler)
         for (int k = 0; k < kc; k++)
             for (int x = 0; x < W; x++) dst[k * W + x] = src[k * step_k + x];
-    } else if (n == W) {
-        // a transpose: read the W strands side by side (each one contiguous when step_k == 1)
-        for (int k = 0; k < kc; k++)
-            for (int x = 0; x < W; x++) dst[k * W + x] = src[k * step_k + x * step_x];
-    } else {
-        // edge sliver (the last one of the matrix): zero it all (a vectorized fill), then copy
-        // the n strands in, with the inner loop along whichever index is contiguous in src.
-        // Tiny products (an attention head) are nearly all edge slivers, so this copy matters:
-        // one fill then a copy beats writing zeros and values interleaved, one float at a time.
-        std::fill(dst, dst + idx(kc) * W, 0.0f);
-        if (step_x == 1) {
-            for (int k = 0; k < kc; k++)
-                for (int x = 0; x < n; x++) dst[k * W + x] = src[k * step_k + x];
-        } else {
-            for (int x = 0; x < n; x++)
-                for (int k = 0; k < kc; k++) dst[k * W + x] = src[k * step_k + x * step_x];
-        }
+        return;
     }
+    // An edge sliver (the last one of the matrix) is zeroed first, all of it (a vectorized fill),
+    // then its n strands are copied in. Tiny products (an attention head) are nearly all edge
+    // slivers: one fill then a copy beats writing zeros and values interleaved.
+    if (n < W) std::fill(dst, dst + idx(kc) * W, 0.0f);
+    if (step_x == 1) {
+        for (int k = 0; k < kc; k++)
+            for (int x = 0; x < n; x++) dst[k * W + x] = src[k * step_k + x];
+        return;
+    }
+    // a transpose: strands [0, n8) x k in [0, kc8) in 8 x 8 blocks where the build has AVX
+    int n8 = 0, kc8 = 0;
+#if defined(__AVX__)
+    if (step_k == 1 && W % 8 == 0) {
+        n8 = n / 8 * 8, kc8 = kc / 8 * 8;
+        for (int k0 = 0; k0 < kc8; k0 += 8)
+            for (int x0 = 0; x0 < n8; x0 += 8) {
+                __m256 r[8];   // r[x] = strand x0 + x, values k0 .. k0 + 7
+                for (int x = 0; x < 8; x++) r[x] = _mm256_loadu_ps(src + k0 + idx(x0 + x) * step_x);
+                transpose_8x8(r);   // r[k] = value k0 + k of strands x0 .. x0 + 7
+                for (int k = 0; k < 8; k++) _mm256_storeu_ps(dst + idx(k0 + k) * W + x0, r[k]);
+            }
+    }
+#endif
+    // the rest one float at a time, reading the W strands side by side: at k < kc8 the strands
+    // the blocks left (n8 ..), after that all of them
+    for (int k = 0; k < kc; k++)
+        for (int x = k < kc8 ? n8 : 0; x < n; x++) dst[k * W + x] = src[k * step_k + x * step_x];
 }
 
 // Pack rows [i0, i0 + mc) and columns [p0, p0 + kc) of op(A) into Ap as MR-tall slivers:
