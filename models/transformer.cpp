@@ -41,8 +41,9 @@ SublayerConnection::SublayerConnection(int64_t d_model, float dropout, bool pre)
 }
 
 Tensor SublayerConnection::forward(const Tensor& x, const std::function<Tensor(const Tensor&)>& sublayer) const {
-    if (pre_norm) return x + nn::dropout(sublayer(norm->forward(x)), dropout_p, is_training());   // (B, T, D)
-    return norm->forward(x + nn::dropout(sublayer(x), dropout_p, is_training()));
+    // add_dropout(x, y) = x + dropout(y), in one pass with fused kernels on
+    if (pre_norm) return nn::add_dropout(x, sublayer(norm->forward(x)), dropout_p, is_training());   // x + dropout(sublayer(norm(x))): (B, T, D)
+    return norm->forward(nn::add_dropout(x, sublayer(x), dropout_p, is_training()));                 // norm(x + dropout(sublayer(x)))
 }
 
 EncoderLayer::EncoderLayer(const TransformerConfig& c) {

@@ -20,6 +20,15 @@ Tensor dropout(const Tensor& x, float p, bool training) {
     return x * autograd::dropout_keep(x.shape(), p);                          // same shape as x
 }
 
+Tensor add_dropout(const Tensor& x, const Tensor& y, float p, bool training) {
+    check_dropout_p(p, "add_dropout");
+    if (x.shape() != y.shape())   // not broadcast: a residual adds two tensors of one shape
+        throw std::invalid_argument("add_dropout: x " + autograd::shape_str(x.shape()) + " and y " +
+                                    autograd::shape_str(y.shape()) + " must have the same shape");
+    if (training && autograd::fused_kernels_enabled()) return kernels::add_dropout(x, y, p);   // fused: one pass, dropout(y) never stored
+    return x + dropout(y, p, training);   // same shape as x
+}
+
 Dropout::Dropout(float p_) : p(p_) { check_dropout_p(p, "Dropout"); }
 
 }  // namespace nn

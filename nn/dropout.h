@@ -14,6 +14,11 @@ namespace nn {
 // fused and the plain path drop the same elements (autograd/kernels/dropout.h).
 Tensor dropout(const Tensor& x, float p, bool training);
 
+// x + dropout(y, p, training): a residual connection around a sublayer whose output y is dropped
+// out (the Transformer's SublayerConnection). x and y must have one shape. With fused kernels on,
+// one pass that never stores dropout(y) (autograd/kernels/dropout.h), with the same values.
+Tensor add_dropout(const Tensor& x, const Tensor& y, float p, bool training);
+
 // The one check of a dropout probability: throws std::invalid_argument naming `op` unless 0 <= p < 1.
 void check_dropout_p(float p, const std::string& op);
 

@@ -74,7 +74,7 @@ TEST_CASE("fused and plain paths train the copy-task model to the same losses an
     const Run fused = train(true, steps), plain = train(false, steps);
 
     // the switch is read: the fused run records the fused ops, the plain run their primitives
-    for (const char* op : {"linear", "linear_relu_dropout", "layer_norm", "attention", "cross_entropy", "dropout"}) {
+    for (const char* op : {"linear", "linear_relu_dropout", "layer_norm", "attention", "cross_entropy", "dropout", "add_dropout"}) {
         CAPTURE(op);
         CHECK(fused.ops.count(op) == 1);
         CHECK(plain.ops.count(op) == 0);

@@ -220,6 +220,37 @@ TEST_CASE("dropout: fused equals plain: the same elements dropped, forward and b
     }
 }
 
+TEST_CASE("add_dropout: fused equals plain x + dropout(y), and the separate fused ops bit for bit, forward and backward") {
+    manual_seed(8);
+    const Tensor x = param({7, 9}), y = param({7, 9});
+    for (float p : {0.1f, 0.5f}) {
+        CAPTURE(p);
+        expect_fused_equals_plain([&](V v) { manual_seed(9); return nn::add_dropout(v[0], v[1], p, true); }, {x, y}, 0.0, 0.0);
+        // x and y one tensor: dy adds to dx
+        expect_fused_equals_plain([&](V v) { manual_seed(9); return nn::add_dropout(v[0], v[0], p, true); }, {x}, 0.0, 0.0);
+    }
+    // One pass gives the bits of the two fused ops it replaces (the copy task's losses in README
+    // did not move): values and both gradients compared as bytes, over enough elements that
+    // every vector loop's body and tail run.
+    const int64_t n = 3 * 4099;
+    Tensor a = param({n}), b = param({n});
+    auto run = [&](bool one_pass) {
+        a.zero_grad();
+        b.zero_grad();
+        manual_seed(11);
+        const Tensor out = one_pass ? nn::add_dropout(a, b, 0.3f, true) : a + nn::dropout(b, 0.3f, true);
+        CHECK(std::string(out.op()) == (one_pass ? "add_dropout" : "add"));
+        manual_seed(12);
+        out.backward(Tensor::randn({n}));
+        return std::vector<std::vector<float>>{out.to_vector(), a.grad().to_vector(), b.grad().to_vector()};
+    };
+    const auto fused = run(true), separate = run(false);
+    for (size_t k = 0; k < fused.size(); k++) {
+        CAPTURE(k);
+        CHECK(std::memcmp(fused[k].data(), separate[k].data(), n * sizeof(float)) == 0);
+    }
+}
+
 TEST_CASE("dropout: a dropped element is x * 0 in both paths, bit for bit: zero keeps x's sign, NaN stays NaN") {
     // The kernels multiply by the keep factor (autograd/kernels/dropout.h), as the plain path's
     // x * dropout_keep does: a negative x dropped gives -0, an inf or NaN gives NaN.

@@ -179,12 +179,40 @@ TEST_CASE("fused attention: gradcheck, with and without a padding mask") {
     }
 }
 
+TEST_CASE("add_dropout: x + dropout(y); x + y in evaluation; one shape, or an error naming both") {
+    manual_seed(2);
+    const Tensor x = Tensor::randn({4, 6}), y = Tensor::randn({4, 6});
+    const std::vector<float> sum = (x + y).to_vector();
+    CHECK(nn::add_dropout(x, y, 0.5f, false).to_vector() == sum);   // evaluation: no dropout
+    CHECK(nn::add_dropout(x, y, 0.0f, true).to_vector() == sum);
+    manual_seed(3);
+    const std::vector<float> out = nn::add_dropout(x, y, 0.5f, true).to_vector();
+    manual_seed(3);
+    const Tensor keep = dropout_keep({4, 6}, 0.5f);
+    int dropped = 0;
+    for (int64_t i = 0; i < 24; i++) {
+        CHECK(out[i] == x.data()[i] + y.data()[i] * keep.data()[i]);
+        dropped += keep.data()[i] == 0.0f;
+    }
+    CHECK(dropped > 0);
+    CHECK(dropped < 24);
+    for (bool fused : {true, false}) {
+        CAPTURE(fused);
+        FusedKernelsGuard guard(fused);
+        CHECK_THROWS_WITH_AS(nn::add_dropout(x, Tensor::randn({1, 6}), 0.1f, true),
+                             doctest::Contains("add_dropout: x (4, 6) and y (1, 6) must have the same shape"), std::invalid_argument);
+        CHECK_THROWS_WITH_AS(nn::add_dropout(x, y, 1.0f, true), doctest::Contains("add_dropout: dropout probability must be in [0, 1), got 1.0"),
+                             std::invalid_argument);
+    }
+}
+
 TEST_CASE("dropout inside attention and in nn::dropout: gradcheck with a fixed seed") {
     // reseeding inside fn makes every evaluation draw the same keep decisions
     const Mask pad({1, 1, 1, 0, 1, 1, 1, 1}, {2, 1, 4});
     CHECK_GRAD([&](V x) { manual_seed(3); return nn::scaled_dot_product_attention(x[0], x[1], x[2], 2, pad, 0.3f, true); },
                param({2, 3, 4}), param({2, 4, 4}), param({2, 4, 4}));
     CHECK_GRAD([](V x) { manual_seed(4); return nn::dropout(x[0], 0.4f, true); }, param({3, 5}));
+    CHECK_GRAD([](V x) { manual_seed(4); return nn::add_dropout(x[0], x[1], 0.4f, true); }, param({3, 5}), param({3, 5}));
     // with dropout the weights still come out before dropout: rows sum to 1
     manual_seed(5);
     const Tensor q = Tensor::randn({2, 3, 4}), k = Tensor::randn({2, 4, 4}), v = Tensor::randn({2, 4, 4});
@@ -386,6 +414,7 @@ TEST_CASE("every nn op's backward adds into an existing gradient instead of over
     check_backward_adds([](V x) { manual_seed(1); return nn::linear(x[0], x[1], x[2], nn::Activation::none, 0.3f, true); },
                         {param({3, 4}), param({5, 4}), param({5})});
     check_backward_adds([](V x) { manual_seed(1); return nn::dropout(x[0], 0.3f, true); }, {param({4, 5})});
+    check_backward_adds([](V x) { manual_seed(1); return nn::add_dropout(x[0], x[1], 0.3f, true); }, {param({4, 5}), param({4, 5})});
     check_backward_adds([&](V x) { return nn::cross_entropy(x[0], t, {.ignore_index = 0, .label_smoothing = 0.1f}); }, {param({2, 3, 5})});
     check_backward_adds([&](V x) { return nn::nll_loss(x[0], t, {.ignore_index = 0}); }, {param({2, 3, 5})});
     check_backward_adds([&](V x) { return nn::scaled_dot_product_attention(x[0], x[1], x[2], 2, pad); },

@@ -1,5 +1,8 @@
 #include "autograd/kernels/dropout.h"
 
+#include <stdexcept>
+#include <string>
+
 #include "autograd/detail.h"
 #include "autograd/kernels/parallel.h"
 #include "autograd/ops.h"
@@ -38,6 +41,54 @@ Tensor dropout(const Tensor& x, float p) {
         dropout_backward(autograd::detail::parent_grad_to_write(self, 0), self.grad.data(), self.numel(), drop);
     });
     return y;
+}
+
+// out[i] = x[i] + y[i] * keep(i) for i in [begin, end), with y[i] * keep(i) rounded to a float
+// before the add, as the separate dropout op rounds it when it stores it. GCC would otherwise
+// fuse the multiply and the add into one multiply-add (rounded once: other bits), even across
+// statements (its default, -ffp-contract=fast), hence the attribute; Clang fuses only within
+// one expression.
+#if defined(__GNUC__) && !defined(__clang__)
+__attribute__((optimize("fp-contract=off")))
+#endif
+void add_dropped(float* out, const float* x, const float* y, int64_t begin, int64_t end, const DropoutDraws d) {
+    #pragma omp simd
+    for (int64_t i = begin; i < end; i++) {
+        const float dropped = y[i] * d.kept_factor(i);
+        out[i] = x[i] + dropped;
+    }
+}
+
+void add_dropout_forward(float* out, const float* x, const float* y, int64_t n, const DropoutDraws& drop) {
+    const DropoutDraws d = drop;   // a local copy, as in dropout_forward
+    parallel_blocks(n, worth_threads(n, kDropoutParallelMin),
+                    [=](int64_t begin, int64_t end) { add_dropped(out, x, y, begin, end, d); });
+}
+
+Tensor add_dropout(const Tensor& x, const Tensor& y, float p) {
+    if (x.shape() != y.shape())
+        throw std::invalid_argument("add_dropout: x " + shape_str(x.shape()) + " and y " + shape_str(y.shape()) +
+                                    " must have the same shape");
+    const DropoutDraws drop = draw_dropout(p);
+    if (!drop.active()) return x + y;
+    Tensor out = Tensor::empty(x.shape());   // same shape as x and y
+    add_dropout_forward(out.data(), x.data(), y.data(), x.numel(), drop);
+    record(out, {x, y}, "add_dropout", [drop](Node& self) {
+        // out = x + y * keep: dx = dout, dy = dout * keep. dx is written whole before dy is asked
+        // for (detail.h: x and y may be one tensor, and then dy adds to dx).
+        const float* g = self.grad.data();
+        const int64_t n = self.numel();
+        if (const GradOut dx = autograd::detail::parent_grad_to_write(self, 0); dx.data) {
+            float* gx = dx.data;
+            const bool add = dx.add;
+            parallel_blocks(n, worth_threads(n, kDropoutParallelMin), [=](int64_t begin, int64_t end) {
+                #pragma omp simd
+                for (int64_t i = begin; i < end; i++) gx[i] = (add ? gx[i] : 0.0f) + g[i];
+            });
+        }
+        dropout_backward(autograd::detail::parent_grad_to_write(self, 1), g, n, drop);
+    });
+    return out;
 }
 
 }  // namespace autograd::kernels
