@@ -126,9 +126,9 @@ thread_local PackBuffer<float> tls_pack_edge;  // this thread's copy of a last, 
 // they lie along them (each strand contiguous, step_k == 1: op(B) = B^T, the forward products'
 // weights and the attention scores' keys) it is a transpose, and a transpose one float at a time
 // costs several instructions per float (a load from each of W strands, then an insert into the
-// row). With AVX it goes 8 x 8 blocks at a time instead: 8 vector loads, one from each of 8
-// strands, 24 shuffles, 8 vector stores (transpose_8x8). A weight's 32 x 128 sliver: about 800 ->
-// 200 ns on AVX-512 and on AVX2 (bench/RESULTS.md, "Weights transposed by blocks").
+// row). With AVX it goes 8 x 8 blocks at a time instead (pack_transposed): 8 vector loads, one
+// from each of 8 strands, 24 shuffles, 8 vector stores. A weight's 32 x 128 sliver: about 800 ->
+// 200 ns on AVX-512 and on AVX2 (bench/RESULTS.md, "Transposes by blocks").
 #if defined(__AVX__)
 // Rows r[0..7] of an 8 x 8 block in, its columns out: r[j][i] <- r[i][j]. Three rounds, each
 // pairing up elements of twice the size: single floats, then pairs, then 128-bit halves.
@@ -149,43 +149,59 @@ inline void transpose_8x8(__m256 r[8]) {
         r[j + 4] = _mm256_permute2f128_ps(u[j], u[j + 4], 0x31);
     }
 }
+
+// The transposing case (step_k == 1) in 8 x 8 blocks, all of the sliver: a strand past n is a
+// vector of zeros, so the blocks write the zero padding too, and the last block of k reads and
+// writes only the kc % 8 values left (a masked load). An attention head's keys (10 strands of
+// 16) are then two blocks, with no fill and no float-by-float tail.
+template <int W>
+void pack_transposed(const float* src, idx step_x, int n, int kc, float* dst) {
+    static_assert(W % 8 == 0, "whole blocks of 8 strands");
+    alignas(32) static const int32_t kFirst[16] = {-1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0};
+    for (int k0 = 0; k0 < kc; k0 += 8) {
+        const int kn = std::min(8, kc - k0);   // values of k in this block
+        const __m256i first_kn = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(kFirst + 8 - kn));
+        for (int x0 = 0; x0 < W; x0 += 8) {
+            __m256 r[8];   // r[x] = strand x0 + x, values k0 .. k0 + kn - 1
+            for (int x = 0; x < 8; x++) {
+                const float* strand = src + k0 + idx(x0 + x) * step_x;
+                r[x] = x0 + x >= n ? _mm256_setzero_ps() : kn == 8 ? _mm256_loadu_ps(strand) : _mm256_maskload_ps(strand, first_kn);
+            }
+            transpose_8x8(r);   // r[k] = value k0 + k of strands x0 .. x0 + 7
+            for (int k = 0; k < kn; k++) _mm256_storeu_ps(dst + idx(k0 + k) * W + x0, r[k]);
+        }
+    }
+}
 #endif
 
 template <int W>
 void pack_sliver(const float* src, idx step_k, idx step_x, int n, int kc, float* dst) {
+#if defined(__AVX__)
+    if constexpr (W % 8 == 0)
+        if (step_k == 1 && step_x != 1) return pack_transposed<W>(src, step_x, n, kc, dst);
+#endif
     if (n == W && step_x == 1) {
         // each k is a contiguous run of W floats: a straight copy (vectorized by the compiler)
         for (int k = 0; k < kc; k++)
             for (int x = 0; x < W; x++) dst[k * W + x] = src[k * step_k + x];
-        return;
-    }
-    // An edge sliver (the last one of the matrix) is zeroed first, all of it (a vectorized fill),
-    // then its n strands are copied in. Tiny products (an attention head) are nearly all edge
-    // slivers: one fill then a copy beats writing zeros and values interleaved.
-    if (n < W) std::fill(dst, dst + idx(kc) * W, 0.0f);
-    if (step_x == 1) {
+    } else if (n == W) {
+        // a transpose: read the W strands side by side (each one contiguous when step_k == 1)
         for (int k = 0; k < kc; k++)
-            for (int x = 0; x < n; x++) dst[k * W + x] = src[k * step_k + x];
-        return;
+            for (int x = 0; x < W; x++) dst[k * W + x] = src[k * step_k + x * step_x];
+    } else {
+        // edge sliver (the last one of the matrix): zero it all (a vectorized fill), then copy
+        // the n strands in, with the inner loop along whichever index is contiguous in src.
+        // Tiny products (an attention head) are nearly all edge slivers, so this copy matters:
+        // one fill then a copy beats writing zeros and values interleaved, one float at a time.
+        std::fill(dst, dst + idx(kc) * W, 0.0f);
+        if (step_x == 1) {
+            for (int k = 0; k < kc; k++)
+                for (int x = 0; x < n; x++) dst[k * W + x] = src[k * step_k + x];
+        } else {
+            for (int x = 0; x < n; x++)
+                for (int k = 0; k < kc; k++) dst[k * W + x] = src[k * step_k + x * step_x];
+        }
     }
-    // a transpose: strands [0, n8) x k in [0, kc8) in 8 x 8 blocks where the build has AVX
-    int n8 = 0, kc8 = 0;
-#if defined(__AVX__)
-    if (step_k == 1 && W % 8 == 0) {
-        n8 = n / 8 * 8, kc8 = kc / 8 * 8;
-        for (int k0 = 0; k0 < kc8; k0 += 8)
-            for (int x0 = 0; x0 < n8; x0 += 8) {
-                __m256 r[8];   // r[x] = strand x0 + x, values k0 .. k0 + 7
-                for (int x = 0; x < 8; x++) r[x] = _mm256_loadu_ps(src + k0 + idx(x0 + x) * step_x);
-                transpose_8x8(r);   // r[k] = value k0 + k of strands x0 .. x0 + 7
-                for (int k = 0; k < 8; k++) _mm256_storeu_ps(dst + idx(k0 + k) * W + x0, r[k]);
-            }
-    }
-#endif
-    // the rest one float at a time, reading the W strands side by side: at k < kc8 the strands
-    // the blocks left (n8 ..), after that all of them
-    for (int k = 0; k < kc; k++)
-        for (int x = k < kc8 ? n8 : 0; x < n; x++) dst[k * W + x] = src[k * step_k + x * step_x];
 }
 
 // Pack rows [i0, i0 + mc) and columns [p0, p0 + kc) of op(A) into Ap as MR-tall slivers:
