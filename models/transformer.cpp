@@ -41,9 +41,10 @@ SublayerConnection::SublayerConnection(int64_t d_model, float dropout, bool pre)
 }
 
 Tensor SublayerConnection::forward(const Tensor& x, const std::function<Tensor(const Tensor&)>& sublayer) const {
-    // add_dropout(x, y) = x + dropout(y), in one pass with fused kernels on
-    if (pre_norm) return nn::add_dropout(x, sublayer(norm->forward(x)), dropout_p, is_training());   // x + dropout(sublayer(norm(x))): (B, T, D)
-    return norm->forward(nn::add_dropout(x, sublayer(x), dropout_p, is_training()));                 // norm(x + dropout(sublayer(x)))
+    // pre-norm: x + dropout(sublayer(norm(x)));  post-norm: norm(x + dropout(sublayer(x))).
+    // nn::add_dropout(x, y) is x + dropout(y), in one pass with fused kernels on.
+    if (pre_norm) return nn::add_dropout(x, sublayer(norm->forward(x)), dropout_p, is_training());   // (B, T, D)
+    return norm->forward(nn::add_dropout(x, sublayer(x), dropout_p, is_training()));
 }
 
 EncoderLayer::EncoderLayer(const TransformerConfig& c) {

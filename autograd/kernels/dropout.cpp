@@ -51,7 +51,7 @@ Tensor dropout(const Tensor& x, float p) {
 #if defined(__GNUC__) && !defined(__clang__)
 __attribute__((optimize("fp-contract=off")))
 #endif
-void add_dropped(float* out, const float* x, const float* y, int64_t begin, int64_t end, const DropoutDraws d) {
+static void add_dropped(float* out, const float* x, const float* y, int64_t begin, int64_t end, const DropoutDraws d) {
     #pragma omp simd
     for (int64_t i = begin; i < end; i++) {
         const float dropped = y[i] * d.kept_factor(i);
