@@ -128,7 +128,8 @@ thread_local PackBuffer<float> tls_pack_edge;  // this thread's copy of a last, 
 // costs several instructions per float (a load from each of W strands, then an insert into the
 // row). With AVX it goes 8 x 8 blocks at a time instead (pack_transposed): 8 vector loads, one
 // from each of 8 strands, 24 shuffles, 8 vector stores. A weight's 32 x 128 sliver: about 800 ->
-// 200 ns on AVX-512 and on AVX2 (bench/RESULTS.md, "Transposes by blocks").
+// 200 ns on the AVX-512 build, 1100 -> 200 ns on the AVX2 build (bench/RESULTS.md, "Transposes
+// by blocks").
 #if defined(__AVX__)
 // Rows r[0..7] of an 8 x 8 block in, its columns out: r[j][i] <- r[i][j]. Three rounds, each
 // pairing up elements of twice the size: single floats, then pairs, then 128-bit halves.
