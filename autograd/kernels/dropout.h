@@ -52,7 +52,8 @@ Tensor dropout(const Tensor& x, float p);
 // and back: dx = dout, dy = dout * keep (dropout_backward). The same values, bit for bit, as
 // x + dropout(y) with the two ops above: y * keep is rounded to a float before the add, as when
 // it is stored between them. What it saves is that stored tensor: a pass that writes it, one that
-// reads it back, and in the backward a copy of dout for it. x and y must have one shape.
+// reads it back, and in the backward a copy of dout for it. x and y must have one shape (the
+// caller checks, as nn::add_dropout does, like the other layers' checks before their kernels).
 void add_dropout_forward(float* out, const float* x, const float* y, int64_t n, const DropoutDraws& drop);
 // The autograd op, recorded as "add_dropout"; x + y when p = 0.
 Tensor add_dropout(const Tensor& x, const Tensor& y, float p);

@@ -412,7 +412,7 @@ MicroKernel micro_kernel_for_rows(int rows) {
 // the kernel cannot read it in place, once for all the tiles:
 //   op(B) = B:    exactly the kernel's width (N = lanes or NR, e.g. a head's Dk = 16 columns):
 //                 read in place; else packed row by row into a zero-padded sliver
-//   op(B) = B^T:  packed strand by strand (the scores' keys)
+//   op(B) = B^T:  transposed into a sliver by pack_sliver (the scores' keys)
 // The sums are those of the loop nest, k = 0 .. K-1 in one accumulator, so the bits are too.
 constexpr int kNarrowMaxTiles = 4;
 template <class Isa, int kVectors>
