@@ -154,9 +154,9 @@ inline void transpose_8x8(__m256 r[8]) {
 // The transposing case (step_k == 1) in 8 x 8 blocks, all of the sliver: a strand past n is a
 // vector of zeros, so the blocks write the zero padding too, and the last block of k reads and
 // writes only the kc % 8 values left (a masked load). An attention head's keys (10 strands of
-// 16) are then two blocks, with no fill and no float-by-float tail.
+// 16) are then two blocks, with no fill and no float-by-float tail. `next`: see pack_sliver.
 template <int W>
-void pack_transposed(const float* src, idx step_x, int n, int kc, float* dst) {
+void pack_transposed(const float* src, idx step_x, int n, int kc, float* dst, const float* next) {
     static_assert(W % 8 == 0, "whole blocks of 8 strands");
     alignas(32) static const int32_t kFirst[16] = {-1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0};
     for (int k0 = 0; k0 < kc; k0 += 8) {
@@ -166,6 +166,7 @@ void pack_transposed(const float* src, idx step_x, int n, int kc, float* dst) {
             __m256 r[8];   // r[x] = strand x0 + x, values k0 .. k0 + kn - 1
             for (int x = 0; x < 8; x++) {
                 const float* strand = src + k0 + idx(x0 + x) * step_x;
+                if (next && k0 % 16 == 0) __builtin_prefetch(next + k0 + idx(x0 + x) * step_x);   // a line: 16 floats
                 r[x] = x0 + x >= n ? _mm256_setzero_ps() : kn == 8 ? _mm256_loadu_ps(strand) : _mm256_maskload_ps(strand, first_kn);
             }
             transpose_8x8(r);   // r[k] = value k0 + k of strands x0 .. x0 + 7
@@ -175,16 +176,26 @@ void pack_transposed(const float* src, idx step_x, int n, int kc, float* dst) {
 }
 #endif
 
+//
+// `next`, when not null, is where the next sliver to pack starts (a full one, W strands, the same
+// steps and kc): its lines are asked for while this one is copied, so that they are in the cache
+// when it comes. A weight's slivers need that: the optimizer was the last to read W, a whole step
+// ago, and a strand of 128 floats is too short for the hardware prefetcher to catch up with.
+// (At D = 128 the packing of W^T took 2.4% of a step's samples, nearly all waiting for memory;
+// bench/RESULTS.md, "Prefetching".)
 template <int W>
-void pack_sliver(const float* src, idx step_k, idx step_x, int n, int kc, float* dst) {
+void pack_sliver(const float* src, idx step_k, idx step_x, int n, int kc, float* dst, const float* next = nullptr) {
 #if defined(__AVX__)
     if constexpr (W % 8 == 0)
-        if (step_k == 1 && step_x != 1) return pack_transposed<W>(src, step_x, n, kc, dst);
+        if (step_k == 1 && step_x != 1) return pack_transposed<W>(src, step_x, n, kc, dst, next);
 #endif
     if (n == W && step_x == 1) {
         // each k is a contiguous run of W floats: a straight copy (vectorized by the compiler)
-        for (int k = 0; k < kc; k++)
+        for (int k = 0; k < kc; k++) {
+            if (next)
+                for (int x = 0; x < W; x += 16) __builtin_prefetch(next + k * step_k + x);   // a line: 16 floats
             for (int x = 0; x < W; x++) dst[k * W + x] = src[k * step_k + x];
+        }
     } else if (n == W) {
         // a transpose: read the W strands side by side (each one contiguous when step_k == 1)
         for (int k = 0; k < kc; k++)
@@ -221,14 +232,16 @@ void pack_a(bool trans_a, const float* A, int lda, int i0, int mc, int p0, int k
 // Pack sliver t (columns [j0 + t*NR, +NR)) of rows [p0, p0 + kc) of op(B) into Bp:
 //   Bp[t*NR*kc + k*NR + c] = op(B)[p0 + k][j0 + t*NR + c]
 // One sliver per call, so that the caller can spread the slivers of a panel over threads.
+// fetch_next: this caller packs sliver t + 1 next (its lines are prefetched if it is a full one).
 template <int NR>
-void pack_b_sliver(bool trans_b, const float* B, int ldb, int p0, int kc, int j0, int nc, int t, float* Bp) {
+void pack_b_sliver(bool trans_b, const float* B, int ldb, int p0, int kc, int j0, int nc, int t, float* Bp, bool fetch_next) {
     const int j = j0 + t * NR, cols = std::min(NR, nc - t * NR);
+    const bool next_full = fetch_next && (t + 2) * NR <= nc;
     float* dst = Bp + idx(t) * NR * kc;
     if (!trans_b)  // op(B)[k][j] = B[k][j]
-        pack_sliver<NR>(B + idx(p0) * ldb + j, ldb, 1, cols, kc, dst);
+        pack_sliver<NR>(B + idx(p0) * ldb + j, ldb, 1, cols, kc, dst, next_full ? B + idx(p0) * ldb + j + NR : nullptr);
     else           // op(B)[k][j] = B[j][k]
-        pack_sliver<NR>(B + idx(j) * ldb + p0, 1, ldb, cols, kc, dst);
+        pack_sliver<NR>(B + idx(j) * ldb + p0, 1, ldb, cols, kc, dst, next_full ? B + idx(j + NR) * ldb + p0 : nullptr);
 }
 
 // ---- threads
@@ -317,7 +330,7 @@ void gemm_thread(const Args& g, float* Bp, RowClaims& claims, int nt, int tid) {
                 if (claiming && tid == 0) claims.reset(ms);   // the others see it after the barrier
                 const Range my_slivers = part(ns, nt, tid);
                 for (int t = my_slivers.begin; t < my_slivers.end; t++)
-                    pack_b_sliver<NR>(g.trans_b, g.B, g.ldb, pc, kc, jc, nc, t, Bp);
+                    pack_b_sliver<NR>(g.trans_b, g.B, g.ldb, pc, kc, jc, nc, t, Bp, t + 1 < my_slivers.end);
                 team_barrier(nt);
             } else if (nc % NR != 0 && my_cols.begin <= last && last < my_cols.end) {
                 float* e = tls_pack_edge.get(std::size_t(KC) * NR);
