@@ -12,6 +12,18 @@
 
 namespace autograd::kernels {
 
+// Asks for the cache lines (16 floats each) of `rows` rows of `width` floats, `stride` floats
+// apart. Both passes below call it for the next (b, h) pair's rows while they compute this one's.
+// A head's rows are short and far apart (Dk = 16 floats of each row of D), too scattered for the
+// hardware prefetcher, so without it the products wait for each row in turn: at D = 128, packing
+// a head's keys took 2% of a step, half of it on the loads (bench/RESULTS.md, "Prefetching").
+inline void prefetch_rows(const float* p, int64_t rows, int64_t width, int64_t stride) {
+    for (int64_t r = 0; r < rows; r++) {
+        for (int64_t c = 0; c < width; c += 16) __builtin_prefetch(p + r * stride + c);
+        __builtin_prefetch(p + r * stride + width - 1);   // the row's last line, when it straddles one more
+    }
+}
+
 void attention_forward(float* out, float* P, const float* q, const float* k, const float* v, const uint8_t* allowed,
                        const AttentionDims& d, const DropoutDraws& draws, Precision precision, const int64_t* kv_slot) {
     const int64_t B = d.B, H = d.H, T = d.T, S = d.S, Dk = d.Dk, D = d.D(), KV = d.kv_rows;
@@ -28,6 +40,12 @@ void attention_forward(float* out, float* P, const float* q, const float* k, con
             const int64_t b = bh / H, h = bh % H, slot = kv_slot ? kv_slot[b] : b;   // where b's keys and values are
             const float *Q = q + b * T * D + h * Dk, *K = k + slot * KV * D + h * Dk, *V = v + slot * KV * D + h * Dk;
             float* Pbh = P + bh * T * S;
+            if (bh + 1 < last) {   // the next pair's rows, on their way while this one computes
+                const int64_t nb = (bh + 1) / H, nh = (bh + 1) % H, ns = kv_slot ? kv_slot[nb] : nb;
+                prefetch_rows(q + nb * T * D + nh * Dk, T, Dk, D);
+                prefetch_rows(k + ns * KV * D + nh * Dk, S, Dk, D);
+                prefetch_rows(v + ns * KV * D + nh * Dk, S, Dk, D);
+            }
             // 1) scores = Q K^T                                                    (T, S)
             gemm_in(precision, false, true, T, S, Dk, Q, D, K, D, Pbh, S, false);
             // 2) scale by 1/sqrt(Dk); a masked key's score becomes -inf, which softmax sends to
@@ -75,6 +93,14 @@ void attention_backward(GradOut dq, GradOut dk, GradOut dv, const float* dout, c
         for (int64_t bh = first; bh < last; bh++) {
             const int64_t b = bh / H, h = bh % H, qo = b * T * D + h * Dk, ko = b * KV * D + h * Dk;
             const float *Pbh = P + bh * T * S, *dO = dout + qo;
+            if (bh + 1 < last) {   // the next pair's rows, as in the forward
+                const int64_t nb = (bh + 1) / H, nh = (bh + 1) % H, nqo = nb * T * D + nh * Dk, nko = nb * KV * D + nh * Dk;
+                prefetch_rows(dout + nqo, T, Dk, D);
+                prefetch_rows(q + nqo, T, Dk, D);
+                prefetch_rows(k + nko, S, Dk, D);
+                prefetch_rows(v + nko, S, Dk, D);
+                prefetch_rows(P + (bh + 1) * T * S, 1, T * S, 0);
+            }
             const float* Pused = Pbh;
             if (dropping) {   // the keep factors, drawn again from the seed, once for both uses
                 #pragma omp simd
