@@ -181,7 +181,7 @@ void pack_transposed(const float* src, idx step_x, int n, int kc, float* dst, co
 // steps and kc): its lines are asked for while this one is copied, so that they are in the cache
 // when it comes. A weight's slivers need that: the optimizer was the last to read W, a whole step
 // ago, and a strand of 128 floats is too short for the hardware prefetcher to catch up with.
-// (At D = 128 the packing of W^T took 2.4% of a step's samples, nearly all waiting for memory;
+// (At D = 128 the packing of W^T took 2.4% of a step's samples, most of them waiting for memory;
 // bench/RESULTS.md, "Prefetching".)
 template <int W>
 void pack_sliver(const float* src, idx step_k, idx step_x, int n, int kc, float* dst, const float* next = nullptr) {
