@@ -176,7 +176,6 @@ void pack_transposed(const float* src, idx step_x, int n, int kc, float* dst, co
 }
 #endif
 
-//
 // `next`, when not null, is where the next sliver to pack starts (a full one, W strands, the same
 // steps and kc): its lines are asked for while this one is copied, so that they are in the cache
 // when it comes. A weight's slivers need that: the optimizer was the last to read W, a whole step
