@@ -178,8 +178,9 @@ void pack_transposed(const float* src, idx step_x, int n, int kc, float* dst, co
 
 // `next`, when not null, is where the next sliver to pack starts (a full one, W strands, the same
 // steps and kc): its lines are asked for while this one is copied, so that they are in the cache
-// when it comes. A weight's slivers need that: the optimizer was the last to read W, a whole step
-// ago, and a strand of 128 floats is too short for the hardware prefetcher to catch up with.
+// when it comes. A weight's slivers need that: W was last read long before (by the optimizer, for
+// the forward's x W^T; by the forward, for the backward's dy W), and a strand of 128 floats is too
+// short for the hardware prefetcher to catch up with.
 // (At D = 128 the packing of W^T took 2.4% of a step's samples, most of them waiting for memory;
 // bench/RESULTS.md, "Prefetching".)
 template <int W>
