@@ -66,9 +66,9 @@ void Adam::step() {
     //
     // The pass is bound by memory, not by its arithmetic: per element it reads g, p, m, v and
     // writes p, m, v, and m and v have left the cache since the last step. So it goes in chunks
-    // and asks for the lines of each array a little ahead of the chunk it computes; more of them
-    // are then on their way at once than the hardware prefetcher keeps in flight (a whole step at
-    // D = 128: 0.50 -> 0.39 ms; bench/RESULTS.md, "Prefetching").
+    // and asks for the lines of each array 128 floats ahead of the chunk it computes: its loads
+    // then wait less than with the hardware prefetcher alone (Adam's part of a step at D = 128:
+    // 0.50 -> 0.39 ms; bench/RESULTS.md, "Prefetching"). The math is the five lines inside.
     constexpr int64_t kChunk = 64, kAhead = 128, kLine = 16;   // floats
     namespace k = autograd::kernels;
     const Update* const first = updates.data();
