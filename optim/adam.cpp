@@ -1,11 +1,11 @@
 #include "optim/adam.h"
 
-#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 #include <vector>
 
 #include "autograd/kernels/parallel.h"
+#include "autograd/kernels/prefetch.h"
 
 namespace optim {
 
@@ -65,11 +65,8 @@ void Adam::step() {
     // of a small model's parameters are too small for a team of their own.
     //
     // The pass is bound by memory, not by its arithmetic: per element it reads g, p, m, v and
-    // writes p, m, v, and m and v have left the cache since the last step. So it goes in chunks
-    // and asks for the lines of each array 128 floats ahead of the chunk it computes: its loads
-    // then wait less than with the hardware prefetcher alone (Adam's part of a step at D = 128:
-    // 0.50 -> 0.39 ms; bench/RESULTS.md, "Prefetching"). The math is the five lines inside.
-    constexpr int64_t kChunk = 64, kAhead = 128, kLine = 16;   // floats
+    // writes p, m, v, and m and v have left the cache since the last step. So it goes in chunks,
+    // asking for the arrays' memory ahead of them (kernels/prefetch.h); the math is the loop inside.
     namespace k = autograd::kernels;
     const Update* const first = updates.data();
     const size_t count = updates.size();
@@ -78,22 +75,15 @@ void Adam::step() {
             const float* g = u->g;
             float *p = u->p, *m = u->m, *v = u->v;
             const auto [begin, end] = k::block_of(u->n, team, thread);
-            for (int64_t c = begin; c < end; c += kChunk) {
-                if (c + kAhead + kChunk <= end)
-                    for (int64_t a = c + kAhead; a < c + kAhead + kChunk; a += kLine) {
-                        __builtin_prefetch(g + a);
-                        __builtin_prefetch(p + a, 1);   // 1: to be written
-                        __builtin_prefetch(m + a, 1);
-                        __builtin_prefetch(v + a, 1);
-                    }
-                for (int64_t j = c; j < std::min(end, c + kChunk); j++) {
+            k::in_chunks_fetching_ahead(begin, end, {g}, {p, m, v}, [&](int64_t c, int64_t c_end) {
+                for (int64_t j = c; j < c_end; j++) {
                     const float gj = g[j] + l2 * p[j];
                     m[j] = b1 * m[j] + (1.0f - b1) * gj;
                     v[j] = b2 * v[j] + (1.0f - b2) * gj * gj;
                     const float m_hat = m[j] / u->bc1, v_hat = v[j] / u->bc2;
                     p[j] = p[j] * decay - lr * m_hat / (std::sqrt(v_hat) + eps);
                 }
-            }
+            });
         }
     });
 }

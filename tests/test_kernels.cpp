@@ -10,8 +10,10 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <vector>
 
 #include "autograd/autograd.h"
+#include "autograd/kernels/prefetch.h"
 #include "nn/nn.h"
 #include "tests/compare.h"
 #include "tests/gradcheck_helpers.h"
@@ -276,4 +278,25 @@ TEST_CASE("dropout: a dropped element is x * 0 in both paths, bit for bit: zero 
     }
     CHECK(differ == 0);
     CHECK(dropped > n / 4);   // p = 0.5: about half
+}
+
+TEST_CASE("in_chunks_fetching_ahead (kernels/prefetch.h) hands out every element of [begin, end) once, in order") {
+    // The prefetches it makes change nothing; what must hold is the chunks: Adam's update runs
+    // over them. Ranges shorter than a chunk, a chunk and a bit, and long enough to prefetch.
+    std::vector<float> a(1000, 1.0f);
+    for (int64_t begin : {0, 5}) {
+        for (int64_t n : {0, 1, 63, 64, 65, 128, 191, 192, 193, 700}) {
+            std::vector<int64_t> seen, want;
+            bool chunks_ok = true;   // each chunk non-empty and at most 64 long
+            kernels::in_chunks_fetching_ahead(begin, begin + n, {a.data()}, {a.data()}, [&](int64_t c, int64_t c_end) {
+                chunks_ok = chunks_ok && c < c_end && c_end - c <= 64;
+                for (int64_t j = c; j < c_end; j++) seen.push_back(j);
+            });
+            for (int64_t i = 0; i < n; i++) want.push_back(begin + i);
+            CAPTURE(begin);
+            CAPTURE(n);
+            CHECK(chunks_ok);
+            CHECK(seen == want);
+        }
+    }
 }

@@ -8,21 +8,16 @@
 #include "autograd/kernels/allocator.h"
 #include "autograd/kernels/gemm_dispatch.h"
 #include "autograd/kernels/parallel.h"
+#include "autograd/kernels/prefetch.h"
 #include "autograd/kernels/softmax_rows.h"
 
 namespace autograd::kernels {
 
-// Asks for the cache lines (16 floats each) of `rows` rows of `width` floats, `stride` floats
-// apart. Both passes below call it for the next (b, h) pair's rows while they compute this one's.
-// A head's rows are short and far apart (Dk = 16 floats of each row of D), too scattered for the
-// hardware prefetcher, so without it the products wait for each row in turn: at D = 128, packing
-// a head's keys took 2% of a step, half of it on the loads (bench/RESULTS.md, "Prefetching").
-inline void prefetch_rows(const float* p, int64_t rows, int64_t width, int64_t stride) {
-    for (int64_t r = 0; r < rows; r++) {
-        for (int64_t c = 0; c < width; c += 16) __builtin_prefetch(p + r * stride + c);
-        __builtin_prefetch(p + r * stride + width - 1);   // the row's last line, when it straddles one more
-    }
-}
+// Both passes below ask for the next (b, h) pair's rows (prefetch_rows) while they compute this
+// one's. A head's rows are short and far apart (Dk = 16 floats of each row of D), too scattered
+// for the hardware prefetcher, so without it the products wait for each row in turn: at D = 128,
+// packing a head's keys took 2% of a step, half of it on the loads (bench/RESULTS.md,
+// "Prefetching").
 
 void attention_forward(float* out, float* P, const float* q, const float* k, const float* v, const uint8_t* allowed,
                        const AttentionDims& d, const DropoutDraws& draws, Precision precision, const int64_t* kv_slot) {
@@ -99,7 +94,7 @@ void attention_backward(GradOut dq, GradOut dk, GradOut dv, const float* dout, c
                 prefetch_rows(q + nqo, T, Dk, D);
                 prefetch_rows(k + nko, S, Dk, D);
                 prefetch_rows(v + nko, S, Dk, D);
-                prefetch_rows(P + (bh + 1) * T * S, 1, T * S, 0);
+                prefetch_floats(P + (bh + 1) * T * S, T * S);
             }
             const float* Pused = Pbh;
             if (dropping) {   // the keep factors, drawn again from the seed, once for both uses

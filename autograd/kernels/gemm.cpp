@@ -51,6 +51,7 @@
 #include "autograd/kernels/gemm_driver.h"
 #include "autograd/kernels/gemm_micro_kernel.h"
 #include "autograd/kernels/parallel.h"
+#include "autograd/kernels/prefetch.h"
 
 #if defined(__AVX__)
 #include <immintrin.h>
@@ -166,7 +167,7 @@ void pack_transposed(const float* src, idx step_x, int n, int kc, float* dst, co
             __m256 r[8];   // r[x] = strand x0 + x, values k0 .. k0 + kn - 1
             for (int x = 0; x < 8; x++) {
                 const float* strand = src + k0 + idx(x0 + x) * step_x;
-                if (next && k0 % 16 == 0) __builtin_prefetch(next + k0 + idx(x0 + x) * step_x);   // a line: 16 floats
+                if (next && k0 % kFloatsPerLine == 0) __builtin_prefetch(next + k0 + idx(x0 + x) * step_x);
                 r[x] = x0 + x >= n ? _mm256_setzero_ps() : kn == 8 ? _mm256_loadu_ps(strand) : _mm256_maskload_ps(strand, first_kn);
             }
             transpose_8x8(r);   // r[k] = value k0 + k of strands x0 .. x0 + 7
@@ -193,7 +194,7 @@ void pack_sliver(const float* src, idx step_k, idx step_x, int n, int kc, float*
         // each k is a contiguous run of W floats: a straight copy (vectorized by the compiler)
         for (int k = 0; k < kc; k++) {
             if (next)
-                for (int x = 0; x < W; x += 16) __builtin_prefetch(next + k * step_k + x);   // a line: 16 floats
+                for (int x = 0; x < W; x += kFloatsPerLine) __builtin_prefetch(next + k * step_k + x);
             for (int x = 0; x < W; x++) dst[k * W + x] = src[k * step_k + x];
         }
     } else if (n == W) {
