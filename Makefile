@@ -169,13 +169,14 @@ sanitize:
 # Every figure of docs/, from today's code, in under 2 minutes on 2 idle cores: the copy task
 # trained with its defaults (600 steps, seed 1) and the translation example for 2 epochs (seed 1)
 # draw their loss curves, the translation model its attention heatmap and a beam-search tree,
-# the copy-task model its attention; make_figures draws the rest from the code they show, and
-# bench_decoding the key/value-cache picture. Fixed seeds give the same numbers for any thread
+# the copy-task model its attention; make_figures draws the rest from the code they show,
+# bench_decoding the key/value-cache picture and bench_gemm the GEMM's blocking. Fixed seeds give the same numbers for any thread
 # count. attention_layer_graph.svg needs Graphviz.
 FIGURES := docs/figures
 FIGURE_RUNS := build/figures
 FIGURE_TRANSLATION_EPOCHS := 2
-figures: examples/make_figures examples/copy_task examples/translation examples/attention_by_hand $(BUILD)/bench/bench_decoding
+figures: examples/make_figures examples/copy_task examples/translation examples/attention_by_hand $(BUILD)/bench/bench_decoding \
+         $(BUILD)/bench/bench_gemm
 	@mkdir -p $(FIGURES) $(FIGURE_RUNS)
 	./examples/copy_task --plot $(FIGURES)/copy_task_loss.svg --save $(FIGURE_RUNS)/copy.safetensors > $(FIGURE_RUNS)/copy_task.log
 	./examples/translation --epochs $(FIGURE_TRANSLATION_EPOCHS) --plot $(FIGURES)/translation_loss.svg \
@@ -185,6 +186,7 @@ figures: examples/make_figures examples/copy_task examples/translation examples/
 	./examples/make_figures --out $(FIGURES) --copy-model $(FIGURE_RUNS)/copy.safetensors \
 	    --translation-model $(FIGURE_RUNS)/translation.safetensors
 	./$(BUILD)/bench/bench_decoding --cache-picture $(FIGURES)/kv_cache.svg
+	./$(BUILD)/bench/bench_gemm --tile-picture $(FIGURES)/gemm_tile.svg
 	./examples/attention_by_hand --graph $(FIGURE_RUNS)/attention_layer_graph.dot > /dev/null
 	@if command -v dot > /dev/null; then dot -Tsvg $(FIGURE_RUNS)/attention_layer_graph.dot -o $(FIGURES)/attention_layer_graph.svg; \
 	 else echo "figures: no Graphviz 'dot': attention_layer_graph.svg left as it is"; fi

@@ -1,15 +1,14 @@
-// Everything in autograd/: include this one header.
+// Everything a program needs from autograd/: include this one header. (The machinery under it,
+// autograd/kernels/, is reached through these.)
 #pragma once
-#include "autograd/kernels/allocator.h"
 #include "autograd/anomaly.h"
-#include "autograd/kernels/gemm.h"
-#include "autograd/kernels/gemm_bf16.h"
-#include "autograd/kernels/gemm_dispatch.h"
-#include "autograd/mixed_precision.h"
+#include "autograd/data_parallel.h"
 #include "autograd/frozen_weights.h"
-#include "autograd/fused_kernels.h"
+#include "autograd/fused_ops.h"
 #include "autograd/gradcheck.h"
 #include "autograd/graph_dot.h"
+#include "autograd/mixed_precision.h"
 #include "autograd/ops.h"
 #include "autograd/random.h"
+#include "autograd/runtime.h"
 #include "autograd/tensor.h"

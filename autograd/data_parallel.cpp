@@ -12,7 +12,7 @@
 
 #include "autograd/anomaly.h"
 #include "autograd/detail.h"
-#include "autograd/fused_kernels.h"
+#include "autograd/fused_ops.h"
 #include "autograd/kernels/busy_cores.h"
 #include "autograd/kernels/parallel.h"
 #include "autograd/kernels/threads.h"

@@ -1,5 +1,6 @@
 #include "autograd/frozen_weights.h"
 
+#include <atomic>
 #include <vector>
 
 #include "autograd/kernels/gemm_bf16.h"
@@ -22,6 +23,7 @@ struct FrozenWeightsGuard::Cache {
 };
 
 static thread_local FrozenWeightsGuard::Cache* tl_cache = nullptr;   // the outermost guard's, on this thread
+static std::atomic<int64_t> g_packs{0};   // packed copies made, for the tests (tests/hooks.h)
 
 FrozenWeightsGuard::FrozenWeightsGuard() {
     if (tl_cache) return;   // inside another guard: its copies serve
@@ -43,7 +45,7 @@ const kernels::PackedBf16B* frozen_bf16_weight_t(const Tensor& w) {
     for (PackedWeight& p : tl_cache->weights) {
         if (p.storage != storage || p.out != out || p.in != in) continue;
         if (!p.packed) {   // the second use: from now on, read the packed copy
-            frozen_weight_packs.fetch_add(1, std::memory_order_relaxed);
+            g_packs.fetch_add(1, std::memory_order_relaxed);
             p.packed = std::make_unique<kernels::PackedBf16B>(/*trans_b=*/true, int(out), int(in), w.data(), int(in));
         }
         return p.packed.get();
@@ -52,5 +54,9 @@ const kernels::PackedBf16B* frozen_bf16_weight_t(const Tensor& w) {
     return nullptr;
 }
 }  // namespace detail
+
+namespace test_hooks {
+int64_t frozen_weight_packs() { return g_packs.load(std::memory_order_relaxed); }
+}  // namespace test_hooks
 
 }  // namespace autograd

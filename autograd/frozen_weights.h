@@ -11,9 +11,8 @@
 // packs the weight W afresh. That is the right thing in training: the optimizer moves every weight
 // each step, and a step reads each weight once per direction (x W^T forward, g W backward, two
 // layouts), so there is nothing to reuse. Decoding is the other case: the decoder runs once per
-// output token, on a few rows, with the same weights; decoding one sentence of the --paper model,
-// packing is ~70% of a step (bench_decoding --bf16: 3.4x as many tokens/s with the guard, 2x for
-// 8 sentences, 1.25x for 250). Inside the guard the second bf16 call with a weight packs W^T and
+// output token, on a few rows, with the same weights, and for one sentence packing them is most of
+// a step (bench_decoding --bf16 measures it). Inside the guard the second bf16 call with a weight packs W^T and
 // keeps it; later calls read the kept copy and give the same bits. models/decoding.cpp holds one
 // while it decodes. The copies cost memory: half of the weights' fp32 bytes (14 MB for the
 // --paper decoder), whose pages are new the first time a process decodes.
@@ -23,8 +22,6 @@
 // the kept copy stale. The guard is per thread, like NoGradGuard; a guard inside another adds
 // nothing (the outer one's copies serve both); the copies go with the outermost guard.
 #pragma once
-#include <atomic>
-#include <cstdint>
 #include <memory>
 
 namespace autograd {
@@ -52,8 +49,6 @@ namespace detail {
 // at the weight's second use and kept until the guard ends. At its first use, and outside a
 // guard: nullptr (the call packs W itself).
 const kernels::PackedBf16B* frozen_bf16_weight_t(const Tensor& w);
-// Test hook: how many packed copies frozen_bf16_weight_t has made.
-inline std::atomic<int64_t> frozen_weight_packs{0};
 }  // namespace detail
 
 }  // namespace autograd

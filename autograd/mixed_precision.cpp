@@ -1,5 +1,7 @@
 #include "autograd/mixed_precision.h"
 
+#include "autograd/kernels/gemm_bf16.h"
+
 namespace autograd {
 
 static thread_local Precision g_matmul_precision = Precision::fp32;
@@ -9,5 +11,8 @@ MixedPrecisionGuard::MixedPrecisionGuard(bool enabled) : prev_(g_matmul_precisio
     if (enabled) g_matmul_precision = Precision::bf16;
 }
 MixedPrecisionGuard::~MixedPrecisionGuard() { g_matmul_precision = prev_; }
+
+float round_to_bf16(float x) { return kernels::round_to_bf16(x); }
+bool bf16_products_native() { return kernels::bf16_dot_supported(); }
 
 }  // namespace autograd

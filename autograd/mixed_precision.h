@@ -15,11 +15,13 @@
 // linear or attention op is *recorded*, and kept in its backward closure, so backward() needs no
 // guard and a model built under the guard trains the same whichever thread calls backward().
 #pragma once
+#include "autograd/kernels/precision.h"
 
 namespace autograd {
 
-// The format a matrix product reads its inputs in; accumulation and output are always fp32.
-enum class Precision { fp32, bf16 };
+// The format a matrix product reads its inputs in, fp32 or bf16; accumulation and output are
+// always fp32 (kernels/precision.h).
+using kernels::Precision;
 
 // What matrix products use now: bf16 inside a MixedPrecisionGuard, else fp32.
 Precision matmul_precision();
@@ -35,5 +37,13 @@ public:
 private:
     Precision prev_;
 };
+
+// x rounded to the nearest bf16 (ties to even), as a float: what a bf16 product reads in place of x.
+// bf16 is fp32's top 16 bits: the sign, the same 8 exponent bits, 7 of the 23 mantissa bits.
+float round_to_bf16(float x);
+
+// Does this CPU multiply bf16 pairs in hardware (AVX512_BF16's vdpbf16ps)? Elsewhere bf16
+// products are rounded copies multiplied in fp32: correct, but slower than fp32.
+bool bf16_products_native();
 
 }  // namespace autograd

@@ -68,11 +68,11 @@ Tensor slice(const Tensor& a, int64_t dim, int64_t start, int64_t end);   // [st
 // With dim = 0 on a (V, D) table this is an embedding lookup.
 Tensor index_select(const Tensor& a, int64_t dim, const Tokens& ids);
 
-// ---- random (kernels/dropout.cpp, beside the keep rule the fused kernels share) ----
+// ---- random (ops_elementwise.cpp) ----
 // The keep factors of one dropout over a tensor of `shape`: element i (flat index) is 0 with
 // probability p, else 1/(1-p); x * dropout_keep(x.shape(), p) is inverted dropout. Draws one
 // seed from the default generator (none if p = 0, all ones then), the same draws the fused
-// kernels make (kernels/dropout.h), so both paths drop the same elements.
+// dropout makes (fused_ops.h), so both paths drop the same elements.
 Tensor dropout_keep(const Shape& shape, float p);
 
 // ---- fused, hand-derived backward (ops_softmax.cpp) ----

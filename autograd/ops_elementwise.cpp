@@ -2,15 +2,14 @@
 #include <cmath>
 #include <stdexcept>
 
-#include "autograd/detail.h"
-#include "autograd/ops.h"
+#include "autograd/kernels/dropout.h"
 #include "autograd/kernels/parallel.h"
+#include "autograd/ops.h"
 
 namespace autograd {
 
 using kernels::kElementwiseParallelMin;
 using kernels::parallel_for;
-using kernels::parallel_blocks;
 using kernels::worth_threads;
 
 // ---------------------------------------------------------------- broadcasting walk
@@ -77,31 +76,14 @@ static Tensor binary_op(const Tensor& a, const Tensor& b, const char* op, F f, D
         const Node &na = *self.parents[0], &nb = *self.parents[1];
         const float *pa = na.data->data(), *pb = nb.data->data(), *py = self.data->data();
         const float* dy = self.grad.data();
-        if (na.shape == nb.shape) {        // fast path: every element is its own
-            const int64_t n = self.numel();
-            // A gradient that does not exist yet is stored into rather than zeroed and added to
-            // (grad_out.h), and each is written whole before the next is asked for: in a + a
-            // both are one buffer, and the second adds to the first (detail.h).
-            if (const kernels::GradOut ga = detail::parent_grad_to_write(self, 0); ga.data) {
-                float* g = ga.data;
-                const bool add = ga.add;
-                parallel_blocks(n, worth_threads(n, kElementwiseParallelMin), [=](int64_t begin, int64_t end) {
-                    #pragma omp simd
-                    for (int64_t i = begin; i < end; i++) g[i] = (add ? g[i] : 0.0f) + dy[i] * dfa(pa[i], pb[i], py[i]);
-                });
-            }
-            if (const kernels::GradOut gb = detail::parent_grad_to_write(self, 1); gb.data) {
-                float* g = gb.data;
-                const bool add = gb.add;
-                parallel_blocks(n, worth_threads(n, kElementwiseParallelMin), [=](int64_t begin, int64_t end) {
-                    #pragma omp simd
-                    for (int64_t i = begin; i < end; i++) g[i] = (add ? g[i] : 0.0f) + dy[i] * dfb(pa[i], pb[i], py[i]);
-                });
-            }
-            return;
-        }
         float* ga = self.parent_grad(0);   // nullptr when that input needs no gradient
         float* gb = self.parent_grad(1);
+        if (na.shape == nb.shape) {        // no broadcasting: every element is its own
+            const int64_t n = self.numel();
+            if (ga) parallel_for(n, worth_threads(n, kElementwiseParallelMin), [=](int64_t i) { ga[i] += dy[i] * dfa(pa[i], pb[i], py[i]); });
+            if (gb) parallel_for(n, worth_threads(n, kElementwiseParallelMin), [=](int64_t i) { gb[i] += dy[i] * dfb(pa[i], pb[i], py[i]); });
+            return;
+        }
         // serial walk: broadcast inputs receive several contributions, always in the same order
         for_each_broadcast(self.shape, na.shape, nb.shape, [&](int64_t i, int64_t ia, int64_t ib) {
             if (ga) ga[ia] += dy[i] * dfa(pa[ia], pb[ib], py[i]);
@@ -148,13 +130,8 @@ static Tensor unary_op(const Tensor& a, const char* op, F f, D dfdx) {
     parallel_for(n, worth_threads(n, kElementwiseParallelMin), [=](int64_t i) { py[i] = f(px[i]); });
     record(y, {a}, op, [dfdx, n](Node& self) {
         const float *px = self.parent_data(0), *py = self.data->data(), *dy = self.grad.data();
-        const kernels::GradOut dx = detail::parent_grad_to_write(self, 0);   // stored into when new
-        float* g = dx.data;
-        const bool add = dx.add;
-        parallel_blocks(n, worth_threads(n, kElementwiseParallelMin), [=](int64_t begin, int64_t end) {
-            #pragma omp simd
-            for (int64_t i = begin; i < end; i++) g[i] = (add ? g[i] : 0.0f) + dy[i] * dfdx(px[i], py[i]);
-        });
+        float* dx = self.parent_grad(0);
+        parallel_for(n, worth_threads(n, kElementwiseParallelMin), [=](int64_t i) { dx[i] += dy[i] * dfdx(px[i], py[i]); });
     });
     return y;
 }
@@ -239,6 +216,18 @@ Tensor masked_fill(const Tensor& a, const Mask& mask, float value) {
                            [&](int64_t i, int64_t, int64_t im) { if (!pm[im]) dx[i] += dy[i]; });
     });
     return y;
+}
+
+// ---------------------------------------------------------------- dropout's keep factors
+
+// The plain path's dropout: the keep factors as a constant tensor (a plain loop over keep(i),
+// kernels/dropout.h), so a layer applies dropout as one elementwise multiply, y = x * factors. The
+// same seed draw as the fused dropout (autograd/fused_ops.h), so both paths drop the same elements.
+Tensor dropout_keep(const Shape& shape, float p) {
+    const kernels::DropoutDraws drop = kernels::draw_dropout(p);
+    Tensor keep = Tensor::empty(shape);   // same shape as the tensor it drops
+    for (int64_t i = 0; i < keep.numel(); i++) keep.data()[i] = drop.keep(static_cast<uint64_t>(i));
+    return keep;
 }
 
 }  // namespace autograd

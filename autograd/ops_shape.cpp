@@ -116,6 +116,10 @@ Tensor transpose(const Tensor& a, int64_t d0, int64_t d1) {
     return permute(a, dims);
 }
 
+// The member forms, t.reshape(...) and t.transpose(...), are these ops.
+Tensor Tensor::reshape(const Shape& s) const { return autograd::reshape(*this, s); }
+Tensor Tensor::transpose(int64_t d0, int64_t d1) const { return autograd::transpose(*this, d0, d1); }
+
 // ---------------------------------------------------------------- cat, narrow
 
 // Along `dim`, every tensor is seen as (outer, n_k, inner); the output is (outer, sum n_k, inner).

@@ -2,8 +2,6 @@
 
 #include <cmath>
 
-#include "autograd/detail.h"
-
 namespace autograd {
 
 static inline uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }

@@ -53,4 +53,10 @@ Rng& default_rng();
 // Reseed the default generator: every run after manual_seed(n) draws the same numbers.
 void manual_seed(uint64_t seed);
 
+namespace detail {
+// Make r this thread's default_rng() (nullptr: the process-wide one again); returns the previous.
+// Each shard of a data-parallel step draws from its own generator (autograd/data_parallel.h).
+Rng* exchange_thread_rng(Rng* r);
+}  // namespace detail
+
 }  // namespace autograd

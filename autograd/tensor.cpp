@@ -8,8 +8,6 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "autograd/detail.h"
-#include "autograd/ops.h"
 #include "autograd/random.h"
 
 namespace autograd {
@@ -88,15 +86,9 @@ float* Node::parent_grad(size_t i) {
     return p.requires_grad ? p.grad_buffer() : nullptr;
 }
 
-int64_t detail::live_node_count() { return g_live_nodes.load(); }
-
-kernels::GradOut detail::parent_grad_to_write(Node& self, size_t i) {
-    Node& p = *self.parents[i];
-    if (!p.requires_grad) return {nullptr, true};
-    const bool add = !p.grad.empty();
-    if (!add) p.grad.resize(p.data->size());   // FloatBuffer: uninitialized
-    return {p.grad.data(), add};
-}
+namespace test_hooks {
+int64_t live_node_count() { return g_live_nodes.load(); }   // tests count leaks with it (tests/hooks.h)
+}  // namespace test_hooks
 
 static std::shared_ptr<Node> make_node(const Shape& shape) {
     auto n = std::make_shared<Node>();
@@ -219,9 +211,6 @@ Tensor Tensor::detach() const {
     n->data = node().data;          // shares the values; no parents, no closure
     return Tensor(n);
 }
-
-Tensor Tensor::reshape(const Shape& s) const { return autograd::reshape(*this, s); }
-Tensor Tensor::transpose(int64_t d0, int64_t d1) const { return autograd::transpose(*this, d0, d1); }
 
 // ---------------------------------------------------------------- printing
 

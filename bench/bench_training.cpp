@@ -69,8 +69,11 @@ int main(int argc, char** argv) {
         const auto t0 = std::chrono::steady_clock::now();
         const models::Batch b = data::make_copy_batch(rng, 11, B, L);
         opt.zero_grad();   // first: last step's gradients are freed before this step's activations pile up
-        models::backward_in_shards(b, shards, [&](const models::Batch& part) {   // as the examples train
-            return nn::cross_entropy(model.logits(part.src, part.tgt_in, part.src_mask, part.tgt_mask), part.tgt_out);
+        models::sum_over_shards(b, shards, [&](const models::Batch& part) {   // as the examples train
+            const autograd::Tensor loss = nn::cross_entropy(model.logits(part.src, part.tgt_in, part.src_mask, part.tgt_mask), part.tgt_out) *
+                                          (float(part.ntokens) / float(b.ntokens));
+            loss.backward();
+            return loss.item();
         });
         sched.step();
         opt.step();
@@ -87,6 +90,6 @@ int main(int argc, char** argv) {
                 (long long)B, cfg.dropout, autograd::kernels::max_threads(), shards, median, ms.front(), ms.back(), (long long)steps,
                 B * (L - 1) / (median / 1000.0), ru.ru_maxrss / 1024.0,
                 autograd::kernels::memory_stats().peak_live_bytes / 1048576.0,
-                (long long)autograd::kernels::detail::busy_cores_state().serial_spells());
+                (long long)autograd::kernels::serial_spells());
     return 0;
 }

@@ -20,7 +20,6 @@
 
 #include "autograd/autograd.h"
 #include "autograd/graph_dot.h"
-#include "autograd/kernels/attention.h"
 #include "examples/common/args.h"
 #include "examples/data/attention_by_hand_numbers.h"
 #include "models/transformer.h"

@@ -10,9 +10,8 @@
 //
 // main() is the training loop; the data is in examples/data/copy_task_data.h, the evaluation in
 // examples/eval/copy_task_eval.h.
-#include <algorithm>
-#include <memory>
 #include <cstdio>
+#include <memory>
 #include <string>
 
 #include "autograd/autograd.h"
@@ -94,15 +93,13 @@ Options parse_options(int argc, char** argv) {
     return o;
 }
 
-void print_model(const models::Transformer& model, const Options& o) {
+// The task and the model; before training, the optimizer and the learning-rate schedule too.
+void print_setup(const models::Transformer& model, const Options& o, bool training) {
     std::printf("copy task: V=%lld L=%lld | model %s | %lld parameters | %s\n", (long long)o.vocab, (long long)o.seq_len,
                 common::describe(model.cfg).c_str(), (long long)model.num_parameters(), common::describe_compute(o.train.shards).c_str());
-}
-
-// The optimizer and the learning-rate schedule, before the first step.
-void print_training(const Options& o) {
-    std::printf("training: %d steps of B=%d, Adam(0.9, 0.98, 1e-9), %s\n", o.steps, o.batch,
-                common::describe_lr_schedule(o.schedule, o.lr, o.train.lr_factor, o.train.model.d_model, o.train.warmup, o.steps).c_str());
+    if (training)
+        std::printf("training: %d steps of B=%d, Adam(0.9, 0.98, 1e-9), %s\n", o.steps, o.batch,
+                    common::describe_lr_schedule(o.schedule, o.lr, o.train.lr_factor, o.train.model.d_model, o.train.warmup, o.steps).c_str());
 }
 
 // A step on the live progress line (loss, lr, tokens/s), and every --print-every steps a result
@@ -149,7 +146,7 @@ int use_checkpoint(Options o) {
     }
     o.vocab = model.cfg.src_vocab;
     o.seq_len = models::read_metadata(saved.metadata, "seq_len", o.load, models::integer_from_json);
-    print_model(model, o);
+    print_setup(model, o, false);
     std::printf("loaded %s\n", o.load.c_str());
     evaluate(model, o);
     return 0;
@@ -166,7 +163,6 @@ int main(int argc, char** argv) {
         if (!o.load.empty()) return use_checkpoint(o);
 
         models::Transformer model(o.train.model);
-        print_model(model, o);
         optim::Adam opt(model.parameters(), {.lr = 0.0f, .beta1 = 0.9f, .beta2 = 0.98f, .eps = 1e-9f});
         // The default schedule ends at 0: with Adam every weight moves by about lr each step, however
         // small its gradient, so a learning rate still high when the loss is near 0 keeps shaking a
@@ -174,17 +170,19 @@ int main(int argc, char** argv) {
         const std::unique_ptr<optim::LRSchedule> sched = common::make_lr_schedule(
             opt, o.schedule, o.lr, o.train.lr_factor, o.train.model.d_model, o.train.warmup, o.steps);   // sets opt's lr every step
         autograd::Rng data_rng(o.train.seed * 7919 + 1);   // the data stream, independent of init and dropout draws
-        print_training(o);
+        print_setup(model, o, true);
         common::TrainingLog log(o.steps);
         model.train();
         for (int step = 1; step <= o.steps; step++) {
             const models::Batch b = data::make_copy_batch(data_rng, o.vocab, o.batch, o.seq_len);
             opt.zero_grad();   // first: last step's gradients are freed before this step's activations pile up
-            // The loss per token and its gradient, the batch in --shards row slices side by side
-            // (models/data_parallel.h; with --shards 1 simply loss_of(b).backward()).
-            const float loss = models::backward_in_shards(b, o.train.shards, [&](const models::Batch& part) {
-                const Tensor logits = model.logits(part.src, part.tgt_in, part.src_mask, part.tgt_mask);   // (rows of the part, L-1, V)
-                return nn::cross_entropy(logits, part.tgt_out, {.ignore_index = data::COPY_PAD});        // mean over tokens
+            // forward and backward of b's --shards row slices side by side: the same gradient as one pass over b
+            const float loss = models::sum_over_shards(b, o.train.shards, [&](const models::Batch& part) {
+                const Tensor logits = model.logits(part.src, part.tgt_in, part.src_mask, part.tgt_mask);   // (rows, L-1, V)
+                const Tensor loss = nn::cross_entropy(logits, part.tgt_out, {.ignore_index = data::COPY_PAD})   // mean per token,
+                                    * (float(part.ntokens) / float(b.ntokens));                               // x the part's share
+                loss.backward();
+                return loss.item();
             });
             const float lr = sched->step();
             opt.step();
@@ -192,7 +190,6 @@ int main(int argc, char** argv) {
         }
         finish_training(log, o);
         if (!o.save.empty()) save_checkpoint(model, o);
-
         evaluate(model, o);
     } catch (const std::exception& e) {
         std::fprintf(stderr, "copy_task: %s\n", e.what());

@@ -1,6 +1,6 @@
 // The figures of docs/ that are drawn rather than run: each one from the code it shows (the masks
 // from models::padding_mask, the table from nn::PositionalEncoding, the curves from
-// optim::NoamSchedule, the bits from kernels::bf16_bits, ...), one function per figure in
+// optim::NoamSchedule, the bits from autograd::round_to_bf16, ...), one function per figure in
 // examples/figures/, written as SVG by examples/common/svg.h. `make figures` runs it, together
 // with the short example runs that draw the loss curves and heatmaps, and `make figures-check`
 // renders every SVG.
@@ -38,7 +38,6 @@ int main(int argc, char** argv) {
         if (!copy_model.empty()) figures::copy_attention(copy_model, at("copy_attention.svg"));                      // docs/14
         if (!translation_model.empty()) figures::beam_tree(translation_model, sentence, at("beam_tree.svg"));   // docs/14
         // Part II, engineering
-        figures::gemm_tile(at("gemm_tile.svg"));                       // docs/15
         figures::bf16_bits(at("bf16_bits.svg"));                       // docs/16
     } catch (const std::exception& e) {
         std::fprintf(stderr, "make_figures: %s\n", e.what());

@@ -125,26 +125,6 @@ void print_setup(const data::TranslationData& d, const models::Transformer& mode
     if (o.batch_tokens > 0) std::printf("batches of about %d source and %d target tokens (padding included)\n", o.batch_tokens, o.batch_tokens);
 }
 
-// The heap bytes of the corpus as the run holds it (payloads only, not malloc's own overhead).
-std::string corpus_bytes(const data::TranslationData& d, const std::vector<std::vector<size_t>>& batches) {
-    auto text = [](const std::vector<data::Pair>& pairs) {
-        double bytes = static_cast<double>(pairs.capacity() * sizeof(data::Pair));
-        for (const data::Pair& p : pairs)
-            for (const std::string* s : {&p.src, &p.tgt})
-                if (s->capacity() > 15) bytes += static_cast<double>(s->capacity() + 1);   // longer than the inline buffer
-        return bytes;
-    };
-    auto ids = [](const std::vector<data::Example>& examples) {
-        double bytes = static_cast<double>(examples.capacity() * sizeof(data::Example));
-        for (const data::Example& e : examples) bytes += static_cast<double>((e.src.capacity() + e.tgt.capacity()) * sizeof(int32_t));
-        return bytes;
-    };
-    double batch_bytes = static_cast<double>(batches.capacity() * sizeof(batches[0]));
-    for (const auto& b : batches) batch_bytes += static_cast<double>(b.capacity() * sizeof(size_t));
-    return "text " + common::megabytes(text(d.text.train) + text(d.text.valid) + text(d.text.test)) + ", ids " +
-           common::megabytes(ids(d.train) + ids(d.valid)) + ", batches " + common::megabytes(batch_bytes);
-}
-
 // This epoch's batches: by --batch-tokens, grouped anew every epoch; else fixed sentence batches.
 std::vector<std::vector<size_t>> epoch_batches(const data::TranslationData& d, const Options& o, autograd::Rng& rng) {
     return o.batch_tokens > 0 ? data::token_batches(d.train, o.batch_tokens, &rng) : data::length_batches(d.train, o.batch);
@@ -159,10 +139,14 @@ void save_checkpoint(const models::Transformer& model, const data::TextCodec& co
     common::save_model(model, path, "translation", std::move(settings));
 }
 
-// After an epoch: the validation loss, the epoch's line, and the parameters kept for the test
-// (--save writes them too) if they are the best so far, or for --average-last.
+// After an epoch's training: the validation loss, the epoch's line, and the parameters kept for
+// the test (--save writes them too) if they are the best so far, or for --average-last.
 void end_epoch(models::Transformer& model, const data::TranslationData& d, const Options& o, int epoch,
                common::TrainingLog& log, common::KeptEpochs& kept, const common::MemoryReport& memory) {
+    // the two threads' heaps each keep their shard's free activation space, which the validation,
+    // on the calling thread, cannot use: give it back (peak RSS, docs/15)
+    if (o.train.shards > 1) autograd::release_free_memory();
+    memory.phase("training " + std::to_string(epoch));
     const double valid_loss = eval::mean_loss(model, d.valid, o.batch, o.batch_tokens);
     memory.phase("validation " + std::to_string(epoch));
     const bool best = kept.add(model, epoch, valid_loss);
@@ -179,7 +163,7 @@ void end_epoch(models::Transformer& model, const data::TranslationData& d, const
 // (--bf16, which a --load'ed model decodes with too).
 std::string path_name(const Options& o) {
     const std::string path = o.no_kv_cache ? "recomputing the prefix: --no-kv-cache" : "key/value cache";
-    return autograd::matmul_precision() == autograd::Precision::bf16 ? path + ", bf16 products" : path;
+    return o.train.bf16 ? path + ", bf16 products" : path;
 }
 
 // BLEU and exact match on the test split, greedy and (with --beam) beam search. `what` names the
@@ -250,7 +234,7 @@ int main(int argc, char** argv) {
         if (o.epochs < 0) o.epochs = o.corpus.data.empty() ? 10 : data::default_epochs(d.train.size());
         autograd::Rng shuffle_rng(o.train.seed ^ 0x5eedULL);   // batch composition and order, every epoch
         std::vector<std::vector<size_t>> batches = epoch_batches(d, o, shuffle_rng);
-        memory.phase("data", corpus_bytes(d, batches));
+        memory.phase("data", data::corpus_bytes(d, batches));
 
         // 2) model, optimizer, learning-rate schedule
         autograd::manual_seed(o.train.seed);   // model init and dropout
@@ -271,19 +255,19 @@ int main(int argc, char** argv) {
             for (size_t i : data::shuffled_indices(batches.size(), shuffle_rng)) {
                 const models::Batch b = data::make_batch(d.train, batches[i]);
                 opt.zero_grad();   // first: last step's gradients are freed before this step's activations pile up
-                const float loss = models::backward_in_shards(b, o.train.shards, [&](const models::Batch& part) {
-                    const Tensor logits = model.logits(part.src, part.tgt_in, part.src_mask, part.tgt_mask);   // (rows of the part, T, V)
-                    return nn::cross_entropy(logits, part.tgt_out, {.ignore_index = Vocab::PAD, .label_smoothing = o.label_smoothing});
+                // forward and backward of b's --shards row slices side by side: the same gradient as one pass over b
+                const float loss = models::sum_over_shards(b, o.train.shards, [&](const models::Batch& part) {
+                    const Tensor logits = model.logits(part.src, part.tgt_in, part.src_mask, part.tgt_mask);   // (rows, T, V)
+                    const Tensor loss = nn::cross_entropy(logits, part.tgt_out, {.ignore_index = Vocab::PAD, .label_smoothing = o.label_smoothing})
+                                        * (float(part.ntokens) / float(b.ntokens));   // mean per token, x the part's share
+                    loss.backward();
+                    return loss.item();
                 });
                 const float lr = sched.step();
                 opt.step();
                 log.step(loss, static_cast<double>(b.ntokens), {{"epoch", std::to_string(epoch)},
                          {"loss", common::format_value(loss)}, {"lr", common::format_value(lr, 3)}});
             }
-            // the two threads' heaps each keep their shard's free activation space, which the
-            // evaluation, on the calling thread, cannot use: give it back (peak RSS, docs/15)
-            if (o.train.shards > 1) autograd::kernels::release_free_memory();
-            memory.phase("training " + std::to_string(epoch));
             end_epoch(model, d, o, epoch, log, kept, memory);
         }
         log.finish();

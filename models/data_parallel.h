@@ -1,27 +1,30 @@
-// A training step's loss and gradients, its batch cut into row slices that threads take side by
-// side (autograd/data_parallel.h says why and how).
+// A training step's forward and backward with its batch cut into row slices that threads take
+// side by side: together the same gradient as one pass over the whole batch
+// (autograd/data_parallel.h says why and how).
 //
-//   const float loss = models::backward_in_shards(b, 2, [&](const models::Batch& part) {
-//       return nn::cross_entropy(model.logits(part.src, part.tgt_in, part.src_mask, part.tgt_mask), part.tgt_out,
-//                                {.ignore_index = PAD});
+//   const float loss = models::sum_over_shards(b, 2, [&](const models::Batch& part) {
+//       const Tensor logits = model.logits(part.src, part.tgt_in, part.src_mask, part.tgt_mask);
+//       const Tensor loss = nn::cross_entropy(logits, part.tgt_out, {.ignore_index = PAD})   // mean over the part's tokens,
+//                           * (float(part.ntokens) / float(b.ntokens));                      // weighted by its share of b's
+//       loss.backward();
+//       return loss.item();
 //   });
 //   opt.step();
 //
-// loss_of(part) must return the part's loss per target token (a mean over its ntokens). The
-// batch's loss is then the parts' losses weighted by their share of the tokens,
+// fn(part) runs for each of the `shards` parts (split_batch) that has a token, on up to `shards`
+// threads at once; returns the sum of what fn returns, in part order. With each part's mean loss
+// weighted by its share of the batch's tokens,
 //     loss = sum_p (ntokens_p / ntokens) * loss_p,
-// so each part's backward starts from its weight instead of 1, and the parameters' grads end up
-// holding the batch's gradient. The same value as loss_of(b) up to rounding; the same bits on
-// any number of threads for a given `shards`. shards = 1 is loss_of(b).backward(), exactly.
-// Parts without tokens (a batch of fewer rows than shards) are skipped. Returns the loss.
+// the parts' backward passes add up in the parameters' grads to the gradient of the batch's mean
+// loss: the same value as one pass, up to rounding, and the same bits on any number of threads
+// for a given `shards`. shards = 1 is fn(b) on the calling thread, exactly.
 #pragma once
 #include <functional>
 
-#include "autograd/tensor.h"
 #include "models/batch.h"
 
 namespace models {
 
-float backward_in_shards(const Batch& b, int shards, const std::function<autograd::Tensor(const Batch& part)>& loss_of);
+float sum_over_shards(const Batch& b, int shards, const std::function<float(const Batch& part)>& fn);
 
 }  // namespace models

@@ -2,10 +2,118 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <string>
 
 namespace models {
 
 using autograd::shape_str;
+
+static void check_no_grad(const char* who) {
+    if (autograd::is_grad_enabled())
+        throw std::logic_error(std::string(who) + ": decoding with a cache needs autograd::NoGradGuard (rows are written in "
+                               "place, under tensors an earlier step's graph would read)");
+}
+
+// ---------------------------------------------------------------- self-attention: appending
+
+AppendingCache::AppendingCache(int64_t n, int64_t capacity, int64_t d_model, int64_t slots) {
+    if (slots < 0) slots = n;
+    if (n < 0 || slots < n || capacity < 0)
+        throw std::invalid_argument("KVCache: " + std::to_string(n) + " sequences need as many slots, got " + std::to_string(slots) +
+                                    " (and capacity " + std::to_string(capacity) + ")");
+    k = Tensor::empty({slots, capacity, d_model});       // (slots, capacity, D)
+    v = Tensor::empty({slots, capacity, d_model});       // (slots, capacity, D)
+    for (int64_t i = 0; i < n; i++) slot.push_back(i);   // sequence i in slot i
+}
+
+void AppendingCache::write(const Tensor& k_new, const Tensor& v_new) {
+    check_no_grad("KVCache");
+    const int64_t n = sequences(), D = k.size(2), T = k_new.dim() == 3 ? k_new.size(1) : 0;
+    if (k_new.shape() != autograd::Shape{n, T, D} || v_new.shape() != k_new.shape())
+        throw std::invalid_argument("KVCache: new rows must be (n, T, D) = (" + std::to_string(n) + ", T, " + std::to_string(D) +
+                                    ") for this cache, got k " + shape_str(k_new.shape()) + " and v " + shape_str(v_new.shape()));
+    if (length + T > capacity())
+        throw std::out_of_range("KVCache: room for " + std::to_string(capacity()) + " rows, " + std::to_string(length) +
+                                " filled: cannot write " + std::to_string(T) + " more (the cache is allocated for the " +
+                                "longest sequence its decoding call asked for)");
+    // sequence i's rows length..length+T-1, in its slot: the new rows go after the ones already held
+    for (int64_t i = 0; i < n; i++) {
+        std::copy_n(k_new.data() + i * T * D, T * D, k.data() + (slot[i] * capacity() + length) * D);
+        std::copy_n(v_new.data() + i * T * D, T * D, v.data() + (slot[i] * capacity() + length) * D);
+    }
+    length += T;
+}
+
+// Every entry of `from` names one of n sequences.
+static void check_from(const std::vector<int64_t>& from, int64_t n) {
+    for (int64_t f : from)
+        if (f < 0 || f >= n)
+            throw std::invalid_argument("KVCache::reorder: sequence " + std::to_string(f) + " of a cache with " +
+                                        std::to_string(n) + " sequences");
+}
+
+void AppendingCache::reorder(const std::vector<int64_t>& from) {
+    const int64_t m = static_cast<int64_t>(from.size()), slots = k.size(0), D = k.size(2);
+    check_from(from, sequences());
+    if (m > slots)
+        throw std::invalid_argument("KVCache::reorder: room for " + std::to_string(slots) + " sequences, asked for " +
+                                    std::to_string(m));
+    // 1) the first sequence continuing a slot keeps it
+    std::vector<int64_t> next(m);   // the new slot map
+    std::vector<bool> used(slots, false);
+    std::vector<int64_t> copies;    // the other sequences: they need a slot of their own
+    for (int64_t i = 0; i < m; i++) {
+        const int64_t s = slot[from[i]];
+        if (used[s]) {
+            copies.push_back(i);
+        } else {
+            used[s] = true;
+            next[i] = s;
+        }
+    }
+    // 2) each other one gets a copy of the filled rows in a slot no sequence uses (not a source)
+    int64_t free_slot = 0;
+    for (int64_t i : copies) {
+        while (used[free_slot]) free_slot++;
+        used[free_slot] = true;
+        next[i] = free_slot;
+        const int64_t src = slot[from[i]];
+        std::copy_n(k.data() + src * capacity() * D, length * D, k.data() + free_slot * capacity() * D);   // the filled rows only
+        std::copy_n(v.data() + src * capacity() * D, length * D, v.data() + free_slot * capacity() * D);
+    }
+    slot = std::move(next);
+}
+
+// ---------------------------------------------------------------- encoder-decoder attention: computed once
+
+void ComputedOnceCache::write(const Tensor& k_new, const Tensor& v_new) {
+    check_no_grad("KVCache");
+    if (k_new.dim() != 3 || v_new.shape() != k_new.shape())
+        throw std::invalid_argument("KVCache: keys and values must be (slots, S, D) alike, got k " + shape_str(k_new.shape()) +
+                                    " and v " + shape_str(v_new.shape()));
+    k = k_new;   // (slots, S, D)
+    v = v_new;
+    length = k.size(1);
+    if (slot.empty())
+        for (int64_t i = 0; i < k.size(0); i++) slot.push_back(i);   // no reorder yet: sequence i reads slot i
+    for (int64_t s : slot)
+        if (s < 0 || s >= k.size(0))
+            throw std::invalid_argument("KVCache: a sequence reads slot " + std::to_string(s) + " of keys " + shape_str(k.shape()) +
+                                        " with " + std::to_string(k.size(0)) + " slots");
+}
+
+void ComputedOnceCache::reorder(const std::vector<int64_t>& from) {
+    if (slot.empty()) {   // before its first write: sequence i was in slot i
+        slot = from;      // write() checks them against the slots it gets
+        return;
+    }
+    check_from(from, static_cast<int64_t>(slot.size()));
+    std::vector<int64_t> next(from.size());   // the sentence's memory, read in place by every hypothesis
+    for (size_t i = 0; i < from.size(); i++) next[i] = slot[from[i]];
+    slot = std::move(next);
+}
+
+// ---------------------------------------------------------------- the decoder's cache
 
 void DecoderCache::reorder(const std::vector<int64_t>& from) {
     src_mask = select_mask_rows(src_mask, from);   // (n', 1, S); checks every row index
@@ -39,8 +147,8 @@ DecoderCache start_decoder_cache(Transformer& model, const Tensor& memory, const
     cache.memory = memory;
     cache.src_mask = src_mask;
     for (size_t l = 0; l < model.decoder->layers->size(); l++)
-        cache.layers.push_back({nn::KVCache(memory.size(0), max_positions, model.cfg.d_model, max_sequences),   // (slots, L, D) each
-                                nn::KVCache()});
+        cache.layers.push_back({AppendingCache(memory.size(0), max_positions, model.cfg.d_model, max_sequences),   // (slots, L, D) each
+                                ComputedOnceCache()});
     return cache;
 }
 

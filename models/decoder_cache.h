@@ -27,9 +27,15 @@
 //
 // The cache is a plain value owned by one decoding call and passed to every step, not state
 // hidden inside the modules: the model stays stateless and reusable. A beam search reorders it
-// when it keeps different hypotheses, through each nn::KVCache's slot map (nn/attention.h): the
-// memory's keys and values never move (a hypothesis stays with its sentence), and a
-// self-attention slot is copied only for a hypothesis whose parent has another continuation.
+// when it keeps different hypotheses. Sequence i's keys and values are k[slot[i]] and v[slot[i]],
+// read in place by the attention (nn::scaled_dot_product_attention's kv_slot), so a reorder
+// (hypothesis i continues hypothesis from[i]) changes the slot maps and moves as little as it can:
+//   the memory's keys and values: nothing. A slot is a sentence's memory, which all its
+//     hypotheses read alike.
+//   self-attention's: a step writes each sequence's new row into its own slot, so no two sequences
+//     may share one. The first sequence continuing a slot keeps it; each other one gets a copy of
+//     the filled rows in a slot no sequence uses. No allocation, no copy for a sole continuation.
+// For decoding without gradients only (under autograd::NoGradGuard): rows are written in place.
 #pragma once
 #include <vector>
 
@@ -37,12 +43,45 @@
 
 namespace models {
 
-// One decoder layer's cached keys and values (nn::KVCache, nn/attention.h) of the n sequences
-// decoded, sequence i in slot slot[i] of each. D is the model width: the H heads side by side, as
-// MultiHeadAttention projects them.
+// Self-attention's cache: room for `capacity` rows of up to `slots` sequences, allocated up
+// front; each step writes its new key and value rows after the rows already held, and attends to
+// every row held.
+struct AppendingCache : nn::KVCache {
+    Tensor k, v;                 // (slots, capacity, D): w_k and w_v of positions 0..length-1
+    std::vector<int64_t> slot;   // n entries: sequence i's rows are k[slot[i]], v[slot[i]]
+    int64_t length = 0;          // rows filled
+
+    AppendingCache(int64_t n, int64_t capacity, int64_t d_model, int64_t slots = -1);   // slots = -1: n
+    int64_t sequences() const { return static_cast<int64_t>(slot.size()); }            // n
+    int64_t capacity() const { return k.size(1); }
+    bool needs_keys() const override { return true; }
+    // k_new, v_new (n, T, D), written at rows length..length+T-1 of each sequence's slot
+    void write(const Tensor& k_new, const Tensor& v_new) override;
+    Rows rows() const override { return {k, v, length, slot}; }
+    // Sequence i continues sequence from[i]; sequences may repeat or disappear, up to `slots` of them.
+    void reorder(const std::vector<int64_t>& from);
+};
+
+// Encoder-decoder attention's cache: the first step projects the key and value (the encoder's
+// output, the same at every step) and keeps them; later steps attend to those.
+struct ComputedOnceCache : nn::KVCache {
+    Tensor k, v;                 // (slots, S, D), one slot per sentence; undefined before the first step
+    std::vector<int64_t> slot;   // sequence i reads slot slot[i]; empty until the first write or reorder:
+                                 // sequence i reads slot i
+    int64_t length = 0;          // S once written
+
+    bool needs_keys() const override { return !k.defined(); }
+    // k_new, v_new (slots, S, D): all the rows (every slot[i] must be one of the slots)
+    void write(const Tensor& k_new, const Tensor& v_new) override;
+    Rows rows() const override { return {k, v, length, slot}; }
+    void reorder(const std::vector<int64_t>& from);   // as AppendingCache's, without a copy
+};
+
+// One decoder layer's cached keys and values of the n sequences decoded. D is the model width:
+// the H heads side by side, as MultiHeadAttention projects them.
 struct LayerCache {
-    nn::KVCache self_attn;   // appending, (slots, L, D): w_k and w_v of self_attn at positions 0..t-1
-    nn::KVCache src_attn;    // computed once, (B, S, D): w_k and w_v of src_attn on the encoder's output, per sentence
+    AppendingCache self_attn;    // (slots, L, D): w_k and w_v of self_attn at positions 0..t-1
+    ComputedOnceCache src_attn;  // (B, S, D): w_k and w_v of src_attn on the encoder's output, per sentence
 };
 
 struct DecoderCache {
@@ -56,7 +95,7 @@ struct DecoderCache {
     int64_t capacity() const { return layers.empty() ? 0 : layers[0].self_attn.capacity(); }   // L: positions it has room for
     // Sequence i of the new cache continues sequence from[i] of the old one (beam search:
     // hypothesis i continues hypothesis from[i]); sequences may repeat or disappear. Gathers the
-    // mask's rows (n' x S bytes) and changes every layer's slot maps (nn::KVCache::reorder).
+    // mask's rows (n' x S bytes) and changes every layer's slot maps.
     void reorder(const std::vector<int64_t>& from);
 };
 

@@ -72,8 +72,8 @@ DecoderLayer::DecoderLayer(const TransformerConfig& c) {
 
 Tensor DecoderLayer::forward(const Tensor& x, const Tensor& memory, const Mask& src_mask, const Mask& tgt_mask,
                              LayerCache* cache) {
-    nn::KVCache* self_kv = cache ? &cache->self_attn : nullptr;   // decoding: the earlier positions' keys and values
-    nn::KVCache* memory_kv = cache ? &cache->src_attn : nullptr;  // decoding: the memory's, computed at the first step
+    AppendingCache* self_kv = cache ? &cache->self_attn : nullptr;     // decoding: the earlier positions' keys and values
+    ComputedOnceCache* memory_kv = cache ? &cache->src_attn : nullptr;  // decoding: the memory's, computed at the first step
     // 1) masked self-attention: position t sees only target positions <= t
     Tensor h = sublayer0->forward(x, [&](const Tensor& y) { return self_attn->forward(y, y, y, tgt_mask, self_kv); });
     // 2) encoder-decoder attention: queries from the decoder, keys and values from memory

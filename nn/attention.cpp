@@ -1,16 +1,11 @@
 #include "nn/attention.h"
 
-#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <stdexcept>
 
-#include "autograd/data_parallel.h"
-#include "autograd/kernels/attention.h"
-
 namespace nn {
 
-namespace kernels = autograd::kernels;
 using autograd::shape_str;
 
 // Expand a mask that broadcasts to (B, T, S) into a dense (B, T, S) one (1 = may attend).
@@ -20,10 +15,7 @@ static Mask expand_mask(const Mask& mask, int64_t B, int64_t T, int64_t S) {
     if (ms.size() == 4 && ms[1] == 1) ms.erase(ms.begin() + 1);
     const Shape target{B, T, S};
     bool ok = ms.size() <= 3 && static_cast<int64_t>(mask.data.size()) == autograd::shape_numel(ms);
-    for (size_t i = 0; ok && i < ms.size(); i++) {
-        const int64_t want = target[3 - ms.size() + i];
-        ok = ms[i] == want || ms[i] == 1;
-    }
+    for (size_t i = 0; ok && i < ms.size(); i++) ok = ms[i] == target[3 - ms.size() + i] || ms[i] == 1;
     if (!ok)
         throw std::invalid_argument("attention: mask of shape " + shape_str(mask.shape) +
                                     " does not broadcast to (B, T, S) = " + shape_str(target));
@@ -38,9 +30,9 @@ static Mask expand_mask(const Mask& mask, int64_t B, int64_t T, int64_t S) {
     return out;
 }
 
-AttentionOutput scaled_dot_product_attention_with_weights(const Tensor& q, const Tensor& k, const Tensor& v, int64_t heads,
-                                                          const Mask& mask, float dropout_p, bool training, int64_t keys,
-                                                          const std::vector<int64_t>& kv_slot) {
+// The arguments' shapes, keys and slot map, checked before any arithmetic.
+static void check_attention(const Tensor& q, const Tensor& k, const Tensor& v, int64_t heads, int64_t keys,
+                            const std::vector<int64_t>& kv_slot) {
     const bool slotted = !kv_slot.empty();   // query row b reads k[kv_slot[b]], not k[b]
     if (q.dim() != 3 || k.dim() != 3 || k.shape() != v.shape() || (!slotted && q.size(0) != k.size(0)) ||
         q.size(2) != k.size(2) || heads <= 0 || q.size(2) % heads != 0)
@@ -50,32 +42,37 @@ AttentionOutput scaled_dot_product_attention_with_weights(const Tensor& q, const
     if (keys < -1 || keys > k.size(1))
         throw std::invalid_argument("attention: keys = " + std::to_string(keys) + " is outside [0, " + std::to_string(k.size(1)) +
                                     "] (the rows of k " + shape_str(k.shape()) + "), or -1 for all of them");
-    if (slotted) {
-        if (autograd::is_grad_enabled())
-            throw std::logic_error("attention: kv_slot is for decoding without gradients (under autograd::NoGradGuard)");
-        if (static_cast<int64_t>(kv_slot.size()) != q.size(0))
-            throw std::invalid_argument("attention: kv_slot has " + std::to_string(kv_slot.size()) + " entries, q " +
-                                        shape_str(q.shape()) + " " + std::to_string(q.size(0)) + " rows");
-        for (int64_t s : kv_slot)
-            if (s < 0 || s >= k.size(0))
-                throw std::invalid_argument("attention: kv_slot " + std::to_string(s) + " of k " + shape_str(k.shape()) +
-                                            " with " + std::to_string(k.size(0)) + " slots");
-    }
+    if (!slotted) return;
+    if (autograd::is_grad_enabled())
+        throw std::logic_error("attention: kv_slot is for decoding without gradients (under autograd::NoGradGuard)");
+    if (static_cast<int64_t>(kv_slot.size()) != q.size(0))
+        throw std::invalid_argument("attention: kv_slot has " + std::to_string(kv_slot.size()) + " entries, q " +
+                                    shape_str(q.shape()) + " " + std::to_string(q.size(0)) + " rows");
+    for (int64_t s : kv_slot)
+        if (s < 0 || s >= k.size(0))
+            throw std::invalid_argument("attention: kv_slot " + std::to_string(s) + " of k " + shape_str(k.shape()) + " with " +
+                                        std::to_string(k.size(0)) + " slots");
+}
+
+AttentionOutput scaled_dot_product_attention_with_weights(const Tensor& q, const Tensor& k, const Tensor& v, int64_t heads,
+                                                          const Mask& mask, float dropout_p, bool training, int64_t keys,
+                                                          const std::vector<int64_t>& kv_slot) {
+    check_attention(q, k, v, heads, keys, kv_slot);
     check_dropout_p(dropout_p, "attention");
     const int64_t B = q.size(0), T = q.size(1), S = keys < 0 ? k.size(1) : keys, D = q.size(2), Dk = D / heads;
     const Mask allowed = mask.data.empty() ? Mask() : expand_mask(mask, B, T, S);   // (B, T, S), or empty: no mask
     const float p = training ? dropout_p : 0.0f;
     if (autograd::fused_kernels_enabled()) {   // fused: the same values; no head copies, no (B, H, T, S) intermediates but P
-        const kernels::AttentionResult a = kernels::attention(q, k, v, heads, allowed, p, S, kv_slot);
+        const autograd::fused::Attention a = autograd::fused::attention(q, k, v, heads, allowed, p, S, kv_slot);
         return {a.out, a.weights};
     }
-    // 1) each query row's keys and values: its slot (a gather; the fused kernel reads the slots in
+    // 1) each query row's keys and values: its slot (a gather; the fused op reads the slots in
     //    place), the first S rows; split the heads: (B, ., D) -> (B, ., H, Dk) -> (B, H, ., Dk)
     Tensor ks = k, vs = v;
-    if (slotted) {
+    if (!kv_slot.empty()) {
         const Tokens ids(std::vector<int32_t>(kv_slot.begin(), kv_slot.end()), {B});   // (B,)
-        ks = index_select(k, 0, ids);                                   // (B, kv_rows, D)
-        vs = index_select(v, 0, ids);                                   // (B, kv_rows, D)
+        ks = index_select(k, 0, ids);                                   // (B, rows, D)
+        vs = index_select(v, 0, ids);                                   // (B, rows, D)
     }
     if (S != ks.size(1)) ks = narrow(ks, 1, 0, S);                      // (B, S, D)
     if (S != vs.size(1)) vs = narrow(vs, 1, 0, S);                      // (B, S, D)
@@ -104,97 +101,6 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
     return scaled_dot_product_attention_with_weights(q, k, v, heads, mask, dropout_p, training, keys, kv_slot).out;
 }
 
-// ---------------------------------------------------------------- the key/value cache
-
-KVCache::KVCache(int64_t n, int64_t capacity, int64_t d_model, int64_t slots) : appending(true) {
-    if (slots < 0) slots = n;
-    if (n < 0 || slots < n || capacity < 0)
-        throw std::invalid_argument("KVCache: " + std::to_string(n) + " sequences need as many slots, got " + std::to_string(slots) +
-                                    " (and capacity " + std::to_string(capacity) + ")");
-    k = Tensor::empty({slots, capacity, d_model});       // (slots, capacity, D)
-    v = Tensor::empty({slots, capacity, d_model});       // (slots, capacity, D)
-    for (int64_t i = 0; i < n; i++) slot.push_back(i);   // sequence i in slot i
-}
-
-void KVCache::write(const Tensor& k_new, const Tensor& v_new) {
-    if (autograd::is_grad_enabled())
-        throw std::logic_error("KVCache: decoding with a cache needs autograd::NoGradGuard (rows are written in place, "
-                               "under tensors an earlier step's graph would read)");
-    if (!appending) {   // computed once: these are all the rows, one slot per sentence
-        k = k_new;      // (slots, S, D)
-        v = v_new;
-        length = k.size(1);
-        if (slot.empty())
-            for (int64_t i = 0; i < k.size(0); i++) slot.push_back(i);   // no reorder yet: sequence i reads slot i
-        for (int64_t s : slot)
-            if (s < 0 || s >= k.size(0))
-                throw std::invalid_argument("KVCache: a sequence reads slot " + std::to_string(s) + " of keys " +
-                                            shape_str(k.shape()) + " with " + std::to_string(k.size(0)) + " slots");
-        return;
-    }
-    const int64_t n = sequences(), capacity = k.size(1), D = k.size(2), T = k_new.size(1);
-    if (k_new.shape() != Shape{n, T, D} || v_new.shape() != k_new.shape())
-        throw std::invalid_argument("KVCache: new rows must be (n, T, D) = (" + std::to_string(n) + ", T, " + std::to_string(D) +
-                                    ") for this cache, got k " + shape_str(k_new.shape()) + " and v " + shape_str(v_new.shape()));
-    if (length + T > capacity)
-        throw std::out_of_range("KVCache: room for " + std::to_string(capacity) + " rows, " + std::to_string(length) +
-                                " filled: cannot write " + std::to_string(T) + " more (the cache is allocated for the " +
-                                "longest sequence its decoding call asked for)");
-    // sequence i's rows length..length+T-1, in its slot: the new rows go after the ones already held
-    for (int64_t i = 0; i < n; i++) {
-        std::copy_n(k_new.data() + i * T * D, T * D, k.data() + (slot[i] * capacity + length) * D);
-        std::copy_n(v_new.data() + i * T * D, T * D, v.data() + (slot[i] * capacity + length) * D);
-    }
-    length += T;
-}
-
-void KVCache::reorder(const std::vector<int64_t>& from) {
-    if (!appending && slot.empty()) {   // computed once, before its first forward: sequence i was in slot i
-        slot = from;                    // write() checks them against the slots it gets
-        return;
-    }
-    const int64_t n = sequences(), m = static_cast<int64_t>(from.size());
-    for (int64_t f : from)
-        if (f < 0 || f >= n)
-            throw std::invalid_argument("KVCache::reorder: sequence " + std::to_string(f) + " of a cache with " +
-                                        std::to_string(n) + " sequences");
-    std::vector<int64_t> next(m);   // the new slot map
-    if (!appending) {               // computed once: the sentence's memory, read in place by every hypothesis
-        for (int64_t i = 0; i < m; i++) next[i] = slot[from[i]];
-        slot = std::move(next);
-        return;
-    }
-    const int64_t slots = k.size(0), capacity = k.size(1), D = k.size(2);
-    if (m > slots)
-        throw std::invalid_argument("KVCache::reorder: room for " + std::to_string(slots) + " sequences, asked for " +
-                                    std::to_string(m));
-    // 1) the first sequence continuing a slot keeps it
-    std::vector<bool> used(slots, false);
-    std::vector<int64_t> copies;    // the other sequences: they need a slot of their own
-    for (int64_t i = 0; i < m; i++) {
-        const int64_t s = slot[from[i]];
-        if (used[s]) {
-            copies.push_back(i);
-        } else {
-            used[s] = true;
-            next[i] = s;
-        }
-    }
-    // 2) each other one gets a copy of the filled rows in a slot no sequence uses (not a source)
-    int64_t free_slot = 0;
-    for (int64_t i : copies) {
-        while (used[free_slot]) free_slot++;
-        used[free_slot] = true;
-        next[i] = free_slot;
-        const int64_t src = slot[from[i]];
-        std::copy_n(k.data() + src * capacity * D, length * D, k.data() + free_slot * capacity * D);   // the filled rows only
-        std::copy_n(v.data() + src * capacity * D, length * D, v.data() + free_slot * capacity * D);
-    }
-    slot = std::move(next);
-}
-
-// ---------------------------------------------------------------- multi-head attention
-
 MultiHeadAttention::MultiHeadAttention(int64_t d_model, int64_t heads, float dropout)
     : d_model(d_model), heads(heads), d_k(heads > 0 ? d_model / heads : 0), dropout_p(dropout) {
     if (heads <= 0 || d_model <= 0 || d_model % heads != 0)
@@ -209,36 +115,26 @@ MultiHeadAttention::MultiHeadAttention(int64_t d_model, int64_t heads, float dro
 
 Tensor MultiHeadAttention::forward(const Tensor& query, const Tensor& key, const Tensor& value, const Mask& mask, KVCache* cache) {
     const bool reads_key = !cache || cache->needs_keys();   // false: the cache holds every key and value
-    // key and value have one row per query row, except the memory of a computed-once cache read
-    // through its slot map (beam search: one row per sentence, for all of its hypotheses)
-    const bool key_per_query = !cache || cache->appending || cache->slot.empty();
     if (query.dim() != 3 || query.size(-1) != d_model ||
-        (reads_key && (key.dim() != 3 || key.shape() != value.shape() || (key_per_query && key.size(0) != query.size(0)) ||
-                       key.size(-1) != d_model)))
+        (reads_key && (key.dim() != 3 || key.shape() != value.shape() || key.size(-1) != d_model ||
+                       (!cache && key.size(0) != query.size(0)))))
         throw std::invalid_argument("MultiHeadAttention: expected query (B, T, " + std::to_string(d_model) + ") and key, value (B, S, " +
                                     std::to_string(d_model) + "), got " + shape_str(query.shape()) + ", " +
                                     (reads_key ? shape_str(key.shape()) + ", " + shape_str(value.shape()) : "(cached), (cached)"));
-    if (cache && !cache->slot.empty() && cache->sequences() != query.size(0))
-        throw std::invalid_argument("MultiHeadAttention: the cache holds " + std::to_string(cache->sequences()) +
-                                    " sequences, the query " + std::to_string(query.size(0)) + ": " + shape_str(query.shape()));
     // 1) project: q, k and v each (B, ., D); head h lives in columns [h*Dk, (h+1)*Dk)
     const Tensor q = w_q->forward(query);   // (B, T, D)
-    Tensor k, v;
-    int64_t keys = -1;                      // attend to every row of k and v
-    std::vector<int64_t> kv_slot;           // query row b reads k[b] and v[b]
+    AttentionOutput a;
     if (!cache) {
-        k = w_k->forward(key);              // (B, S, D)
-        v = w_v->forward(value);            // (B, S, D)
+        const Tensor k = w_k->forward(key);     // (B, S, D)
+        const Tensor v = w_v->forward(value);   // (B, S, D)
+        // 2) attend in every head at once; the output has the heads side by side (concatenated)
+        a = scaled_dot_product_attention_with_weights(q, k, v, heads, mask, dropout_p, is_training());
     } else {
-        // decoding one position at a time: the earlier positions' keys and values are in the cache
-        if (cache->needs_keys()) cache->write(w_k->forward(key), w_v->forward(value));   // the new rows (B, T, D)
-        k = cache->k;                       // (slots, capacity, D), rows 0..length-1 filled
-        v = cache->v;
-        keys = cache->length;
-        kv_slot = cache->slot;              // query row b reads slot kv_slot[b]
+        // decoding: the earlier positions' keys and values are in the cache; this step adds its own
+        if (reads_key) cache->write(w_k->forward(key), w_v->forward(value));   // the new rows (., T, D)
+        const KVCache::Rows kv = cache->rows();   // (slots, rows, D), query row b reading slot kv.slot[b]
+        a = scaled_dot_product_attention_with_weights(q, kv.k, kv.v, heads, mask, dropout_p, is_training(), kv.length, kv.slot);
     }
-    // 2) attend in every head at once; the output has the heads side by side (concatenated)
-    const AttentionOutput a = scaled_dot_product_attention_with_weights(q, k, v, heads, mask, dropout_p, is_training(), keys, kv_slot);
     if (autograd::current_shard() <= 0) last_attention = a.weights;   // (B, H, T, S); a data-parallel step keeps shard 0's
     // 3) final projection mixes the heads
     return w_o->forward(a.out);    // (B, T, D)

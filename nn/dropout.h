@@ -11,12 +11,12 @@ namespace nn {
 // Each call draws one 64-bit seed from the default generator, and element i (its flat index) is
 // kept iff a hash of (seed, i) is >= p, in both paths: so the decisions do not depend on which
 // thread handles which element, the backward recomputes them instead of storing a mask, and the
-// fused and the plain path drop the same elements (autograd/kernels/dropout.h).
+// fused and the plain path drop the same elements (autograd::dropout_keep, autograd/ops.h).
 Tensor dropout(const Tensor& x, float p, bool training);
 
 // x + dropout(y, p, training): a residual connection around a sublayer whose output y is dropped
 // out (the Transformer's SublayerConnection). x and y must have one shape. With fused kernels on,
-// one pass that never stores dropout(y) (autograd/kernels/dropout.h), with the same values.
+// one pass that never stores dropout(y) (autograd::fused::add_dropout), with the same values.
 Tensor add_dropout(const Tensor& x, const Tensor& y, float p, bool training);
 
 // The one check of a dropout probability: throws std::invalid_argument naming `op` unless 0 <= p < 1.

@@ -2,11 +2,8 @@
 
 #include <stdexcept>
 
-#include "autograd/kernels/layer_norm.h"
-
 namespace nn {
 
-namespace kernels = autograd::kernels;
 using autograd::shape_str;
 
 Tensor layer_norm(const Tensor& x, const Tensor& gain, const Tensor& bias, float eps) {
@@ -14,7 +11,7 @@ Tensor layer_norm(const Tensor& x, const Tensor& gain, const Tensor& bias, float
     if (C == 0 || gain.shape() != Shape{C} || bias.shape() != Shape{C})
         throw std::invalid_argument("layer_norm: input " + shape_str(x.shape()) + " needs gain and bias of shape (" +
                                     std::to_string(C) + ",), got " + shape_str(gain.shape()) + " and " + shape_str(bias.shape()));
-    if (autograd::fused_kernels_enabled()) return kernels::layer_norm(x, gain, bias, eps);   // fused: no intermediate tensors
+    if (autograd::fused_kernels_enabled()) return autograd::fused::layer_norm(x, gain, bias, eps);   // fused: no intermediate tensors
     const Tensor mu = mean(x, -1, true);                          // (..., 1)
     const Tensor variance = var(x, -1, /*unbiased=*/false, true);  // (..., 1): biased, divide by C
     const Tensor xhat = (x - mu) / sqrt(variance + eps);           // (..., C): mean 0, variance 1 per row

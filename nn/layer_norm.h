@@ -7,7 +7,7 @@ namespace nn {
 
 // x (..., C), gain (C,), bias (C,) -> y (..., C). Written as the formula reads (mean, variance,
 // normalize, scale, shift: seven primitive ops); with fused kernels on, one op with one loop over
-// the rows forward and backward computes the same values (autograd/kernels/layer_norm.h).
+// the rows forward and backward computes the same values (autograd::fused::layer_norm).
 Tensor layer_norm(const Tensor& x, const Tensor& gain, const Tensor& bias, float eps = 1e-5f);
 
 class LayerNorm : public Module {

@@ -2,13 +2,11 @@
 
 #include <stdexcept>
 
-#include "autograd/kernels/linear.h"
 #include "nn/dropout.h"
 #include "nn/init.h"
 
 namespace nn {
 
-namespace kernels = autograd::kernels;
 using autograd::shape_str;
 
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, Activation act, float dropout_p, bool training) {
@@ -21,7 +19,7 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, Activat
     check_dropout_p(dropout_p, "linear");
     const bool relu = act == Activation::relu;
     if (autograd::fused_kernels_enabled())   // fused: the same values, one gemm and one pass over y
-        return kernels::linear(x, weight, bias, relu, training ? dropout_p : 0.0f);
+        return autograd::fused::linear(x, weight, bias, relu, training ? dropout_p : 0.0f);
     Tensor y = matmul(x, weight, false, true);   // (..., out): x W^T
     if (bias.defined()) y = y + bias;            // (..., out), b broadcast over the rows
     if (relu) y = autograd::relu(y);             // (..., out)

@@ -9,7 +9,7 @@ enum class Activation { none, relu };
 // y = dropout(act(x W^T + b)) over the last dim: x (..., in) -> y (..., out). b may be undefined;
 // dropout applies only when training and dropout_p > 0 (the same draws as nn::dropout).
 // Written as the formula reads (a matmul with the transposed weight, then bias, ReLU, dropout);
-// with fused kernels on, one call to autograd/kernels/linear.h computes the same values: one gemm
+// with fused kernels on, one op computes the same values (autograd::fused::linear): one gemm
 // forward and two backward, with bias, ReLU and dropout riding along in one pass over y.
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, Activation act = Activation::none,
               float dropout_p = 0.0f, bool training = false);

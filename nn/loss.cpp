@@ -3,12 +3,10 @@
 #include <algorithm>
 #include <stdexcept>
 
-#include "autograd/kernels/cross_entropy.h"
-#include "autograd/ops.h"
+#include "autograd/autograd.h"
 
 namespace nn {
 
-namespace kernels = autograd::kernels;
 using autograd::Node;
 using autograd::shape_str;
 
@@ -31,7 +29,7 @@ Tensor cross_entropy(const Tensor& logits, const Tokens& targets, const CrossEnt
         throw std::invalid_argument("cross_entropy: label_smoothing must be in [0, 1], got " + std::to_string(opt.label_smoothing));
     const float eps = opt.label_smoothing;
     if (autograd::fused_kernels_enabled())   // fused: one pass per row, the backward simply (softmax - q) / n
-        return kernels::cross_entropy(logits, targets, opt.ignore_index, eps);
+        return autograd::fused::cross_entropy(logits, targets, opt.ignore_index, eps);
     const Tensor logp = log_softmax(logits);                             // (..., V)
     const Tensor nll = nll_loss(logp, targets, {opt.ignore_index});      // (): mean of -log p[target]
     if (eps == 0.0f) return nll;

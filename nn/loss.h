@@ -14,7 +14,7 @@ struct CrossEntropyOptions {
 // target distribution — the definition of torch.nn.functional.cross_entropy. Label smoothing is
 // the regularizer of Vaswani et al. (2017), section 5.4, after Szegedy et al. (2016).
 // Written as log_softmax, then nll_loss (the target's -log p), plus the label smoothing's uniform
-// part; with fused kernels on, one op computes the same (autograd/kernels/cross_entropy.h), with
+// part; with fused kernels on, one op computes the same (autograd::fused::cross_entropy), with
 // the backward simply (softmax - q) / n per row. If every target is ignored the loss is 0 (PyTorch
 // gives NaN), with zero gradient.
 Tensor cross_entropy(const Tensor& logits, const Tokens& targets, const CrossEntropyOptions& opt = {});

@@ -4,8 +4,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "autograd/kernels/parallel.h"
-#include "autograd/kernels/prefetch.h"
+#include "autograd/fused_ops.h"
 
 namespace optim {
 
@@ -41,51 +40,30 @@ Adam::Adam(std::vector<Tensor> params, AdamOptions opt, bool decoupled)
 void Adam::step() {
     begin_step();
     const float lr = lr_, b1 = opt_.beta1, b2 = opt_.beta2, eps = opt_.eps;
-    const float l2 = decoupled_ ? 0.0f : opt_.weight_decay;           // added to g
+    const float l2 = decoupled_ ? 0.0f : opt_.weight_decay;                  // added to g
     const float decay = decoupled_ ? 1.0f - lr * opt_.weight_decay : 1.0f;   // multiplies p
-    struct Update {
-        const float* g;
-        float *p, *m, *v;
-        int64_t n;
-        float bc1, bc2;   // this parameter's bias corrections, 1 - beta^t
-    };
-    std::vector<Update> updates;
-    int64_t total = 0;
+    std::vector<autograd::fused::AdamParam> params;   // the arrays of every parameter with a gradient
     for (size_t i = 0; i < params_.size(); i++) {
         const float* g = params_[i].grad_data();
         if (!g) continue;                                 // unused in the forward pass
-        const int64_t t = ++param_steps_[i];
-        const float bc1 = static_cast<float>(1.0 - std::pow(static_cast<double>(b1), static_cast<double>(t)));
-        const float bc2 = static_cast<float>(1.0 - std::pow(static_cast<double>(b2), static_cast<double>(t)));
-        updates.push_back({g, params_[i].data(), state(m_slot_, i), state(v_slot_, i), params_[i].numel(), bc1, bc2});
-        total += params_[i].numel();
+        const double t = static_cast<double>(++param_steps_[i]);
+        const float bc1 = static_cast<float>(1.0 - std::pow(static_cast<double>(b1), t));   // 1 - beta1^t
+        const float bc2 = static_cast<float>(1.0 - std::pow(static_cast<double>(b2), t));   // 1 - beta2^t
+        params.push_back({g, params_[i].data(), state(m_slot_, i), state(v_slot_, i), params_[i].numel(), bc1, bc2});
     }
-    // One parallel region for every parameter: each thread takes its block of each one's
-    // elements and goes on to the next without waiting (the parameters are independent). Most
-    // of a small model's parameters are too small for a team of their own.
-    //
-    // The pass is bound by memory, not by its arithmetic: per element it reads g, p, m, v and
-    // writes p, m, v, and m and v have left the cache since the last step. So it goes in chunks,
-    // asking for the arrays' memory ahead of them (kernels/prefetch.h); the math is the loop inside.
-    namespace k = autograd::kernels;
-    const Update* const first = updates.data();
-    const size_t count = updates.size();
-    k::parallel_region(k::worth_threads(total, k::kOptimizerParallelMin), [=](int team, int thread) {
-        for (const Update* u = first; u != first + count; u++) {
-            const float* g = u->g;
-            float *p = u->p, *m = u->m, *v = u->v;
-            const auto [begin, end] = k::block_of(u->n, team, thread);
-            k::in_chunks_fetching_ahead(begin, end, {g}, {p, m, v}, [&](int64_t c, int64_t c_end) {
-                for (int64_t j = c; j < c_end; j++) {
-                    const float gj = g[j] + l2 * p[j];
-                    m[j] = b1 * m[j] + (1.0f - b1) * gj;
-                    v[j] = b2 * v[j] + (1.0f - b2) * gj * gj;
-                    const float m_hat = m[j] / u->bc1, v_hat = v[j] / u->bc2;
-                    p[j] = p[j] * decay - lr * m_hat / (std::sqrt(v_hat) + eps);
-                }
-            });
+    if (autograd::fused_kernels_enabled())   // fused: this loop on every thread, memory fetched ahead; the same bits
+        return autograd::fused::adam_update(params, {lr, b1, b2, eps, l2, decay});
+    for (const autograd::fused::AdamParam& u : params) {
+        const float* g = u.g;
+        float *p = u.p, *m = u.m, *v = u.v;
+        for (int64_t j = 0; j < u.n; j++) {
+            const float gj = g[j] + l2 * p[j];
+            m[j] = b1 * m[j] + (1.0f - b1) * gj;
+            v[j] = b2 * v[j] + (1.0f - b2) * gj * gj;
+            const float m_hat = m[j] / u.bias_correction1, v_hat = v[j] / u.bias_correction2;
+            p[j] = p[j] * decay - lr * m_hat / (std::sqrt(v_hat) + eps);
         }
-    });
+    }
 }
 
 std::map<std::string, std::string> Adam::hyperparameters() const {

@@ -3,7 +3,6 @@
 #include <cmath>
 #include <stdexcept>
 
-#include "autograd/kernels/parallel.h"
 
 namespace optim {
 
@@ -35,15 +34,14 @@ void SGD::step() {
         param_steps_[i]++;
         float* p = params_[i].data();
         float* b = momentum_slot_ >= 0 ? state(momentum_slot_, i) : nullptr;
-        const int64_t n = params_[i].numel();
-        autograd::kernels::parallel_for(n, autograd::kernels::worth_threads(n, autograd::kernels::kOptimizerParallelMin), [=](int64_t j) {
+        for (int64_t j = 0; j < params_[i].numel(); j++) {
             float d = g[j] + wd * p[j];
             if (b) {
                 b[j] = mu * b[j] + d;
                 d = nesterov ? d + mu * b[j] : b[j];
             }
             p[j] -= lr * d;
-        });
+        }
     }
 }
 

@@ -94,7 +94,7 @@ inline void check_against_naive(const Problem& p, bool acc, GemmFn fast_fn = aut
 template <autograd::kernels::GemmKernel kKernel>
 void gemm_via(bool ta, bool tb, int M, int N, int K, const float* A, int lda, const float* B, int ldb, float* C, int ldc,
               bool acc) {
-    autograd::kernels::detail::gemm_with(kKernel, ta, tb, M, N, K, A, lda, B, ldb, C, ldc, acc);
+    autograd::kernels::gemm_with(kKernel, ta, tb, M, N, K, A, lda, B, ldb, C, ldc, acc);
 }
 
 // Every micro-kernel this build contains, with its name, as the tests loop over them.

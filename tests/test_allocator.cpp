@@ -37,7 +37,7 @@ TEST_CASE("allocator: reset_peak_memory starts the peak anew from the live bytes
     void* big = tensor_alloc(1 << 20);
     tensor_free(big);
     CHECK(memory_stats().peak_live_bytes >= memory_stats().live_bytes + (1 << 20));   // the freed block still counts
-    reset_peak_memory();
+    kernels::reset_peak_memory();
     CHECK(memory_stats().peak_live_bytes == memory_stats().live_bytes);
     void* small = tensor_alloc(1000);
     CHECK(memory_stats().peak_live_bytes == memory_stats().live_bytes);   // 1024 bytes over the old live count

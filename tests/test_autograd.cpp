@@ -6,6 +6,7 @@
 
 #include "autograd/autograd.h"
 #include "autograd/detail.h"
+#include "tests/hooks.h"
 
 using namespace autograd;
 
@@ -69,12 +70,12 @@ TEST_CASE("a chain of 100,000 ops backpropagates without recursion") {
 }
 
 TEST_CASE("a deep graph that is never backpropagated is freed without recursion") {
-    const int64_t before = detail::live_node_count();
+    const int64_t before = autograd::test_hooks::live_node_count();
     {
         Tensor y = leaf(1.0f);
         for (int i = 0; i < 200000; i++) y = y + 1.0f;
     }
-    CHECK(detail::live_node_count() == before);
+    CHECK(autograd::test_hooks::live_node_count() == before);
 }
 
 TEST_CASE("the graph is released after backward unless retained") {
@@ -99,7 +100,7 @@ TEST_CASE("backward also releases the nodes that no gradient reached") {
 }
 
 TEST_CASE("graph memory comes back: no live nodes leak") {
-    const int64_t before = detail::live_node_count();
+    const int64_t before = autograd::test_hooks::live_node_count();
     {
         Tensor w = Tensor::randn({4, 4}).requires_grad_();
         for (int i = 0; i < 50; i++) {
@@ -107,9 +108,9 @@ TEST_CASE("graph memory comes back: no live nodes leak") {
             Tensor loss = sum(relu(matmul(x, w)) * 2.0f);
             loss.backward();
         }
-        CHECK(detail::live_node_count() == before + 1);   // only w survives the loop
+        CHECK(autograd::test_hooks::live_node_count() == before + 1);   // only w survives the loop
     }
-    CHECK(detail::live_node_count() == before);
+    CHECK(autograd::test_hooks::live_node_count() == before);
 }
 
 TEST_CASE("the graph is recorded only when needed") {

@@ -17,6 +17,7 @@
 #include "models/decoder_cache.h"
 #include "models/decoding.h"
 #include "tests/copy_model.h"
+#include "tests/hooks.h"
 
 using namespace autograd;
 using models::Transformer;
@@ -82,7 +83,7 @@ TEST_CASE("decode_step: step by step, the decoder's output at each position is t
                          doctest::Contains("tokens must be (n, 1) = (4, 1) for this cache, got (5, 1)"), std::invalid_argument);
 }
 
-// Reordering moves as little as it can (nn::KVCache's slot map): the memory's keys and values stay
+// Reordering moves as little as it can (the caches' slot maps): the memory's keys and values stay
 // one slot per sentence, shared by its hypotheses; a self-attention slot stays with the first
 // hypothesis that continues it, and only a second continuation gets a copy, in a slot nobody uses.
 TEST_CASE("DecoderCache::reorder: the memory's keys and values stay put, self-attention copies a slot only for a second continuation") {
@@ -95,8 +96,8 @@ TEST_CASE("DecoderCache::reorder: the memory's keys and values stay put, self-at
     models::DecoderCache cache = models::start_decoder_cache(model, model.encode(src, src_mask), src_mask, L, slots);
     models::decode_step(model, cache, Tokens({1, 1}, {2, 1}));
     models::decode_step(model, cache, Tokens({3, 2}, {2, 1}));
-    const nn::KVCache& self = cache.layers[1].self_attn;
-    const nn::KVCache& memory = cache.layers[0].src_attn;
+    const models::AppendingCache& self = cache.layers[1].self_attn;
+    const models::ComputedOnceCache& memory = cache.layers[0].src_attn;
     CHECK(self.k.shape() == Shape{slots, L, D});   // room for 5 sequences from the start
     CHECK(self.slot == std::vector<int64_t>{0, 1});
     const std::vector<float> k_before = self.k.to_vector(), v_before = self.v.to_vector();   // values: the buffer is reused
@@ -132,8 +133,8 @@ TEST_CASE("DecoderCache::reorder: the memory's keys and values stay put, self-at
 }
 
 // A bad reorder gets a clear error, not a read past the end: in the DecoderCache (the mask checks
-// first) and in an nn::KVCache of either kind alone.
-TEST_CASE("DecoderCache::reorder and nn::KVCache::reorder refuse a sequence they do not hold, and more sequences than slots") {
+// first) and in a cache of either kind alone.
+TEST_CASE("DecoderCache::reorder and each layer cache's reorder refuse a sequence they do not hold, and more sequences than slots") {
     manual_seed(26);
     Transformer model(small(6));
     model.eval();
@@ -143,14 +144,15 @@ TEST_CASE("DecoderCache::reorder and nn::KVCache::reorder refuse a sequence they
     models::decode_step(model, cache, Tokens({1, 1, 1}, {3, 1}));
     CHECK_THROWS_WITH_AS(cache.reorder({0, 7}), doctest::Contains("row 7 of a mask with 3 rows"), std::invalid_argument);
     CHECK_THROWS_WITH_AS(cache.reorder({0, -1}), doctest::Contains("row -1 of a mask with 3 rows"), std::invalid_argument);
-    nn::KVCache self = cache.layers[0].self_attn, memory = cache.layers[0].src_attn;   // copies: slot maps of their own
+    models::AppendingCache self = cache.layers[0].self_attn;       // copies: slot maps of their own
+    models::ComputedOnceCache memory = cache.layers[0].src_attn;
     CHECK_THROWS_WITH_AS(self.reorder({0, 3}), doctest::Contains("KVCache::reorder: sequence 3 of a cache with 3 sequences"),
                          std::invalid_argument);
     CHECK_THROWS_WITH_AS(memory.reorder({3}), doctest::Contains("KVCache::reorder: sequence 3 of a cache with 3 sequences"),
                          std::invalid_argument);
     CHECK_THROWS_WITH_AS(self.reorder({0, 0, 1, 1, 2}), doctest::Contains("room for 4 sequences, asked for 5"),
                          std::invalid_argument);
-    CHECK_THROWS_WITH_AS(nn::KVCache(3, 5, 8, 2), doctest::Contains("3 sequences need as many slots, got 2"), std::invalid_argument);
+    CHECK_THROWS_WITH_AS(models::AppendingCache(3, 5, 8, 2), doctest::Contains("3 sequences need as many slots, got 2"), std::invalid_argument);
 }
 
 // What beam search does to the cache, step by step and spelled out: decode, then keep some
@@ -316,14 +318,15 @@ TEST_CASE("DecoderCache: allocated once for max_positions, written in place, and
     CHECK(cache.length() == L);
 }
 
-// nn::KVCache alone: a MultiHeadAttention fed one position at a time attends as one call over the
-// whole sequence with the subsequent mask does; the cache is for decoding without gradients only.
-TEST_CASE("nn::KVCache: MultiHeadAttention one position at a time equals one masked call; refused while recording a graph") {
+// A self-attention cache alone: a MultiHeadAttention fed one position at a time attends as one
+// call over the whole sequence with the subsequent mask does; the cache is for decoding without
+// gradients only.
+TEST_CASE("AppendingCache: MultiHeadAttention one position at a time equals one masked call; refused while recording a graph") {
     manual_seed(25);
     const int64_t B = 2, T = 5, D = 8;
     nn::MultiHeadAttention mha(D, 2, 0.0f);
     const Tensor x = Tensor::randn({B, T, D});   // (B, T, D)
-    nn::KVCache cache(B, T, D);
+    models::AppendingCache cache(B, T, D);
     CHECK_THROWS_WITH_AS(mha.forward(autograd::narrow(x, 1, 0, 1), autograd::narrow(x, 1, 0, 1), autograd::narrow(x, 1, 0, 1), Mask(), &cache),
                          doctest::Contains("needs autograd::NoGradGuard"), std::logic_error);
     NoGradGuard no_grad;
@@ -386,13 +389,13 @@ TEST_CASE("decoding under bf16: each decoder weight packed once per call, cached
     Rng rng(44);
     const Tokens src = models::pad_rows(random_sources(rng, 5, 8, 9), 0);   // (5, S)
     MixedPrecisionGuard bf16;
-    const std::atomic<int64_t>& packs = autograd::detail::frozen_weight_packs;
-    const int64_t before = packs.load();
+    const auto packs = [] { return autograd::test_hooks::frozen_weight_packs(); };
+    const int64_t before = packs();
     models::greedy_decode(model, src, models::padding_mask(src, 0), {.max_len = 6, .bos = 1, .eos = -1});
     // per decoder layer, the self-attention's 4 weights, the source attention's query and output
     // weights (its keys and values are projected once per call), the feed-forward's 2; and the
     // generator's. The encoder runs once per call: none of its weights.
-    CHECK(packs.load() - before == model.cfg.layers * 8 + 1);
+    CHECK(packs() - before == model.cfg.layers * 8 + 1);
     check_cached_equals_recomputing(model, src, 12, /*eos=*/-1);
     check_cached_equals_recomputing(model, src, 12, /*eos=*/2);
 }

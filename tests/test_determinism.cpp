@@ -44,8 +44,11 @@ struct Run {
         for (int i = 0; i < n; i++) {
             const models::Batch b = data::make_copy_batch(data, 11, 48, 10);
             opt.zero_grad();
-            last = models::backward_in_shards(b, shards, [&](const models::Batch& p) {
-                return nn::cross_entropy(model.logits(p.src, p.tgt_in, p.src_mask, p.tgt_mask), p.tgt_out);
+            last = models::sum_over_shards(b, shards, [&](const models::Batch& p) {
+                const Tensor loss = nn::cross_entropy(model.logits(p.src, p.tgt_in, p.src_mask, p.tgt_mask), p.tgt_out) *
+                                    (float(p.ntokens) / float(b.ntokens));
+                loss.backward();
+                return loss.item();
             });
             sched.step();
             opt.step();

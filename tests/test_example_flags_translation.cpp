@@ -775,6 +775,14 @@ TEST_CASE("translation --heads --dropout --warmup --lr-factor --seed --threads -
     CHECK(base.out.find(" threads, 2 shards |") != std::string::npos);
     CHECK(shards3.out.find(" threads, 3 shards |") != std::string::npos);
     CHECK(number_after(shards3.err, "loss ") != number_after(base.err, "loss "));
+    // without dropout, the parts' mean losses weighted by their shares of the batch's tokens add
+    // up to the whole batch's mean: the first loss (printed to 4 digits) is the same with 1 shard
+    // and 2, whose halves of a batch hold different numbers of tokens
+    const ExampleRun whole = run_example("translation", tiny_run(c, {"--dropout", "0", "--shards", "1"}));
+    const ExampleRun halves = run_example("translation", tiny_run(c, {"--dropout", "0", "--shards", "2"}));
+    REQUIRE(whole.status == 0);
+    REQUIRE(halves.status == 0);
+    CHECK(number_after(halves.err, "loss ") == doctest::Approx(number_after(whole.err, "loss ")).epsilon(1e-4));
 }
 
 // The cache and recomputing give the same translations by design, so what shows the flag reached

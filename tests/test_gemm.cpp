@@ -16,6 +16,7 @@
 #include "autograd/kernels/gemm_dispatch.h"
 #include "autograd/kernels/threads.h"
 #include "gemm_problem.h"
+#include "tests/hooks.h"
 
 using namespace gemm_test;
 
@@ -31,7 +32,7 @@ TEST_CASE("gemm uses the widest micro-kernel of the build; asking for one it lac
     for (GemmKernel k : {GemmKernel::avx512, GemmKernel::avx2_fma, GemmKernel::neon, GemmKernel::portable}) {
         if (std::find(built.begin(), built.end(), k) != built.end()) continue;
         float c = 0;
-        CHECK_THROWS_WITH(autograd::kernels::detail::gemm_with(k, false, false, 1, 1, 1, &c, 1, &c, 1, &c, 1, false),
+        CHECK_THROWS_WITH(autograd::kernels::gemm_with(k, false, false, 1, 1, 1, &c, 1, &c, 1, &c, 1, false),
                           doctest::Contains("this build has no"));
     }
 }
@@ -140,7 +141,7 @@ TEST_CASE("gemm: the dW products, read in place or packed, on every micro-kernel
     struct Dims { int M, N, K; };
     const Dims shapes[] = {{13, 40, 300}, {101, 601, 70}, {1031, 37, 520}, {7, 33, 1}};
     for (int mode : {1, 0}) {
-        autograd::kernels::detail::set_gemm_tn_in_place(mode);
+        autograd::kernels::test_hooks::set_gemm_tn_in_place(mode);
         for (const KernelUnderTest& kernel : kernels_under_test())
             for (const Dims& d : shapes)
                 for (int acc = 0; acc < 2; acc++) {
@@ -152,7 +153,7 @@ TEST_CASE("gemm: the dW products, read in place or packed, on every micro-kernel
                     check_against_naive(Problem(true, false, d.M, d.N, d.K, 3, 17), acc, kernel.fn);
                 }
     }
-    autograd::kernels::detail::set_gemm_tn_in_place(-1);
+    autograd::kernels::test_hooks::set_gemm_tn_in_place(-1);
 }
 
 TEST_CASE("gemm with K == 0: zeros, or C unchanged when accumulating") {
@@ -240,8 +241,8 @@ TEST_CASE("gemm is bit-identical whatever the number of threads, and equal to ge
 TEST_CASE("gemm_pair_in: two products side by side on 2 threads give the bits of one after the other") {
     using autograd::kernels::GemmCall;
     const int saved = autograd::kernels::max_threads();
-    const bool watching = autograd::kernels::detail::busy_cores_watch();
-    autograd::kernels::detail::set_busy_cores_watch(false);   // a loaded test machine must not send it serial
+    const bool watching = autograd::kernels::test_hooks::busy_cores_watch();
+    autograd::kernels::test_hooks::set_busy_cores_watch(false);   // a loaded test machine must not send it serial
     auto call = [](Problem& p, std::vector<float>& C, bool acc) {
         return GemmCall{p.ta, p.tb, p.M, p.N, p.K, p.A.data(), p.lda, p.B.data(), p.ldb, C.data(), p.ldc, acc};
     };
@@ -255,15 +256,15 @@ TEST_CASE("gemm_pair_in: two products side by side on 2 threads give the bits of
             CAPTURE(threads);
             autograd::kernels::set_max_threads(threads);
             std::vector<float> got_dx = dx.C0, got_dw = dw.C0;
-            const int64_t before = autograd::kernels::detail::gemm_pairs_side_by_side.load();
+            const int64_t before = autograd::kernels::test_hooks::gemm_pairs_side_by_side();
             int then_ran = 0;   // `then` runs once, after the first product, on either path
-            autograd::kernels::gemm_pair_in(autograd::Precision::fp32, call(dx, got_dx, acc), call(dw, got_dw, !acc), [&] {
+            autograd::kernels::gemm_pair_in(autograd::kernels::Precision::fp32, call(dx, got_dx, acc), call(dw, got_dw, !acc), [&] {
                 then_ran++;
                 CHECK(std::memcmp(got_dx.data(), want_dx.data(), want_dx.size() * sizeof(float)) == 0);
             });
             CHECK(then_ran == 1);
             // side by side only on exactly 2 threads; 3 split each product as gemm() does
-            CHECK(autograd::kernels::detail::gemm_pairs_side_by_side.load() - before == (threads == 2 ? 1 : 0));
+            CHECK(autograd::kernels::test_hooks::gemm_pairs_side_by_side() - before == (threads == 2 ? 1 : 0));
             CHECK(std::memcmp(got_dx.data(), want_dx.data(), want_dx.size() * sizeof(float)) == 0);
             CHECK(std::memcmp(got_dw.data(), want_dw.data(), want_dw.size() * sizeof(float)) == 0);
         }
@@ -275,10 +276,10 @@ TEST_CASE("gemm_pair_in: two products side by side on 2 threads give the bits of
         const int saved_levels = autograd::kernels::max_active_levels();
         autograd::kernels::set_max_active_levels(2);
         std::vector<float> got_dx = dx.C0, got_dw = dw.C0;
-        const int64_t before = autograd::kernels::detail::gemm_pairs_side_by_side.load();
-        autograd::kernels::gemm_pair_in(autograd::Precision::fp32, call(dx, got_dx, false), call(dw, got_dw, false));
+        const int64_t before = autograd::kernels::test_hooks::gemm_pairs_side_by_side();
+        autograd::kernels::gemm_pair_in(autograd::kernels::Precision::fp32, call(dx, got_dx, false), call(dw, got_dw, false));
         autograd::kernels::set_max_active_levels(saved_levels);
-        CHECK(autograd::kernels::detail::gemm_pairs_side_by_side.load() == before);
+        CHECK(autograd::kernels::test_hooks::gemm_pairs_side_by_side() == before);
         autograd::kernels::set_max_threads(1);
         CHECK(got_dx == dx.run_fast(false));
         CHECK(got_dw == dw.run_fast(false));
@@ -290,12 +291,12 @@ TEST_CASE("gemm_pair_in: two products side by side on 2 threads give the bits of
     std::vector<float> shared = a.C0, want = a.run_fast(false);
     b.C0 = want;
     want = b.run_fast(true);
-    const int64_t before = autograd::kernels::detail::gemm_pairs_side_by_side.load();
-    autograd::kernels::gemm_pair_in(autograd::Precision::fp32, call(a, shared, false), call(b, shared, true));
-    CHECK(autograd::kernels::detail::gemm_pairs_side_by_side.load() == before);
+    const int64_t before = autograd::kernels::test_hooks::gemm_pairs_side_by_side();
+    autograd::kernels::gemm_pair_in(autograd::kernels::Precision::fp32, call(a, shared, false), call(b, shared, true));
+    CHECK(autograd::kernels::test_hooks::gemm_pairs_side_by_side() == before);
     CHECK(std::memcmp(shared.data(), want.data(), want.size() * sizeof(float)) == 0);
     autograd::kernels::set_max_threads(saved);
-    autograd::kernels::detail::set_busy_cores_watch(watching);
+    autograd::kernels::test_hooks::set_busy_cores_watch(watching);
 }
 
 TEST_CASE("gemm inside an outer parallel region (a batch of matmuls, one per thread)") {

@@ -88,7 +88,7 @@ TEST_CASE("gemm_bf16 equals gemm_bf16_reference on awkward shapes, all transpose
                         CAPTURE(acc);
                         const Problem p(ta, tb, M, N, K, pad, seed++);
                         check_against_naive(p, acc, kernels::gemm_bf16, kernels::gemm_bf16_reference);
-                        check_against_naive(p, acc, kernels::detail::gemm_bf16_portable, kernels::gemm_bf16_reference);
+                        check_against_naive(p, acc, kernels::gemm_bf16_portable, kernels::gemm_bf16_reference);
                     }
     struct Dims { int M, N, K; };
     const Dims big[] = {{13, 65, 1025}, {200, 31, 513}, {5, 300, 1100}, {197, 47, 64}};   // several K slices, row blocks
@@ -131,17 +131,17 @@ TEST_CASE("gemm_bf16 with op(B) packed once gives the bits of gemm_bf16 packing 
                         CAPTURE(acc);
                         const Problem p(ta, tb, M, N, K, (M + N) % 2 == 0 ? 0 : 3, seed++);
                         CHECK(run_packed(p, acc, false) == p.run(kernels::gemm_bf16, acc));
-                        CHECK(run_packed(p, acc, true) == p.run(kernels::detail::gemm_bf16_portable, acc));
+                        CHECK(run_packed(p, acc, true) == p.run(kernels::gemm_bf16_portable, acc));
                     }
     // several K slices, row blocks and column chunks; the Linear layer's shape (B = W, transposed)
     const Problem big(false, true, 37, 300, 1100, 2, 77);
     CHECK(run_packed(big, false, false) == big.run(kernels::gemm_bf16, false));
-    CHECK(run_packed(big, true, true) == big.run(kernels::detail::gemm_bf16_portable, true));
+    CHECK(run_packed(big, true, true) == big.run(kernels::gemm_bf16_portable, true));
     // the pack is a copy: B changed after packing does not change the product
     for (bool portable : {false, true}) {
         CAPTURE(portable);
         Problem p(false, true, 20, 70, 45, 0, 91);
-        const std::vector<float> before = portable ? p.run(kernels::detail::gemm_bf16_portable, false) : p.run(kernels::gemm_bf16, false);
+        const std::vector<float> before = portable ? p.run(kernels::gemm_bf16_portable, false) : p.run(kernels::gemm_bf16, false);
         const kernels::PackedBf16B b = portable ? kernels::PackedBf16B::for_portable_path(true, p.N, p.K, p.B.data(), p.ldb)
                                                 : kernels::PackedBf16B(true, p.N, p.K, p.B.data(), p.ldb);
         for (float& v : p.B) v = -v;
@@ -232,13 +232,13 @@ TEST_CASE("gemm_bf16 with K == 0 or M == 0: as gemm") {
 
 TEST_CASE("gemm_in: fp32 is gemm, bf16 is gemm_bf16") {
     const Problem p(true, false, 30, 40, 50, 1, 8);
-    auto in = [&](autograd::Precision precision) {
+    auto in = [&](autograd::kernels::Precision precision) {
         std::vector<float> C = p.C0;
         kernels::gemm_in(precision, p.ta, p.tb, p.M, p.N, p.K, p.A.data(), p.lda, p.B.data(), p.ldb, C.data(), p.ldc, true);
         return C;
     };
-    CHECK(in(autograd::Precision::fp32) == p.run_fast(true));
-    CHECK(in(autograd::Precision::bf16) == p.run(kernels::gemm_bf16, true));
+    CHECK(in(autograd::kernels::Precision::fp32) == p.run_fast(true));
+    CHECK(in(autograd::kernels::Precision::bf16) == p.run(kernels::gemm_bf16, true));
 }
 
 #ifdef _OPENMP

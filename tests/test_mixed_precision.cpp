@@ -16,6 +16,7 @@
 #include "optim/optim.h"
 #include "tests/compare.h"
 #include "tests/gradcheck_helpers.h"
+#include "tests/hooks.h"
 
 using namespace autograd;
 using V = const std::vector<Tensor>&;
@@ -25,7 +26,7 @@ namespace {
 // the tensor with every element rounded to bf16 (a constant: no gradient)
 Tensor rounded_to_bf16(const Tensor& x) {
     std::vector<float> r(x.data(), x.data() + x.numel());
-    for (float& v : r) v = kernels::round_to_bf16(v);
+    for (float& v : r) v = round_to_bf16(v);
     return Tensor::from_vector(r, x.shape());
 }
 
@@ -83,7 +84,7 @@ TEST_CASE("FrozenWeightsGuard: a bf16 Linear packs W once, at its second use, wi
     manual_seed(31);
     const Tensor x = param({3, 5, 40}), b = param({24}), x80 = param({2, 80});
     Tensor w = param({24, 40});   // changed at the end
-    const std::atomic<int64_t>& packs = autograd::detail::frozen_weight_packs;
+    const auto packs = [] { return autograd::test_hooks::frozen_weight_packs(); };
     auto bf16_linear = [&](const Tensor& in, const Tensor& weight, const Tensor& bias) {
         MixedPrecisionGuard bf16;
         return nn::linear(in, weight, bias, nn::Activation::relu, 0.0f, false);
@@ -94,26 +95,26 @@ TEST_CASE("FrozenWeightsGuard: a bf16 Linear packs W once, at its second use, wi
     {
         FrozenWeightsGuard frozen;
         CHECK(weights_frozen());
-        const int64_t start = packs.load();
+        const int64_t start = packs();
         CHECK(same_bytes(bf16_linear(x, w, b), expected));   // first use: the call packs W itself
-        CHECK(packs.load() == start);
+        CHECK(packs() == start);
         CHECK(same_bytes(bf16_linear(x, w, b), expected));   // second: packs the kept copy
-        CHECK(packs.load() == start + 1);
+        CHECK(packs() == start + 1);
         for (int i = 0; i < 3; i++) CHECK(same_bytes(bf16_linear(x, w, b), expected));   // then reads it
-        CHECK(packs.load() == start + 1);
+        CHECK(packs() == start + 1);
         // the same storage as another shape is another W^T
         CHECK(same_bytes(bf16_linear(x80, w.reshape({12, 80}), Tensor()), expected80));
         CHECK(same_bytes(bf16_linear(x80, w.reshape({12, 80}), Tensor()), expected80));
-        CHECK(packs.load() == start + 2);
+        CHECK(packs() == start + 2);
         {
             FrozenWeightsGuard inner;   // adds nothing: the outer guard's copies serve
             CHECK(same_bytes(bf16_linear(x, w, b), expected));
-            CHECK(packs.load() == start + 2);
+            CHECK(packs() == start + 2);
         }
         CHECK(weights_frozen());
         // fp32 products read W in place: nothing to pack
         for (int i = 0; i < 2; i++) nn::linear(x, w, b, nn::Activation::relu, 0.0f, false);
-        CHECK(packs.load() == start + 2);
+        CHECK(packs() == start + 2);
         // the promise is checked where weights are written on purpose
         optim::SGD sgd({w}, {.lr = 0.1f});
         std::string why;

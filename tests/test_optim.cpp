@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <functional>
 #include <limits>
@@ -114,12 +115,16 @@ TEST_CASE("optim SGD: first three steps match the hand-derived values") {
 // Element 1 the same way from g1 = -2: p = -1.9, -1.80014192, -1.70053193.
 // (Intermediate values evaluated in double precision with a few lines of Python.)
 TEST_CASE("optim Adam: first three steps with the paper's betas match the hand-derived values") {
-    Tensor p = two_element_param();
-    optim::Adam opt({p}, {.lr = 0.1f, .beta1 = 0.9f, .beta2 = 0.98f, .eps = 1e-9f});
-    const auto after = run_quadratic(opt, p, 3);
-    check_close(after[0], {0.9, -1.9});
-    check_close(after[1], {0.800362004, -1.80014192});
-    check_close(after[2], {0.701397036, -1.70053193});
+    for (bool fused : {true, false}) {   // the fused update, and Adam::step's plain loop
+        CAPTURE(fused);
+        FusedKernelsGuard path(fused);
+        Tensor p = two_element_param();
+        optim::Adam opt({p}, {.lr = 0.1f, .beta1 = 0.9f, .beta2 = 0.98f, .eps = 1e-9f});
+        const auto after = run_quadratic(opt, p, 3);
+        check_close(after[0], {0.9, -1.9});
+        check_close(after[1], {0.800362004, -1.80014192});
+        check_close(after[2], {0.701397036, -1.70053193});
+    }
 }
 
 // The threaded update of a large parameter: "threaded Adam and SGD updates" in test_threaded_kernels.cpp.
@@ -145,20 +150,28 @@ TEST_CASE("optim Adam: first three steps with the paper's betas match the hand-d
 TEST_CASE("optim AdamW decays the weights directly, Adam adds L2 to the gradient") {
     const Tensor target = Tensor::from_vector({2.0f, 1.0f}, {2});
     SUBCASE("Adam with L2 weight decay") {
-        Tensor p = two_element_param();
-        optim::Adam opt({p}, {.lr = 0.1f, .weight_decay = 0.5f});
-        const auto after = run_quadratic(opt, p, 3, target);
-        check_close(after[0], {1.1, -1.9});
-        check_close(after[1], {1.19757205, -1.80011785});
-        check_close(after[2], {1.28934611, -1.70043862});
+        for (bool fused : {true, false}) {   // the fused update, and Adam::step's plain loop
+            CAPTURE(fused);
+            FusedKernelsGuard path(fused);
+            Tensor p = two_element_param();
+            optim::Adam opt({p}, {.lr = 0.1f, .weight_decay = 0.5f});
+            const auto after = run_quadratic(opt, p, 3, target);
+            check_close(after[0], {1.1, -1.9});
+            check_close(after[1], {1.19757205, -1.80011785});
+            check_close(after[2], {1.28934611, -1.70043862});
+        }
     }
     SUBCASE("AdamW") {
-        Tensor p = two_element_param();
-        optim::AdamW opt({p}, {.lr = 0.1f, .weight_decay = 0.5f});
-        const auto after = run_quadratic(opt, p, 3, target);
-        check_close(after[0], {1.05, -1.8});
-        check_close(after[1], {1.09733351, -1.61023906});
-        check_close(after[2], {1.14202467, -1.43036961});
+        for (bool fused : {true, false}) {
+            CAPTURE(fused);
+            FusedKernelsGuard path(fused);
+            Tensor p = two_element_param();
+            optim::AdamW opt({p}, {.lr = 0.1f, .weight_decay = 0.5f});
+            const auto after = run_quadratic(opt, p, 3, target);
+            check_close(after[0], {1.05, -1.8});
+            check_close(after[1], {1.09733351, -1.61023906});
+            check_close(after[2], {1.14202467, -1.43036961});
+        }
     }
     SUBCASE("AdamW's default weight decay is PyTorch's 0.01, also with other options given") {
         Tensor p = two_element_param();
@@ -166,6 +179,45 @@ TEST_CASE("optim AdamW decays the weights directly, Adam adds L2 to the gradient
         CHECK(optim::AdamW({p}, {.lr = 3e-4f}).options().weight_decay == 0.01f);
         CHECK(optim::Adam({p}).options().weight_decay == 0.0f);
         CHECK(optim::AdamW({p}).name() == "AdamW");
+    }
+}
+
+// Adam::step's plain loop (fused kernels off) is the reference of the fused update
+// (autograd::fused::adam_update: the same loop on the threads, memory fetched ahead): the same
+// bits, for Adam and AdamW, over parameters of sizes that are not multiples of the chunks it
+// fetches ahead, one of them above the threshold for a thread team, on 1 and 2 threads.
+TEST_CASE("optim Adam: the fused update gives the plain loop's bits") {
+    const int64_t sizes[] = {1, 63, 200, 40009};   // 40009 > 2^15: a team splits it
+    auto train = [&](bool fused, bool decoupled, int threads) {
+        autograd::FusedKernelsGuard path(fused);
+        const int before = autograd::num_threads();
+        autograd::set_num_threads(threads);
+        manual_seed(17);
+        std::vector<Tensor> ps;
+        for (int64_t n : sizes) ps.push_back(Tensor::randn({n}).requires_grad_());
+        const optim::AdamOptions o{.lr = 0.05f, .beta1 = 0.9f, .beta2 = 0.98f, .eps = 1e-8f, .weight_decay = 0.1f};
+        std::unique_ptr<optim::Optimizer> opt = decoupled ? std::unique_ptr<optim::Optimizer>(new optim::AdamW(ps, {o.lr, o.beta1, o.beta2, o.eps, o.weight_decay}))
+                                                          : std::unique_ptr<optim::Optimizer>(new optim::Adam(ps, o));
+        for (int s = 0; s < 4; s++) {
+            opt->zero_grad();
+            for (Tensor& p : ps) p.backward((p * p - 0.5f * p).detach());   // g = p^2 - p / 2
+            opt->step();
+        }
+        autograd::set_num_threads(before);
+        std::vector<float> out;
+        for (const Tensor& p : ps) out.insert(out.end(), p.data(), p.data() + p.numel());
+        return out;
+    };
+    for (bool decoupled : {false, true}) {
+        CAPTURE(decoupled);
+        const std::vector<float> plain = train(false, decoupled, 1);
+        CHECK(plain != train(false, !decoupled, 1));   // the weight decay's two forms differ
+        for (int threads : {1, 2}) {
+            CAPTURE(threads);
+            const std::vector<float> fused = train(true, decoupled, threads);
+            REQUIRE(fused.size() == plain.size());
+            CHECK(std::memcmp(fused.data(), plain.data(), plain.size() * sizeof(float)) == 0);
+        }
     }
 }
 

@@ -4,7 +4,6 @@
 #include <cmath>
 #include <limits>
 
-#include "autograd/detail.h"
 #include "autograd/kernels/allocator.h"
 #include "autograd/kernels/gemm_dispatch.h"
 #include "autograd/kernels/parallel.h"
@@ -14,10 +13,8 @@
 namespace autograd::kernels {
 
 // Both passes below ask for the next (b, h) pair's rows (prefetch_rows) while they compute this
-// one's. A head's rows are short and far apart (Dk = 16 floats of each row of D), too scattered
-// for the hardware prefetcher, so without it the products wait for each row in turn: at D = 128,
-// packing a head's keys took 2% of a step, half of it on the loads (bench/RESULTS.md,
-// "Prefetching").
+// one's. A head's rows are short and far apart (Dk floats of each row of D), too scattered for
+// the hardware prefetcher, so without it the products wait for each row in turn.
 
 void attention_forward(float* out, float* P, const float* q, const float* k, const float* v, const uint8_t* allowed,
                        const AttentionDims& d, const DropoutDraws& draws, Precision precision, const int64_t* kv_slot) {
@@ -121,33 +118,6 @@ void attention_backward(GradOut dq, GradOut dk, GradOut dv, const float* dout, c
             if (dk.data) gemm_in(precision, true, false, S, Dk, T, dP.data(), S, q + qo, D, dk.data + ko, D, dk.add);    // dK = dSc^T Q
         }
     });
-}
-
-AttentionResult attention(const Tensor& q, const Tensor& k, const Tensor& v, int64_t heads, const Mask& allowed,
-                          float dropout_p, int64_t keys, const std::vector<int64_t>& kv_slot) {
-    const int64_t B = q.size(0), T = q.size(1), D = q.size(2);
-    const AttentionDims d{B, heads, T, keys, D / heads, k.size(1)};
-    const DropoutDraws drop = draw_dropout(dropout_p);
-    Tensor weights = Tensor::empty({B, heads, T, keys});   // (B, H, T, S)
-    Tensor out = Tensor::empty({B, T, D});                 // (B, T, D)
-    const Precision precision = matmul_precision();        // the backward uses it too
-    attention_forward(out.data(), weights.data(), q.data(), k.data(), v.data(), allowed.data.empty() ? nullptr : allowed.data.data(),
-                      d, drop, precision, kv_slot.empty() ? nullptr : kv_slot.data());
-    if (!kv_slot.empty()) return {out, weights};   // decoding: no graph (see attention.h)
-    record(out, {q, k, v}, "attention", [d, drop, weights, precision](Node& self) {
-        // q, k and v are usually three tensors (three projections), and the kernel writes every
-        // element of their gradients: a gradient that does not exist yet is stored into, not
-        // zeroed first (a pass over all three, on the calling thread). It must add (+=) when two
-        // of them are one tensor (the kernel writes them interleaved, per head) or when k and v
-        // have rows past `keys` (those get nothing, so they must hold zeros).
-        const auto& in = self.parents;
-        const bool store = in[0] != in[1] && in[1] != in[2] && in[0] != in[2] && d.S == d.kv_rows;
-        auto grad = [&](size_t i) { return store ? autograd::detail::parent_grad_to_write(self, i) : GradOut{self.parent_grad(i)}; };
-        const GradOut dq = grad(0), dk = grad(1), dv = grad(2);
-        attention_backward(dq, dk, dv, self.grad.data(), self.parent_data(0), self.parent_data(1), self.parent_data(2),
-                           weights.data(), d, drop, precision);
-    });
-    return {out, weights};
 }
 
 }  // namespace autograd::kernels

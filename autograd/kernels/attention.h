@@ -3,16 +3,14 @@
 // Head h of a token is the slice [h*Dk, (h+1)*Dk) of its D-vector (the (B, T, H, Dk) view of
 // (B, T, D)): each head's matrices are read and written in place through gemm's row stride
 // (lda = D), so splitting into heads and concatenating them back costs no copies and no
-// transposes. nn::scaled_dot_product_attention (nn/attention.cpp) calls kernels::attention, the
-// autograd op around it, when fused kernels are on.
+// transposes. autograd::fused::attention (autograd/fused_ops.cpp) records these two as an
+// autograd op; nn::scaled_dot_product_attention (nn/attention.cpp) calls it when fused kernels are on.
 #pragma once
 #include <cstdint>
-#include <vector>
 
 #include "autograd/kernels/dropout.h"
 #include "autograd/kernels/grad_out.h"
-#include "autograd/mixed_precision.h"
-#include "autograd/tensor.h"
+#include "autograd/kernels/precision.h"
 
 namespace autograd::kernels {
 
@@ -29,7 +27,7 @@ struct AttentionDims {
 // format the two products (Q K^T and P V) read their inputs in; softmax, P and out are fp32.
 // kv_slot (B entries), or nullptr: batch element b reads k and v at slot kv_slot[b], their first
 // index, instead of at b, so k and v may hold fewer (or more) than B sequences: beam search's
-// hypotheses share their sentence's memory keys and values without a copy (models/decoder_cache.h).
+// hypotheses share their sentence's memory keys and values without a copy (models/kv_cache.h).
 void attention_forward(float* out, float* P, const float* q, const float* k, const float* v, const uint8_t* allowed,
                        const AttentionDims& d, const DropoutDraws& drop, Precision precision = Precision::fp32,
                        const int64_t* kv_slot = nullptr);
@@ -41,18 +39,5 @@ void attention_forward(float* out, float* P, const float* q, const float* k, con
 void attention_backward(GradOut dq, GradOut dk, GradOut dv, const float* dout, const float* q, const float* k,
                         const float* v, const float* P, const AttentionDims& d, const DropoutDraws& drop,
                         Precision precision = Precision::fp32);
-
-// The autograd op: q (B, T, D), k and v (B, kv_rows, D), attending to their first `keys` rows;
-// allowed a dense (B, T, keys) mask or empty. Shapes are the caller's to check. Draws dropout's
-// seed when dropout_p > 0; reads matmul_precision() and keeps it for the backward.
-// With kv_slot (B entries, each < k's first size) k and v are (slots, kv_rows, D), read as above;
-// no graph is recorded then (decoding only: the caller refuses it while grad mode is on, as the
-// backward would add several queries' gradients into one slot's rows from different threads).
-struct AttentionResult {
-    Tensor out;       // (B, T, D)
-    Tensor weights;   // (B, H, T, keys), before dropout; no gradient
-};
-AttentionResult attention(const Tensor& q, const Tensor& k, const Tensor& v, int64_t heads, const Mask& allowed,
-                          float dropout_p, int64_t keys, const std::vector<int64_t>& kv_slot = {});
 
 }  // namespace autograd::kernels

@@ -21,10 +21,12 @@ void report_team(int64_t start_ns, const int64_t* arrive_ns, const int64_t* barr
     g_busy_cores.report(end, end - start_ns, team_wait_ns(arrive_ns, barrier_ns, finish_ns, threads));
 }
 
-namespace detail {
+int64_t serial_spells() { return g_busy_cores.serial_spells(); }
+
+namespace test_hooks {
 void set_busy_cores_watch(bool on) { g_watch.store(on, std::memory_order_relaxed); }
 bool busy_cores_watch() { return g_watch.load(std::memory_order_relaxed); }
 BusyCores& busy_cores_state() { return g_busy_cores; }
-}  // namespace detail
+}  // namespace test_hooks
 
 }  // namespace autograd::kernels

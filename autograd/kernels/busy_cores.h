@@ -12,12 +12,12 @@
 // from the first thread's start to the last one's, at the team's barriers inside (the longest
 // any one thread waited there), and from the first thread's finish to the last one's. The teams
 // are judged kWindowMs of regions at a time: when their threads waited more than kBusyShare of
-// that time in two windows in a row, another program has the cores. (On the 2-core machine of
-// docs/15 an idle machine's teams waited 10-13% of their time, for uneven shares and the virtual
-// machine's hiccups; beside one or two busy programs, 62-77%. One busy window alone is mostly a
-// hiccup, a core taken away for a few milliseconds: on the 2-core AVX2 VM of docs/15 that came
-// 1-5 times in a 5-second idle benchmark, and when one window decided, each false alarm sent the
-// kernels to one thread for 50 ms, doubling.) Then for a while every kernel runs on the calling
+// that time in two windows in a row, another program has the cores. (An idle machine's teams wait
+// a small share of their time, for uneven shares and a virtual machine's hiccups; beside busy
+// programs, well over half: bench/RESULTS.md has the measurements behind kBusyShare. One busy
+// window alone is mostly a hiccup, a core taken away for a few milliseconds, which comes now and
+// then on an idle VM; when one window decided, each such false alarm sent the kernels to one
+// thread for a while.) Then for a while every kernel runs on the calling
 // thread alone, as one thread would, and then teams are tried again. The while starts at
 // kFirstBackoffMs and doubles with each decision, up to kMaxBackoffMs; a decision after kForgetMs
 // without one starts over. Being wrong costs little either way: a false alarm on an idle machine
@@ -113,12 +113,8 @@ bool cores_busy();   // kernels ask before they start a team
 // spent barrier_ns in its barriers.
 void report_team(int64_t start_ns, const int64_t* arrive_ns, const int64_t* barrier_ns, const int64_t* finish_ns, int threads);
 
-namespace detail {
-// Tests that check a kernel's threaded path turn the watch off, so that a loaded test machine
-// cannot send them down the serial one; the tests of the policy turn it back on.
-void set_busy_cores_watch(bool on);
-bool busy_cores_watch();
-BusyCores& busy_cores_state();
-}  // namespace detail
+// How many times the kernels were sent to one thread since the process started: a benchmark
+// reports it, since its 2-thread times are then partly 1-thread ones.
+int64_t serial_spells();
 
 }  // namespace autograd::kernels

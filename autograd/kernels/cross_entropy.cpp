@@ -2,10 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <memory>
 #include <vector>
 
-#include "autograd/detail.h"
 #include "autograd/kernels/allocator.h"
 #include "autograd/kernels/parallel.h"
 #include "autograd/kernels/softmax_rows.h"
@@ -65,17 +63,6 @@ void cross_entropy_backward(GradOut dlogits, float dloss, const float* logits, c
             dx[j] = (add ? dx[j] : 0.0f) + g * (std::exp(x[j] - l) - q);
         }
     });
-}
-
-Tensor cross_entropy(const Tensor& logits, const Tokens& targets, int32_t ignore_index, float label_smoothing) {
-    const CrossEntropyDims d{targets.numel(), logits.size(-1), ignore_index, label_smoothing};
-    auto lse = std::make_shared<FloatBuffer>(d.R);   // per row: log-sum-exp, for the backward
-    Tensor loss = Tensor::scalar(cross_entropy_forward(lse->data(), logits.data(), targets.data.data(), d));   // ()
-    record(loss, {logits}, "cross_entropy", [d, lse, targets](Node& self) {
-        cross_entropy_backward(autograd::detail::parent_grad_to_write(self, 0), self.grad[0], self.parent_data(0), lse->data(),
-                               targets.data.data(), d);
-    });
-    return loss;
 }
 
 }  // namespace autograd::kernels

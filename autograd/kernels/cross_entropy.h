@@ -2,13 +2,12 @@
 // targets. With the (smoothed) target distribution of row r
 //     q_j = (1 - eps) [j == target_r] + eps / V        (eps = label_smoothing; eps = 0: one-hot)
 // the loss is the mean over the counted rows (target != ignore_index) of -sum_j q_j log softmax(x_r)_j.
-// nn::cross_entropy (nn/loss.cpp) calls kernels::cross_entropy, the autograd op around it, when
-// fused kernels are on.
+// autograd::fused::cross_entropy (autograd/fused_ops.cpp) records these two as an autograd op;
+// nn::cross_entropy (nn/loss.cpp) calls it when fused kernels are on.
 #pragma once
 #include <cstdint>
 
 #include "autograd/kernels/grad_out.h"
-#include "autograd/tensor.h"
 
 namespace autograd::kernels {
 
@@ -26,9 +25,5 @@ float cross_entropy_forward(float* lse, const float* logits, const int32_t* targ
 // (0 on ignored rows). No data: skipped.
 void cross_entropy_backward(GradOut dlogits, float dloss, const float* logits, const float* lse, const int32_t* targets,
                             const CrossEntropyDims& d);
-
-// The autograd op: logits (..., V), targets (...) -> the loss, shape (). Shapes and target ids
-// are the caller's to check (nn::cross_entropy does).
-Tensor cross_entropy(const Tensor& logits, const Tokens& targets, int32_t ignore_index, float label_smoothing);
 
 }  // namespace autograd::kernels

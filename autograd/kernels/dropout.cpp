@@ -1,8 +1,6 @@
 #include "autograd/kernels/dropout.h"
 
-#include "autograd/detail.h"
 #include "autograd/kernels/parallel.h"
-#include "autograd/ops.h"
 
 namespace autograd::kernels {
 
@@ -29,17 +27,6 @@ void dropout_backward(GradOut dx, const float* dy, int64_t n, const DropoutDraws
     });
 }
 
-Tensor dropout(const Tensor& x, float p) {
-    const DropoutDraws drop = draw_dropout(p);
-    if (!drop.active()) return x;
-    Tensor y = Tensor::empty(x.shape());   // same shape as x
-    dropout_forward(y.data(), x.data(), x.numel(), drop);
-    record(y, {x}, "dropout", [drop](Node& self) {
-        dropout_backward(autograd::detail::parent_grad_to_write(self, 0), self.grad.data(), self.numel(), drop);
-    });
-    return y;
-}
-
 // out[i] = x[i] + y[i] * keep(i) for i in [begin, end), with y[i] * keep(i) rounded to a float
 // before the add, as the separate dropout op rounds it when it stores it. GCC would otherwise
 // fuse the multiply and the add into one multiply-add (rounded once: other bits), even across
@@ -62,40 +49,16 @@ void add_dropout_forward(float* out, const float* x, const float* y, int64_t n, 
                     [=](int64_t begin, int64_t end) { add_dropped(out, x, y, begin, end, d); });
 }
 
-Tensor add_dropout(const Tensor& x, const Tensor& y, float p) {
-    const DropoutDraws drop = draw_dropout(p);
-    if (!drop.active()) return x + y;
-    Tensor out = Tensor::empty(x.shape());   // same shape as x and y
-    add_dropout_forward(out.data(), x.data(), y.data(), x.numel(), drop);
-    record(out, {x, y}, "add_dropout", [drop](Node& self) {
-        // out = x + y * keep: dx = dout, dy = dout * keep. dx is written whole before dy is asked
-        // for (detail.h: x and y may be one tensor, and then dy adds to dx).
-        const float* g = self.grad.data();
-        const int64_t n = self.numel();
-        if (const GradOut dx = autograd::detail::parent_grad_to_write(self, 0); dx.data) {
-            float* gx = dx.data;
-            const bool add = dx.add;
-            parallel_blocks(n, worth_threads(n, kDropoutParallelMin), [=](int64_t begin, int64_t end) {
-                #pragma omp simd
-                for (int64_t i = begin; i < end; i++) gx[i] = (add ? gx[i] : 0.0f) + g[i];
-            });
-        }
-        dropout_backward(autograd::detail::parent_grad_to_write(self, 1), g, n, drop);
-    });
-    return out;
+void add_dropout_backward(GradOut dx, GradOut dy, const float* dout, int64_t n, const DropoutDraws& drop) {
+    // In the forward pass this was out = x + y * keep, so dx = dout and dy = dout * keep.
+    if (float* gx = dx.data) {
+        const bool add = dx.add;
+        parallel_blocks(n, worth_threads(n, kDropoutParallelMin), [=](int64_t begin, int64_t end) {
+            #pragma omp simd
+            for (int64_t i = begin; i < end; i++) gx[i] = (add ? gx[i] : 0.0f) + dout[i];
+        });
+    }
+    dropout_backward(dy, dout, n, drop);
 }
 
 }  // namespace autograd::kernels
-
-namespace autograd {
-
-// The plain path's dropout: the keep factors as a constant tensor (a plain loop over keep(i)),
-// so a layer applies dropout as one elementwise multiply, y = x * factors.
-Tensor dropout_keep(const Shape& shape, float p) {
-    const kernels::DropoutDraws drop = kernels::draw_dropout(p);
-    Tensor keep = Tensor::empty(shape);   // same shape as the tensor it drops
-    for (int64_t i = 0; i < keep.numel(); i++) keep.data()[i] = drop.keep(static_cast<uint64_t>(i));
-    return keep;
-}
-
-}  // namespace autograd

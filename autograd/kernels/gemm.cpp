@@ -102,7 +102,7 @@ using namespace gemm_driver;
 // To re-measure: bench_gemm's small shapes with OMP_NUM_THREADS=1 and 2.
 constexpr double kMinParallelFlops = 2.0e6;
 
-// Tests force the dW products' in-place reading on or off (detail::set_gemm_tn_in_place), so that
+// Tests force the dW products' in-place reading on or off (test_hooks::set_gemm_tn_in_place), so that
 // both ways run on every instruction set; -1 leaves it to Isa::kTransposedAInPlace.
 std::atomic<int> g_tn_in_place{-1};
 template <class Isa>
@@ -128,9 +128,8 @@ thread_local PackBuffer<float> tls_pack_edge;  // this thread's copy of a last, 
 // weights and the attention scores' keys) it is a transpose, and a transpose one float at a time
 // costs several instructions per float (a load from each of W strands, then an insert into the
 // row). With AVX it goes 8 x 8 blocks at a time instead (pack_transposed): 8 vector loads, one
-// from each of 8 strands, 24 shuffles, 8 vector stores. A weight's 32 x 128 sliver: about 800 ->
-// 200 ns on the AVX-512 build, 1100 -> 200 ns on the AVX2 build (bench/RESULTS.md, "Transposes
-// by blocks").
+// from each of 8 strands, 24 shuffles, 8 vector stores: a few times faster than float by float
+// (bench/RESULTS.md, "Transposes by blocks", has the measurements).
 #if defined(__AVX__)
 // Rows r[0..7] of an 8 x 8 block in, its columns out: r[j][i] <- r[i][j]. Three rounds, each
 // pairing up elements of twice the size: single floats, then pairs, then 128-bit halves.
@@ -418,8 +417,8 @@ MicroKernel micro_kernel_for_rows(int rows) {
 // N <= NR and K <= KC, and M at most a few tiles (kNarrowMaxTiles): C is one column of micro-tiles,
 // and each is one micro-kernel call, without the loop nest. These are an attention head's
 // products at short lengths (10 x 10 scores, 10 x 16 outputs), some 23,000 per D = 128 training
-// step; through the loop nest each took 120-200 ns, several times its arithmetic, in bookkeeping
-// (thread grid, row claims, the NR-wide panel) and in copying A one float at a time. On AVX-512
+// step; through the loop nest each took several times its arithmetic in bookkeeping (thread
+// grid, row claims, the NR-wide panel) and in copying A one float at a time. On AVX-512
 // a head's 10 rows are one tile (MR = 12); on AVX2 and the portable kernel (MR = 6) two, on NEON
 // (MR = 8) two. The last tile's kernel computes exactly its rows (micro_kernel_for_rows), so
 // op(A) is always read where it lies, by rows (A) or by columns (A^T). op(B) is copied only when
@@ -501,8 +500,9 @@ const char* gemm_kernel_name(GemmKernel kernel) {
     return "?";
 }
 
-namespace detail {
+namespace test_hooks {
 void set_gemm_tn_in_place(int mode) { g_tn_in_place.store(mode, std::memory_order_relaxed); }
+}  // namespace test_hooks
 
 void gemm_with(GemmKernel kernel, bool trans_a, bool trans_b, int M, int N, int K,
                const float* A, int lda, const float* B, int ldb,
@@ -530,13 +530,12 @@ void gemm_with(GemmKernel kernel, bool trans_a, bool trans_b, int M, int N, int 
     throw std::invalid_argument(std::string("gemm: this build has no ") + gemm_kernel_name(kernel) +
                                 " micro-kernel (compiler flags without its instructions; see make ARCH=...)");
 }
-}  // namespace detail
 
 void gemm(bool trans_a, bool trans_b, int M, int N, int K,
           const float* A, int lda, const float* B, int ldb,
           float* C, int ldc, bool accumulate) {
     static const GemmKernel widest = gemm_kernels().front();
-    detail::gemm_with(widest, trans_a, trans_b, M, N, K, A, lda, B, ldb, C, ldc, accumulate);
+    gemm_with(widest, trans_a, trans_b, M, N, K, A, lda, B, ldb, C, ldc, accumulate);
 }
 
 }  // namespace autograd::kernels

@@ -50,15 +50,10 @@ enum class GemmKernel { avx512, avx2_fma, neon, portable };
 const std::vector<GemmKernel>& gemm_kernels();   // in this build, widest first
 const char* gemm_kernel_name(GemmKernel kernel);  // "AVX2+FMA (6 x 16 tile)"
 
-namespace detail {
-// gemm() through one given micro-kernel (the tests run every one the build contains). Throws
-// std::invalid_argument for a kernel this build does not contain.
+// gemm() through one given micro-kernel (the tests run every one the build contains, and
+// bench_gemm times each). Throws std::invalid_argument for a kernel this build does not contain.
 void gemm_with(GemmKernel kernel, bool trans_a, bool trans_b, int M, int N, int K,
                const float* A, int lda, const float* B, int ldb,
                float* C, int ldc, bool accumulate);
-// For the tests: the dW products (A transposed, B not) read their operands in place (1), pack
-// them (0), or do as the kernel's instruction set says (-1, the default; gemm_micro_kernel.h).
-void set_gemm_tn_in_place(int mode);
-}  // namespace detail
 
 }  // namespace autograd::kernels

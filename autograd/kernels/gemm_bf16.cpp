@@ -115,7 +115,6 @@ std::vector<float> rounded_copy(const float* X, int ld, int rows, int cols) {
 }
 }  // namespace
 
-namespace detail {
 void gemm_bf16_portable(bool trans_a, bool trans_b, int M, int N, int K,
                         const float* A, int lda, const float* B, int ldb,
                         float* C, int ldc, bool accumulate) {
@@ -125,7 +124,6 @@ void gemm_bf16_portable(bool trans_a, bool trans_b, int M, int N, int K,
     const std::vector<float> a = rounded_copy(A, lda, a_rows, a_cols), b = rounded_copy(B, ldb, b_rows, b_cols);
     gemm(trans_a, trans_b, M, N, K, a.data(), std::max(a_cols, 1), b.data(), std::max(b_cols, 1), C, ldc, accumulate);
 }
-}  // namespace detail
 
 // ----------------------------------------------------------------------------------------------
 // the fast path
@@ -355,7 +353,7 @@ void gemm_bf16(bool trans_a, bool trans_b, int M, int N, int K,
         return;
     }
 #endif
-    detail::gemm_bf16_portable(trans_a, trans_b, M, N, K, A, lda, B, ldb, C, ldc, accumulate);
+    gemm_bf16_portable(trans_a, trans_b, M, N, K, A, lda, B, ldb, C, ldc, accumulate);
 }
 
 // ----------------------------------------------------------------------------------------------

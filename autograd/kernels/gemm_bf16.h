@@ -77,11 +77,9 @@ void gemm_bf16_reference(bool trans_a, bool trans_b, int M, int N, int K,
                          const float* A, int lda, const float* B, int ldb,
                          float* C, int ldc, bool accumulate);
 
-namespace detail {
 // The portable path (round copies, then gemm()), callable on any CPU so tests cover it too.
 void gemm_bf16_portable(bool trans_a, bool trans_b, int M, int N, int K,
                         const float* A, int lda, const float* B, int ldb,
                         float* C, int ldc, bool accumulate);
-}  // namespace detail
 
 }  // namespace autograd::kernels

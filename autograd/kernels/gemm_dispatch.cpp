@@ -1,6 +1,7 @@
 #include "autograd/kernels/gemm_dispatch.h"
 
 #include <algorithm>
+#include <atomic>
 
 #include "autograd/kernels/gemm.h"
 #include "autograd/kernels/gemm_bf16.h"
@@ -20,6 +21,8 @@ void gemm_in(Precision precision, const GemmCall& g) {
 }
 
 namespace {
+std::atomic<int64_t> g_pairs_side_by_side{0};   // how many pairs ran one product per thread (tests/hooks.h)
+
 double flops(const GemmCall& g) { return 2.0 * g.M * g.N * g.K; }
 
 // The floats a (rows x cols) matrix with leading dimension ld occupies, [begin, end).
@@ -56,7 +59,7 @@ void gemm_pair_in(Precision precision, const GemmCall& first, const GemmCall& se
     // (gemm_driver::use_threads); run_team times the pair for busy_cores.h like any GEMM team.
     gemm_driver::run_team([&](int nt, int tid) {
         if (nt == 2) {
-            if (tid == 0) detail::gemm_pairs_side_by_side.fetch_add(1, std::memory_order_relaxed);
+            if (tid == 0) g_pairs_side_by_side.fetch_add(1, std::memory_order_relaxed);
             gemm_in(precision, tid == 0 ? first : second);
             if (tid == 0 && then) then();   // inside the region: any loop in it runs on this thread
         } else {   // the runtime gave one thread after all
@@ -66,5 +69,9 @@ void gemm_pair_in(Precision precision, const GemmCall& first, const GemmCall& se
         }
     });
 }
+
+namespace test_hooks {
+int64_t gemm_pairs_side_by_side() { return g_pairs_side_by_side.load(std::memory_order_relaxed); }
+}  // namespace test_hooks
 
 }  // namespace autograd::kernels

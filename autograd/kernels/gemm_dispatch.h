@@ -4,15 +4,14 @@
 //   bf16 -> gemm_bf16()  (gemm_bf16.h: inputs rounded to bfloat16, fp32 accumulation)
 //
 // Every product that mixed precision may change calls this: autograd::matmul (the plain path)
-// and the fused linear and attention kernels. The precision is read once, where the op is
-// recorded (autograd::matmul_precision()), and kept for its backward.
+// and the fused linear and attention kernels. The op that calls it reads the precision once,
+// where it is recorded (autograd::matmul_precision()), and keeps it for its backward.
 #pragma once
-#include <atomic>
 #include <cstdint>
 #include <functional>
 
 #include "autograd/kernels/gemm.h"
-#include "autograd/mixed_precision.h"
+#include "autograd/kernels/precision.h"
 
 namespace autograd::kernels {
 
@@ -32,13 +31,8 @@ void gemm_in(Precision precision, const GemmCall& g);   // the same, its argumen
 // same bits either way: a product's sums do not depend on the thread that computes them.
 // `then`, if given, is more work that touches neither product's output (the bias gradient): side
 // by side, the first product's thread does it after its product, while the other thread is still
-// on the second (dW is the slower of the two, 10-25% on the AVX2 machine); else it runs last.
+// on the second (dW, which packs both of its operands, is the slower of the two); else it runs last.
 void gemm_pair_in(Precision precision, const GemmCall& first, const GemmCall& second,
                   const std::function<void()>& then = {});
-
-namespace detail {
-// Test hook: how many pairs gemm_pair_in has run side by side, one product per thread.
-inline std::atomic<int64_t> gemm_pairs_side_by_side{0};
-}  // namespace detail
 
 }  // namespace autograd::kernels

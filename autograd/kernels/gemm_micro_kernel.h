@@ -83,8 +83,8 @@ struct Avx512 {
     static constexpr const char* name = "AVX-512";
     using V = __m512;
     static constexpr int kLanes = 16, MR = 12, NR = 32;
-    static constexpr int KC = 512, MC = 192, NC = 4096;   // tuned on a Zen 5 core: 48 KB L1d, 1 MB L2
-    static constexpr bool kTransposedAInPlace = true;     // there: 1.3x on the D = 128 dW products
+    static constexpr int KC = 512, MC = 192, NC = 4096;   // tuned for a 48 KB L1d, 1 MB L2
+    static constexpr bool kTransposedAInPlace = true;     // the D = 128 dW products were faster so
     static V zero() { return _mm512_setzero_ps(); }
     static V load(const float* p) { return _mm512_loadu_ps(p); }
     static void store(float* p, V x) { _mm512_storeu_ps(p, x); }
@@ -102,9 +102,9 @@ struct Avx2Fma {
     static constexpr const char* name = "AVX2+FMA";
     using V = __m256;
     static constexpr int kLanes = 8, MR = 6, NR = 16;
-    static constexpr int KC = 512, MC = 192, NC = 4096;   // on a Zen 3 core (32 KB L1d): none of
-                                                          // KC 256-768, MC 96-288 was faster
-    static constexpr bool kTransposedAInPlace = false;    // on that core, in place was 1.1-2x slower
+    static constexpr int KC = 512, MC = 192, NC = 4096;   // for a 32 KB L1d: no KC in 256-768 or
+                                                          // MC in 96-288 was faster
+    static constexpr bool kTransposedAInPlace = false;    // in place was slower (no masked loads)
     static V zero() { return _mm256_setzero_ps(); }
     static V load(const float* p) { return _mm256_loadu_ps(p); }
     static void store(float* p, V x) { _mm256_storeu_ps(p, x); }

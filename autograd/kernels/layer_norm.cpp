@@ -1,9 +1,7 @@
 #include "autograd/kernels/layer_norm.h"
 
 #include <cmath>
-#include <memory>
 
-#include "autograd/detail.h"
 #include "autograd/kernels/allocator.h"
 #include "autograd/kernels/parallel.h"
 
@@ -64,23 +62,6 @@ void layer_norm_backward(GradOut dx, GradOut dgain, GradOut dbias, const float* 
                 sum[1][i - i0] += dy[r * C + i];                             // dbias: dy
             }
         });
-}
-
-Tensor layer_norm(const Tensor& x, const Tensor& gain, const Tensor& bias, float eps) {
-    const int64_t C = x.size(-1);
-    const LayerNormDims d{x.numel() / C, C};
-    Tensor y = Tensor::empty(x.shape());                              // (..., C)
-    auto stats = std::make_shared<FloatBuffer>(2 * d.R);             // per row: mean, then 1/std
-    float *mean = stats->data(), *rstd = mean + d.R;
-    layer_norm_forward(y.data(), mean, rstd, x.data(), gain.data(), bias.data(), d, eps);
-    record(y, {x, gain, bias}, "layer_norm", [d, stats](Node& self) {
-        const float *mean = stats->data(), *rstd = mean + d.R;
-        // dx in the order the kernel writes it, first (autograd/detail.h); gain and bias add
-        const GradOut dx = autograd::detail::parent_grad_to_write(self, 0);
-        const GradOut dgain{self.parent_grad(1)}, dbias{self.parent_grad(2)};
-        layer_norm_backward(dx, dgain, dbias, self.grad.data(), self.parent_data(0), mean, rstd, self.parent_data(1), d);
-    });
-    return y;
 }
 
 }  // namespace autograd::kernels

@@ -1,13 +1,12 @@
 // The LayerNorm kernel, over the last dim of x seen as (R, C):
 //     y = (x - mean) / sqrt(var + eps) * gain + bias,   var the biased variance (divide by C)
 // One pass per row forward and one backward, instead of the seven primitive ops the formula
-// records. nn::layer_norm (nn/layer_norm.cpp) calls kernels::layer_norm, the autograd op around
-// it, when fused kernels are on.
+// records. autograd::fused::layer_norm (autograd/fused_ops.cpp) records these two as an autograd
+// op; nn::layer_norm (nn/layer_norm.cpp) calls it when fused kernels are on.
 #pragma once
 #include <cstdint>
 
 #include "autograd/kernels/grad_out.h"
-#include "autograd/tensor.h"
 
 namespace autograd::kernels {
 
@@ -24,8 +23,5 @@ void layer_norm_forward(float* y, float* mean, float* rstd, const float* x, cons
 // data is skipped. Writes dx completely first, then dgain and dbias.
 void layer_norm_backward(GradOut dx, GradOut dgain, GradOut dbias, const float* dy, const float* x, const float* mean,
                          const float* rstd, const float* gain, const LayerNormDims& d);
-
-// The autograd op: x (..., C), gain and bias (C,) -> y (..., C). Shapes are the caller's to check.
-Tensor layer_norm(const Tensor& x, const Tensor& gain, const Tensor& bias, float eps);
 
 }  // namespace autograd::kernels

@@ -2,8 +2,6 @@
 
 #include <algorithm>
 
-#include "autograd/detail.h"
-#include "autograd/frozen_weights.h"
 #include "autograd/kernels/allocator.h"
 #include "autograd/kernels/gemm_dispatch.h"
 #include "autograd/kernels/parallel.h"
@@ -74,31 +72,6 @@ void linear_backward(GradOut dx, GradOut dw, GradOut db, const float* dy, const 
     if (dx.data) gemm_in(precision, dx_gemm);
     if (dw.data) gemm_in(precision, dw_gemm);
     if (db.data) bias_gradient();
-}
-
-Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b, bool relu, float dropout_p) {
-    const int64_t in = w.size(1), out = w.size(0);
-    const LinearDims d{x.numel() / std::max<int64_t>(in, 1), in, out};
-    const DropoutDraws drop = draw_dropout(dropout_p);
-    Shape ys = x.shape();
-    ys.back() = out;
-    Tensor y = Tensor::empty(ys);                                   // (..., out)
-    const Precision precision = matmul_precision();                  // the backward uses it too
-    // decoding (a FrozenWeightsGuard): W^T packed once for all calls, not once per call
-    const PackedBf16B* packed_w_t = precision == Precision::bf16 ? autograd::detail::frozen_bf16_weight_t(w) : nullptr;
-    linear_forward(y.data(), x.data(), w.data(), b.defined() ? b.data() : nullptr, d, relu, drop, precision, packed_w_t);
-
-    std::vector<Tensor> inputs = {x, w};
-    if (b.defined()) inputs.push_back(b);
-    const char* name = relu ? (drop.active() ? "linear_relu_dropout" : "linear_relu") : (drop.active() ? "linear_dropout" : "linear");
-    record(y, inputs, name, [d, relu, drop, precision](Node& self) {
-        // dx, dW, db in the order the kernel writes them (autograd/detail.h says why that matters)
-        const GradOut dx = autograd::detail::parent_grad_to_write(self, 0), dw = autograd::detail::parent_grad_to_write(self, 1),
-                      db = self.parents.size() > 2 ? autograd::detail::parent_grad_to_write(self, 2) : GradOut{};
-        linear_backward(dx, dw, db, self.grad.data(), self.parent_data(0), self.parent_data(1), self.data->data(), d, relu,
-                        drop, precision);
-    });
-    return y;
 }
 
 }  // namespace autograd::kernels

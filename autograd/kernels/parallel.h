@@ -14,7 +14,6 @@
 // Everything here also compiles without OpenMP (make OPENMP=0): the pragmas are then ignored and
 // every loop runs on the calling thread, with the same results (each sum has one fixed order).
 #pragma once
-#include <atomic>
 #include <cstdint>
 
 #include "autograd/kernels/allocator.h"
@@ -34,35 +33,24 @@ inline constexpr int64_t kDropoutParallelMin = int64_t{1} << 16;       // dropou
 inline constexpr int64_t kAttentionParallelMin = int64_t{1} << 14;     // attention: B * H * T * S * Dk multiply-adds
 inline constexpr int64_t kOptimizerParallelMin = int64_t{1} << 15;     // Adam/SGD update of one parameter
 
-namespace detail {
-// Test hook: how many parallel regions the kernels have opened with their threaded path on. A
-// test reads it before and after a call to see that the call took the threaded path. Without
-// OpenMP it stays 0 (worth_threads is always false there).
-inline std::atomic<int64_t> threaded_regions{0};
-}  // namespace detail
-
 // Is a loop over `work` elements worth a thread team? The first argument of the loops below:
 //     parallel_for(R, worth_threads(R * C, kSoftmaxParallelMin), [=](int64_t r) { ...row r... });
 // While another program keeps the cores busy (busy_cores.h), no loop is: one thread does it all.
 // Nor is one inside another region (a shard's of data_parallel.h, gemm_pair_in's), where no new
-// team can start. Without OpenMP, never (max_active_levels() is 0).
-inline bool worth_threads(int64_t work, int64_t min_work) {
-    if (work <= min_work || active_level() >= max_active_levels() || cores_busy()) return false;
-    detail::threaded_regions.fetch_add(1, std::memory_order_relaxed);
-    return true;
-}
+// team can start. Without OpenMP, never (max_active_levels() is 0). (parallel.cpp)
+bool worth_threads(int64_t work, int64_t min_work);
 
 // ---- the loops: a team when `threaded`, else a plain loop on the calling thread
 //
 // Why not `#pragma omp parallel for if (threaded)`: a region whose `if` is false still starts a
-// team of one thread. In libgomp that costs 1.3 us, and 2.5 us inside another thread's region (a
-// new team, and a futex system call at its end; measured on the 2-core VM), more than many of
-// these loops take: a D = 128 training step ran some 370 such regions per shard.
+// team of one thread. In libgomp that costs a microsecond or more (inside another thread's region,
+// a new team and a futex system call at its end), more than many of these loops take, and a
+// D = 128 training step runs hundreds of such loops per shard.
 //
 // The body is a lambda; give it its values by copy ([=]), and each thread of a team works on its
 // own copy of it (`local` below). Then the compiler knows that no store of the loop changes a
 // captured scale or pointer, keeps them in registers and vectorizes; reached by reference they
-// may be changed by any store to a float, and a ReLU mask loop ran 10x slower.
+// may be changed by any store to a float, and a ReLU mask loop did not vectorize.
 
 // Thread t's block of [0, n) when `team` threads split it: [n t / team, n (t + 1) / team).
 struct Block { int64_t begin, end; };
@@ -94,7 +82,7 @@ template <class Body>
 // body(begin, end) once per thread, for its block [begin, end) of [0, n); body(0, n) without a
 // team. For a loop the compiler should vectorize: the caller writes it, `#pragma omp simd` on
 // top, in the body. (An `omp simd` loop around body(i) did not vectorize: GCC 12 left a
-// dropout mask loop scalar, with a branch per element, 10x slower.)
+// dropout mask loop scalar, with a branch per element.)
 template <class Body>
 void parallel_blocks(int64_t n, [[maybe_unused]] bool threaded, Body body) {
 #ifdef _OPENMP

@@ -35,8 +35,9 @@ inline void prefetch_rows(const float* p, int64_t rows, int64_t width, int64_t s
 // body(c, c_end) for the chunks [c, c_end) of [begin, end), 64 elements each, in order; before
 // each chunk, the lines of every array 128 elements ahead are asked for (those of the
 // chunk after next), where they are still inside [begin, end). For a pass over several arrays
-// that is bound by memory (Adam: 0.50 -> 0.39 ms a step at D = 128; 256 ahead did as well, 1,024
-// and 2,048 worse). body's loop over a whole chunk vectorizes as the plain loop would.
+// that is bound by memory (Adam's update, adam.cpp: farther ahead did no better, and much farther
+// worse; bench/RESULTS.md, "Prefetching"). body's loop over a whole chunk vectorizes as the plain
+// loop would.
 // `read` are only read, `written` read and written.
 template <class Body>
 void in_chunks_fetching_ahead(int64_t begin, int64_t end, std::initializer_list<const float*> read,

@@ -3,7 +3,7 @@
 #include <cstdio>
 #include <fstream>
 
-#include "autograd/kernels/allocator.h"
+#include "autograd/runtime.h"
 
 namespace common {
 
@@ -27,13 +27,13 @@ std::string megabytes(double bytes) {
 
 void MemoryReport::phase(const std::string& name, const std::string& details) const {
     if (!on_) return;
-    const autograd::kernels::MemoryStats m = autograd::kernels::memory_stats();
+    const double live = static_cast<double>(autograd::tensor_bytes_live()), peak = static_cast<double>(autograd::tensor_bytes_peak());
     std::printf("memory %s: tensors %s live, %s peak | RSS %s, peak RSS %s%s%s\n", name.c_str(),
-                megabytes(static_cast<double>(m.live_bytes)).c_str(), megabytes(static_cast<double>(m.peak_live_bytes)).c_str(),
+                megabytes(live).c_str(), megabytes(peak).c_str(),
                 megabytes(proc_status_bytes("VmRSS")).c_str(), megabytes(proc_status_bytes("VmHWM")).c_str(),
                 details.empty() ? "" : " | ", details.c_str());
     std::fflush(stdout);
-    autograd::kernels::reset_peak_memory();
+    autograd::reset_peak_memory();
 }
 
 }  // namespace common

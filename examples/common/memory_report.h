@@ -4,7 +4,7 @@
 //   memory.phase("data", "text 12.3 MB, ids 4.5 MB");
 //   // memory data: tensors 0.0 MB live, 0.0 MB peak | RSS 61.2 MB, peak RSS 75.0 MB | text 12.3 MB, ids 4.5 MB
 //
-// "tensors" are the blocks of autograd's allocator (autograd/kernels/allocator.h): live now, and
+// "tensors" are the blocks of autograd's allocator (autograd/runtime.h): live now, and
 // the most that was live since the last phase line. RSS and peak RSS are the process's resident
 // memory now and at its most so far (Linux: /proc/self/status; elsewhere they read 0). Peak RSS
 // minus the tensors' peak is everything else: the corpus, the C library's heap and its unused

@@ -4,10 +4,7 @@
 #include <cstdio>
 #include <stdexcept>
 
-#include "autograd/fused_kernels.h"
-#include "autograd/kernels/gemm_bf16.h"
-#include "autograd/kernels/threads.h"
-#include "autograd/mixed_precision.h"
+#include "autograd/autograd.h"
 
 namespace common {
 
@@ -38,8 +35,8 @@ void apply_training_flags(const ArgParser& p, const TrainingFlags& t) {
     } catch (const std::invalid_argument& e) {
         p.fail(e.what());
     }
-    if (t.threads > 0) autograd::kernels::set_max_threads(t.threads);
-    if (t.bf16 && !autograd::kernels::bf16_dot_supported())
+    if (t.threads > 0) autograd::set_num_threads(t.threads);
+    if (t.bf16 && !autograd::bf16_products_native())
         p.fail("--bf16 needs a CPU with AVX512_BF16 (vdpbf16ps), and this one has none");
 }
 
@@ -53,7 +50,7 @@ std::string describe(const models::TransformerConfig& cfg) {
 }
 
 std::string describe_compute(int shards) {
-    return std::to_string(autograd::kernels::max_threads()) + " threads, " + std::to_string(shards) +
+    return std::to_string(autograd::num_threads()) + " threads, " + std::to_string(shards) +
            (shards == 1 ? " shard" : " shards") + " | kernels: " +
            (autograd::fused_kernels_enabled() ? "fused" : "plain autograd ops (--reference)");
 }

@@ -8,6 +8,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "examples/common/memory_report.h"
 #include "examples/data/tokenizer.h"
 #include "examples/data/toy_grammar.h"
 
@@ -252,6 +253,25 @@ models::Batch make_batch(const std::vector<Example>& examples, const std::vector
         tgt.push_back(examples[i].tgt);
     }
     return models::make_batch(models::pad_rows(src, Vocab::PAD), models::pad_rows(tgt, Vocab::PAD), Vocab::PAD);
+}
+
+std::string corpus_bytes(const TranslationData& d, const std::vector<std::vector<size_t>>& batches) {
+    auto text = [](const std::vector<Pair>& pairs) {
+        double bytes = static_cast<double>(pairs.capacity() * sizeof(Pair));
+        for (const Pair& p : pairs)
+            for (const std::string* s : {&p.src, &p.tgt})
+                if (s->capacity() > 15) bytes += static_cast<double>(s->capacity() + 1);   // longer than the inline buffer
+        return bytes;
+    };
+    auto ids = [](const std::vector<Example>& examples) {
+        double bytes = static_cast<double>(examples.capacity() * sizeof(Example));
+        for (const Example& e : examples) bytes += static_cast<double>((e.src.capacity() + e.tgt.capacity()) * sizeof(int32_t));
+        return bytes;
+    };
+    double batch_bytes = static_cast<double>(batches.capacity() * sizeof(batches[0]));
+    for (const auto& b : batches) batch_bytes += static_cast<double>(b.capacity() * sizeof(size_t));
+    return "text " + common::megabytes(text(d.text.train) + text(d.text.valid) + text(d.text.test)) + ", ids " +
+           common::megabytes(ids(d.train) + ids(d.valid)) + ", batches " + common::megabytes(batch_bytes);
 }
 
 }  // namespace data

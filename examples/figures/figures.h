@@ -1,6 +1,6 @@
 // The figures of docs/, one function per figure. Each draws its figure from the code it shows
 // (the masks from models::padding_mask, the graph from the recorded Node::parents, the bits from
-// kernels::bf16_bits, ...) and writes it as SVG with examples/common/svg.h. make_figures.cpp calls
+// autograd::round_to_bf16, ...) and writes it as SVG with examples/common/svg.h. make_figures.cpp calls
 // them; `make figures` runs it (and the example runs that draw the loss curves and heatmaps).
 #pragma once
 #include <string>
@@ -20,8 +20,7 @@ void noam_schedule(const std::string& path);         // docs/12: the examples' l
 void copy_attention(const std::string& model_path, const std::string& path);
 void beam_tree(const std::string& model_path, const std::string& sentence, const std::string& path);
 
-// Part II, engineering
-void gemm_tile(const std::string& path);             // docs/15: GEMM's cache blocks and register tile
+// Part II, engineering (docs/15's GEMM blocking: bench_gemm --tile-picture)
 void bf16_bits(const std::string& path);             // docs/16: fp32 and bf16 bit layouts
 
 // Prints "wrote PATH".
