@@ -18,6 +18,7 @@ Tensor exp(const Tensor& a);
 Tensor log(const Tensor& a);
 Tensor sqrt(const Tensor& a);
 Tensor tanh(const Tensor& a);
+Tensor sigmoid(const Tensor& a);       // 1 / (1 + e^-a), without overflow for any a
 Tensor relu(const Tensor& a);
 Tensor gelu(const Tensor& a);          // exact form x * Phi(x), as torch.nn.GELU()
 // Where mask is true the output is `value` (and the gradient is zero); mask broadcasts to a.

@@ -177,6 +177,18 @@ Tensor tanh(const Tensor& a) {
     return unary_op(a, "tanh", [](float x) { return std::tanh(x); }, [](float, float y) { return 1.0f - y * y; });
 }
 
+// y = sigmoid(a) = 1 / (1 + e^-a): dy/da = e^-a / (1 + e^-a)^2 = y (1 - y), from the output alone.
+// The value from e = e^-|a|, which is in (0, 1] for every a, so no exp overflows: for a >= 0,
+// 1 / (1 + e); for a < 0, e / (1 + e) (the same fraction multiplied through by e^a).
+Tensor sigmoid(const Tensor& a) {
+    return unary_op(a, "sigmoid",
+                    [](float x) {
+                        const float e = std::exp(-std::fabs(x));
+                        return x >= 0.0f ? 1.0f / (1.0f + e) : e / (1.0f + e);
+                    },
+                    [](float, float y) { return y * (1.0f - y); });
+}
+
 // y = max(a, 0): dy/da = 1 where a > 0, else 0
 Tensor relu(const Tensor& a) {
     return unary_op(a, "relu", [](float x) { return x > 0.0f ? x : 0.0f; },

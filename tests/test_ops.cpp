@@ -122,6 +122,11 @@ TEST_CASE("elementwise scalar and unary ops") {
     CHECK_GRAD([](V x) { return log(x[0]); }, param({2, 3}, 0.5f, 2.0f));
     CHECK_GRAD([](V x) { return sqrt(x[0]); }, param({2, 3}, 0.5f, 2.0f));
     CHECK_GRAD([](V x) { return tanh(x[0]); }, param({2, 3}));
+    CHECK_GRAD([](V x) { return sigmoid(x[0]); }, param({2, 3}, -4.0f, 4.0f));
+    // large |x|: the derivative y (1 - y) is small but not zero at +-9, and 0 (not NaN) at +-150, where e^-150 underflows
+    // (forward values up to 1e30: "unary forward values"; gradcheck's steps vanish there, x +- 0.02 = x)
+    Tensor big = Tensor::from_vector({-9.0f, 9.0f, -20.0f, 20.0f, -90.0f, 90.0f, -150.0f, 150.0f}, {8}).requires_grad_();
+    CHECK_GRAD([](V x) { return sigmoid(x[0]); }, big);
     CHECK_GRAD([](V x) { return gelu(x[0]); }, param({4, 6}, -3.0f, 3.0f));   // enough points to tell tanh-GELU's derivative apart
     // relu has a kink at 0: keep the inputs away from it
     Tensor r = Tensor::from_vector({-1.5f, -0.3f, 0.2f, 0.9f, 2.0f, -2.0f}, {2, 3}).requires_grad_();
@@ -131,6 +136,17 @@ TEST_CASE("elementwise scalar and unary ops") {
 TEST_CASE("unary forward values") {
     const Tensor x = Tensor::from_vector({-1.0f, 0.0f, 1.0f}, {3});
     CHECK(relu(x).to_vector() == std::vector<float>{0, 0, 1});
+    // torch.sigmoid(torch.tensor([-1., 0., 1.])) = [0.2689, 0.5000, 0.7311]; 1 / (1 + e^-x) by hand
+    CHECK(sigmoid(x).data()[0] == doctest::Approx(1.0 / (1.0 + std::exp(1.0))).epsilon(1e-6));
+    CHECK(sigmoid(x).data()[1] == 0.5f);
+    CHECK(sigmoid(x).data()[2] == doctest::Approx(1.0 / (1.0 + std::exp(-1.0))).epsilon(1e-6));
+    // no overflow at any size: e^-|x| <= 1, so 0 and 1 at the far ends, never NaN or inf
+    const Tensor far = sigmoid(Tensor::from_vector({-1e30f, -100.0f, 100.0f, 1e30f, -std::numeric_limits<float>::infinity()}, {5}));
+    CHECK(far.data()[0] == 0.0f);
+    CHECK((far.data()[1] > 0.0f && far.data()[1] < 1e-43f));   // e^-100 = 3.7e-44, a subnormal float: e / (1 + e) keeps it
+    CHECK(far.data()[2] == 1.0f);
+    CHECK(far.data()[3] == 1.0f);
+    CHECK(far.data()[4] == 0.0f);
     // torch.nn.functional.gelu(torch.tensor([-1., 0., 1.])) = [-0.1587, 0.0000, 0.8413]
     CHECK(gelu(x).data()[0] == doctest::Approx(-0.158655));
     CHECK(gelu(x).data()[2] == doctest::Approx(0.841345));
@@ -343,6 +359,7 @@ TEST_CASE("every op's backward adds into an existing gradient instead of overwri
         {"exp", [](V x) { return exp(x[0]); }},        {"log", [](V x) { return log(x[0]); }},
         {"sqrt", [](V x) { return sqrt(x[0]); }},      {"tanh", [](V x) { return tanh(x[0]); }},
         {"relu", [](V x) { return relu(x[0]); }},      {"gelu", [](V x) { return gelu(x[0]); }},
+        {"sigmoid", [](V x) { return sigmoid(x[0]); }},
         {"sum", [](V x) { return sum(x[0]); }},        {"sum dim", [](V x) { return sum(x[0], 1); }},
         {"mean", [](V x) { return mean(x[0]); }},      {"mean dim", [](V x) { return mean(x[0], 0, true); }},
         {"max", [](V x) { return max(x[0]); }},        {"max dim", [](V x) { return max(x[0], 1); }},
