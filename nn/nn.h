@@ -10,4 +10,5 @@
 #include "nn/loss.h"
 #include "nn/module.h"
 #include "nn/positional_encoding.h"
+#include "nn/recurrent.h"
 #include "nn/serialization.h"
