@@ -5,15 +5,21 @@
 //     the reverse direction is a forward layer on the reversed sequence; 2 layers are two layers
 //     of 1; a padded batch gives each row what it gets alone; dropout acts between layers, in
 //     training only
+//   - against PyTorch: torch.nn.GRU and torch.nn.LSTM (tests/reference/make_rnn_reference.py):
+//     outputs, final states and every gradient
 //   - parameter names, shapes and init as PyTorch's; errors that name the layer and the shapes
-// Sizes are odd and all different (B 3, T 5, I 7, Hd 2: 2Hd 4, 3Hd 6, 4Hd 8), so a mixed-up dim
-// cannot hide behind an equal one.
+// Sizes are all different (B 3, T 5, I 7, Hd 2: 2Hd 4, 3Hd 6, 4Hd 8; the PyTorch fixtures'
+// B 4, T 5, I 7, Hd 3), so a mixed-up dim cannot hide behind an equal one.
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <set>
 #include <string>
 #include <type_traits>
 
+#include "autograd/io/json.h"
 #include "nn/nn.h"
 #include "tests/compare.h"
 #include "tests/gradcheck_helpers.h"
@@ -402,4 +408,112 @@ TEST_CASE("recurrent errors name the layer or step and the shapes") {
     const nn::LSTMCell lcell(4, 3);
     CHECK_THROWS_WITH_AS(nn::lstm_step(Tensor::zeros({2, 12}), {Tensor::zeros({2, 3}), Tensor()}, lcell.weight_hh, lcell.bias_hh),
                          doctest::Contains("lstm_step: gi (2, 12), h (2, 3), c (undefined)"), std::invalid_argument);
+}
+
+// ------------------------------------------------------------------------------------------------
+// against PyTorch
+
+namespace {
+
+namespace io = autograd::io;
+
+// Tolerance: |C++ - PyTorch| <= kRelTol * max(|PyTorch|, kFloor), element by element. The
+// reference is float64 from float32 inputs, so the difference is the C++ float32 rounding alone.
+// Measured worst (GRU / LSTM; fused kernels on and off give the same): outputs, final states and
+// loss 1.1e-6 / 1.5e-6, gradients 1.1e-5 / 6.0e-6. PyTorch's own float32 run of the same layers
+// is as far from its float64 one: 1.1e-6 / 2.9e-6 and 1.1e-5 / 4.4e-6 (make_rnn_reference.py
+// prints it), and its worst GRU element is ours: a gradient of 1.2e-3 summed from terms ~100x
+// larger, off by 1.05e-7 in both. Such sums are why the floor is 1e-2 (77 of the GRU's 602
+// gradients are below it; the largest is 5.1): below it the 1e-4 is taken relative to 1e-2, an
+// absolute 1e-6. A wrong convention (gate order, where the reset gate goes, which step a padded
+// row starts from) moves values by 1e-2 and more.
+constexpr double kRelTol = 1e-4;
+constexpr double kFloor = 1e-2;
+
+struct Worst {
+    double err = -1.0;
+    std::string what;
+    int64_t index = -1;
+    float got = 0.0f, want = 0.0f;
+    std::string describe() const {
+        char s[320];
+        std::snprintf(s, sizeof s, "worst: %s, flat index %lld: C++ %.9g, PyTorch %.9g (relative error %.3g, tolerance %g)",
+                      what.c_str(), (long long)index, got, want, err, kRelTol);
+        return s;
+    }
+};
+
+const io::TensorRecord& record(const io::SafetensorsFile& f, const std::string& name) {
+    const io::TensorRecord* r = f.find(name);
+    if (!r) throw std::runtime_error("reference fixture has no tensor '" + name + "'");
+    return *r;
+}
+Tensor fixture(const io::SafetensorsFile& f, const std::string& name) {
+    return Tensor::from_vector(io::as_f32(record(f, name)), record(f, name).shape);
+}
+
+void compare(const std::string& what, const Tensor& got, const io::SafetensorsFile& f, const std::string& name, Worst& worst) {
+    REQUIRE_MESSAGE(got.defined(), what << " is undefined");
+    REQUIRE(got.shape() == record(f, name).shape);
+    const std::vector<float> want = io::as_f32(record(f, name));
+    for (size_t i = 0; i < want.size(); i++) {
+        const double err = std::fabs(static_cast<double>(got.data()[i]) - want[i]) / std::max<double>(std::fabs(want[i]), kFloor);
+        if (!(err <= worst.err)) worst = {err, what, static_cast<int64_t>(i), got.data()[i], want[i]};   // a NaN is the worst
+    }
+}
+
+template <class Layer>
+void check_against_pytorch(const std::string& path) {
+    constexpr bool lstm = std::is_same_v<Layer, nn::LSTM>;
+    REQUIRE_MESSAGE(std::filesystem::exists(path), path << " not found: run the suite from the repo root (make test)");
+    const io::SafetensorsFile f = io::load_safetensors(path);
+    const io::json::Value config = io::json::parse(f.metadata.at("config"));
+    auto size = [&](const char* key) { return static_cast<int64_t>(config.find(key)->as_number()); };
+    Layer layer({.input_size = size("input_size"), .hidden_size = size("hidden_size"), .num_layers = size("num_layers"),
+                 .bidirectional = config.find("bidirectional")->as_bool()});
+    nn::load_parameters(layer, f, path, /*allow_unexpected=*/true);   // by torch's names; the file holds more than weights
+    std::set<std::string> ours, theirs;   // and torch's layer has no parameter ours lacks
+    for (const auto& [name, p] : layer.named_parameters()) ours.insert(name);
+    for (const io::TensorRecord& r : f.tensors)   // grad.<parameter>, besides grad.input, grad.h0, grad.c0
+        if (r.name.rfind("grad.", 0) == 0 && r.name != "grad.input" && r.name != "grad.h0" && r.name != "grad.c0")
+            theirs.insert(r.name.substr(5));
+    REQUIRE(ours == theirs);
+
+    std::vector<int64_t> lengths;
+    for (int32_t n : io::as_i32(record(f, "lengths"))) lengths.push_back(n);
+    Tensor x = fixture(f, "input").requires_grad_();   // (B, T, I)
+    Tensor h0 = fixture(f, "h0").requires_grad_();     // (L*dirs, B, Hd)
+    Tensor c0 = lstm ? fixture(f, "c0").requires_grad_() : Tensor();
+
+    for (bool fused : {true, false}) {   // nn::linear's fused kernel and its plain form
+        CAPTURE(fused);
+        FusedKernelsGuard guard(fused);
+        layer.zero_grad();
+        x.zero_grad();
+        h0.zero_grad();
+        if (lstm) c0.zero_grad();
+        const nn::RecurrentOutput r = forward(layer, x, lengths, h0, c0);
+        Tensor loss = sum(r.output * fixture(f, "cotangent.output")) + sum(r.h_n * fixture(f, "cotangent.h_n"));
+        if (lstm) loss = loss + sum(r.c_n * fixture(f, "cotangent.c_n"));
+        loss.backward();
+
+        Worst values, grads;
+        compare("output", r.output, f, "output", values);
+        compare("h_n", r.h_n, f, "h_n", values);
+        if (lstm) compare("c_n", r.c_n, f, "c_n", values);
+        compare("loss", loss, f, "loss", values);
+        for (const auto& [name, p] : layer.named_parameters()) compare("grad of " + name, p.grad(), f, "grad." + name, grads);
+        compare("grad of the input", x.grad(), f, "grad.input", grads);
+        compare("grad of h0", h0.grad(), f, "grad.h0", grads);
+        if (lstm) compare("grad of c0", c0.grad(), f, "grad.c0", grads);
+        CHECK_MESSAGE(values.err <= kRelTol, "values differ from PyTorch: " << values.describe());
+        CHECK_MESSAGE(grads.err <= kRelTol, "gradients differ from PyTorch: " << grads.describe());
+    }
+}
+
+}  // namespace
+
+TEST_CASE("reference: nn::GRU and nn::LSTM match torch.nn.GRU and torch.nn.LSTM (2 layers, bidirectional, packed padding)") {
+    SUBCASE("GRU") { check_against_pytorch<nn::GRU>("tests/reference/gru_reference.safetensors"); }
+    SUBCASE("LSTM") { check_against_pytorch<nn::LSTM>("tests/reference/lstm_reference.safetensors"); }
 }
