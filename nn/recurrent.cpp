@@ -207,7 +207,7 @@ RNNBase::Pass RNNBase::run_direction(const Tensor& input, const CellWeights& w, 
         const Tensor& m = real[t];                                          // (B, 1): 1 real, 0 padding
         state.h = where_real(m, next.h, state.h);                           // (B, Hd)
         if (kind == CellKind::lstm) state.c = where_real(m, next.c, state.c);   // (B, Hd)
-        out[t] = m * next.h;                                                // (B, Hd)
+        out[t] = m * next.h;                                                // (B, Hd): 0 at padding
     }
     return {stack(out, 1), state};   // (B, T, Hd), and the state after the last step read
 }
