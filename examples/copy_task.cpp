@@ -139,7 +139,9 @@ void evaluate(models::Transformer& model, const Options& o) {
 // --load: the saved model's exact match (or, with --decode, its outputs for a file); no training.
 int use_checkpoint(Options o) {
     const common::SavedModel saved = common::load_saved_model(o.load);
-    models::Transformer& model = *saved.model;
+    auto* transformer = dynamic_cast<models::Transformer*>(saved.model.get());
+    if (!transformer) throw std::runtime_error("'" + o.load + "' holds a model of kind " + models::model_kind(*saved.model) + "; copy_task's are Transformers");
+    models::Transformer& model = *transformer;
     if (!o.decode.empty()) {
         eval::decode_file(model, o.decode);
         return 0;

@@ -199,7 +199,7 @@ void report_test(models::Transformer& model, const data::TranslationData& d, con
 // line. The attention (--attention) is drawn for the first sentence.
 int translate_with_checkpoint(const Options& o) {
     const common::SavedModel saved = common::load_saved_model(o.load);
-    models::Transformer& model = *saved.model;
+    models::Seq2Seq& model = *saved.model;
     const data::TextCodec codec = data::read_codec(saved.metadata, o.load);
     std::vector<std::string> lines;   // --translate first, then every line of standard input
     if (!o.translate.empty()) lines.push_back(o.translate);

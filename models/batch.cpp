@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <stdexcept>
 
-#include "models/transformer.h"
 
 namespace models {
 
@@ -66,6 +65,32 @@ Tokens pad_rows(const std::vector<std::vector<int32_t>>& rows, int32_t pad) {
     Tokens out = Tokens::full({B, static_cast<int64_t>(L)}, pad);   // (B, L)
     for (size_t r = 0; r < rows.size(); r++) std::copy(rows[r].begin(), rows[r].end(), out.data.begin() + r * L);
     return out;
+}
+
+// ---------------------------------------------------------------- masks
+
+Mask padding_mask(const Tokens& ids, int32_t pad) {
+    if (ids.dim() != 2) throw std::invalid_argument("padding_mask: ids must be (B, S), got " + shape_str(ids.shape));
+    Mask m = Mask::full({ids.size(0), 1, ids.size(1)}, 0);   // (B, 1, S)
+    for (int64_t i = 0; i < ids.numel(); i++) m[i] = ids[i] != pad;
+    return m;
+}
+
+Mask subsequent_mask(int64_t T) {
+    Mask m = Mask::full({1, T, T}, 0);   // (1, T, T), lower triangular
+    for (int64_t t = 0; t < T; t++)
+        for (int64_t s = 0; s <= t; s++) m[t * T + s] = 1;
+    return m;
+}
+
+Mask target_mask(const Tokens& tgt, int32_t pad) {
+    if (tgt.dim() != 2) throw std::invalid_argument("target_mask: tgt must be (B, T), got " + shape_str(tgt.shape));
+    const int64_t B = tgt.size(0), T = tgt.size(1);
+    Mask m = Mask::full({B, T, T}, 0);   // (B, T, T)
+    for (int64_t b = 0; b < B; b++)
+        for (int64_t t = 0; t < T; t++)
+            for (int64_t s = 0; s <= t; s++) m[(b * T + t) * T + s] = tgt[b * T + s] != pad;
+    return m;
 }
 
 }  // namespace models

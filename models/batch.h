@@ -41,4 +41,9 @@ std::vector<Batch> split_batch(const Batch& b, int parts);
 // Rows of any lengths -> (B, longest row), each row padded on the right with `pad`.
 Tokens pad_rows(const std::vector<std::vector<int32_t>>& rows, int32_t pad);
 
+// ---- masks (true = may attend) ----
+Mask padding_mask(const Tokens& ids, int32_t pad);        // ids (B, S) -> (B, 1, S): key s is not padding
+Mask subsequent_mask(int64_t T);                          // (1, T, T): position t sees positions 0..t
+Mask target_mask(const Tokens& tgt, int32_t pad);         // (B, T, T): not padding and not in the future
+
 }  // namespace models

@@ -83,6 +83,56 @@ TransformerConfig config_from_json(const json::Value& v) {
     return c;
 }
 
+json::Value config_to_json(const RNNSeq2SeqConfig& c) {
+    const char* cell = c.cell == nn::CellKind::gru ? "gru" : c.cell == nn::CellKind::lstm ? "lstm" : "rnn";
+    return json::Object{{"src_vocab", c.src_vocab}, {"tgt_vocab", c.tgt_vocab}, {"embed", c.embed},
+                        {"hidden", c.hidden},       {"layers", c.layers},       {"cell", cell},
+                        {"bidirectional", c.bidirectional}, {"attention", c.attention ? nn::score_name(c.score) : "none"},
+                        {"context", c.context == Context::initial_state ? "initial_state" : "every_step"},
+                        {"reverse_source", c.reverse_source}, {"dropout", shortest(c.dropout)}};
+}
+
+RNNSeq2SeqConfig rnn_config_from_json(const json::Value& v) {
+    reject_unknown_keys(v, {"src_vocab", "tgt_vocab", "embed", "hidden", "layers", "cell", "bidirectional", "attention", "context",
+                            "reverse_source", "dropout"});
+    RNNSeq2SeqConfig c;
+    c.src_vocab = read_key(v, "src_vocab", integer_from_json);
+    c.tgt_vocab = read_key(v, "tgt_vocab", integer_from_json);
+    c.embed = read_key(v, "embed", integer_from_json);
+    c.hidden = read_key(v, "hidden", integer_from_json);
+    c.layers = read_key(v, "layers", integer_from_json);
+    c.cell = read_key(v, "cell", [](const json::Value& x) { return nn::cell_kind_from_name(x.as_string()); });
+    c.bidirectional = read_key(v, "bidirectional", as_bool);
+    const std::string attention = read_key(v, "attention", [](const json::Value& x) { return x.as_string(); });
+    c.attention = attention != "none";
+    if (c.attention) c.score = nn::score_from_name(attention);
+    c.context = read_key(v, "context", [](const json::Value& x) { return context_from_name(x.as_string()); });
+    c.reverse_source = read_key(v, "reverse_source", as_bool);
+    c.dropout = static_cast<float>(read_key(v, "dropout", as_number));
+    c.validate();
+    return c;
+}
+
+// ---------------------------------------------------------------- any model
+
+std::unique_ptr<Seq2Seq> model_from_metadata(const nn::Metadata& metadata, const std::string& file) {
+    // checkpoints written before the recurrent models have no "model": they hold a Transformer
+    const std::string kind = metadata.count("model") ? read_metadata(metadata, "model", file, [](const json::Value& v) {
+        return v.as_string();
+    }) : "transformer";
+    if (kind == "transformer") return std::make_unique<Transformer>(read_metadata(metadata, "config", file, config_from_json));
+    if (kind == "rnn") return std::make_unique<RNNSeq2Seq>(read_metadata(metadata, "config", file, rnn_config_from_json));
+    throw std::runtime_error("'" + file + "': metadata 'model' is '" + kind + "', not a model this program knows (transformer, rnn)");
+}
+
+json::Object model_to_metadata(const Seq2Seq& model) {
+    if (const auto* t = dynamic_cast<const Transformer*>(&model)) return {{"model", "transformer"}, {"config", config_to_json(t->cfg)}};
+    if (const auto* r = dynamic_cast<const RNNSeq2Seq*>(&model)) return {{"model", "rnn"}, {"config", config_to_json(r->cfg)}};
+    throw std::logic_error("model_to_metadata: a model of a kind checkpoints do not know");
+}
+
+const char* model_kind(const Seq2Seq& model) { return dynamic_cast<const RNNSeq2Seq*>(&model) ? "rnn" : "transformer"; }
+
 // ---------------------------------------------------------------- a random generator's state
 
 json::Value rng_to_json(const autograd::Rng& rng) {

@@ -21,6 +21,7 @@
 
 #include "autograd/io/json.h"
 #include "autograd/random.h"
+#include "models/rnn_seq2seq.h"
 #include "models/transformer.h"
 #include "nn/serialization.h"
 
@@ -34,6 +35,20 @@ json::Value config_to_json(const TransformerConfig& cfg);
 // Needs every key above and no other; validates. Throws std::runtime_error naming the key:
 // "missing key 'd_model'", "'layers' must be an integer, got 2.5", "unknown key 'dropuot'".
 TransformerConfig config_from_json(const json::Value& v);
+
+// {"src_vocab": 11, "tgt_vocab": 11, "embed": 64, "hidden": 128, "layers": 1, "cell": "gru",
+//  "bidirectional": true, "attention": "additive" (or "none", "dot", "cosine"),
+//  "context": "initial_state" (or "every_step"), "reverse_source": false, "dropout": 0.1}
+json::Value config_to_json(const RNNSeq2SeqConfig& cfg);
+RNNSeq2SeqConfig rnn_config_from_json(const json::Value& v);   // every key needed; validates
+
+// Any model a checkpoint may hold: metadata "model" names its kind ("transformer", "rnn"; a file
+// without it holds a Transformer) and "config" its config. model_from_metadata builds the model
+// (its parameters are then read with nn::load_parameters); model_to_metadata gives the two
+// entries for a model; model_kind its name.
+std::unique_ptr<Seq2Seq> model_from_metadata(const nn::Metadata& metadata, const std::string& file);
+json::Object model_to_metadata(const Seq2Seq& model);
+const char* model_kind(const Seq2Seq& model);
 
 // {"state": ["s0", "s1", "s2", "s3"], "spare": 0.5, "has_spare": false}: the generator's four
 // 64-bit words as decimal strings (a JSON number is a double, exact only up to 2^53) and its

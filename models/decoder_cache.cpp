@@ -1,8 +1,11 @@
 #include "models/decoder_cache.h"
 
 #include <algorithm>
+#include <memory>
 #include <stdexcept>
 #include <string>
+
+#include "models/batch.h"
 
 namespace models {
 
@@ -162,6 +165,69 @@ Tensor decode_step(Transformer& model, DecoderCache& cache, const Tokens& tokens
     const Tensor out = model.decode(cache.memory, cache.src_mask, tokens, Mask(), &cache);   // (n, 1, D)
     cache.memory = Tensor();   // every layer's src_attn cache holds its keys and values now
     return out.reshape({n, D});                                                            // (n, D)
+}
+
+// ---------------------------------------------------------------- the Transformer's decoding
+
+namespace {
+
+// The Transformer's rows being decoded (models/seq2seq.h), in either of its two ways: the one
+// place where they differ.
+class TransformerRows : public NextTokens {
+public:
+    // memory (n, S, D) from Transformer::encode, src_mask (n, 1, S); the rows start empty, at
+    // most max_positions tokens are appended to each, and there are at most max_rows rows at once.
+    TransformerRows(Transformer& model, const Tensor& memory, const Mask& src_mask, int64_t max_positions, int64_t max_rows,
+                    bool kv_cache, int64_t* positions)
+        : model_(model), kv_cache_(kv_cache), positions_(positions), memory_(memory), src_mask_(src_mask),
+          prefixes_(memory.size(0)) {
+        if (kv_cache) cache_ = start_decoder_cache(model, memory, src_mask, max_positions, max_rows);
+    }
+
+    // Appends tokens (n, 1) to the rows -> log p(next token | row so far, src) (n, V).
+    Tensor append(const Tokens& tokens) override {
+        if (kv_cache_) {
+            if (positions_) *positions_ += tokens.size(0);                                        // one per row
+            return model_.generator->log_probs(decode_step(model_, cache_, tokens));              // (n, V)
+        }
+        // recomputing: the decoder over the whole prefix, of which the last position is kept
+        for (size_t i = 0; i < prefixes_.size(); i++) prefixes_[i].push_back(tokens[static_cast<int64_t>(i)]);
+        const Tokens ys = pad_rows(prefixes_, 0);                                                 // (n, t)
+        const int64_t n = ys.size(0), t = ys.size(1);
+        if (positions_) *positions_ += n * t;                                                     // t per row
+        const Tensor out = model_.decode(memory_, src_mask_, ys, subsequent_mask(t));             // (n, t, D)
+        const Tensor last = autograd::narrow(out, 1, t - 1, 1).reshape({n, model_.cfg.d_model});  // (n, D)
+        return model_.generator->log_probs(last);                                                 // (n, V)
+    }
+
+    // Row i continues row from[i] (beam search keeping other hypotheses); rows may repeat or go.
+    void reorder(const std::vector<int64_t>& from) override {
+        if (kv_cache_) return cache_.reorder(from);   // no copy of the memory's keys and values
+        // recomputing, the reference: the memory's rows are gathered with the hypotheses, as plain as it gets
+        const Tokens ids(std::vector<int32_t>(from.begin(), from.end()), {static_cast<int64_t>(from.size())});
+        src_mask_ = select_mask_rows(src_mask_, from);                                            // (n', 1, S)
+        memory_ = autograd::index_select(memory_, 0, ids);                                        // (n', S, D)
+        std::vector<std::vector<int32_t>> prefixes;
+        for (int64_t i : from) prefixes.push_back(prefixes_[i]);
+        prefixes_ = std::move(prefixes);
+    }
+
+private:
+    Transformer& model_;
+    bool kv_cache_;
+    int64_t* positions_;                              // the work done, when the caller counts it
+    DecoderCache cache_;                              // cached: keys and values of every layer
+    Tensor memory_;                                   // recomputing: (n, S, D), and its mask (n, 1, S)
+    Mask src_mask_;
+    std::vector<std::vector<int32_t>> prefixes_;      // recomputing: every row's tokens so far
+};
+
+}  // namespace
+
+std::unique_ptr<NextTokens> Transformer::start_decoding(const Tokens& src, const Mask& src_mask, const DecodingSetup& setup) {
+    const int64_t rows = setup.max_rows < 0 ? src.size(0) : setup.max_rows;
+    return std::make_unique<TransformerRows>(*this, encode(src, src_mask), src_mask, setup.max_positions, rows, setup.kv_cache,
+                                             setup.positions);
 }
 
 }  // namespace models

@@ -155,30 +155,4 @@ Tensor Transformer::logits(const Tokens& src, const Tokens& tgt, const Mask& src
     return generator->logits(decode(encode(src, src_mask), src_mask, tgt, tgt_mask));   // (B, T, V)
 }
 
-// ---------------------------------------------------------------- masks
-
-Mask padding_mask(const Tokens& ids, int32_t pad) {
-    if (ids.dim() != 2) throw std::invalid_argument("padding_mask: ids must be (B, S), got " + shape_str(ids.shape));
-    Mask m = Mask::full({ids.size(0), 1, ids.size(1)}, 0);   // (B, 1, S)
-    for (int64_t i = 0; i < ids.numel(); i++) m[i] = ids[i] != pad;
-    return m;
-}
-
-Mask subsequent_mask(int64_t T) {
-    Mask m = Mask::full({1, T, T}, 0);   // (1, T, T), lower triangular
-    for (int64_t t = 0; t < T; t++)
-        for (int64_t s = 0; s <= t; s++) m[t * T + s] = 1;
-    return m;
-}
-
-Mask target_mask(const Tokens& tgt, int32_t pad) {
-    if (tgt.dim() != 2) throw std::invalid_argument("target_mask: tgt must be (B, T), got " + shape_str(tgt.shape));
-    const int64_t B = tgt.size(0), T = tgt.size(1);
-    Mask m = Mask::full({B, T, T}, 0);   // (B, T, T)
-    for (int64_t b = 0; b < B; b++)
-        for (int64_t t = 0; t < T; t++)
-            for (int64_t s = 0; s <= t; s++) m[(b * T + t) * T + s] = tgt[b * T + s] != pad;
-    return m;
-}
-
 }  // namespace models

@@ -8,6 +8,8 @@
 #include <functional>
 #include <memory>
 
+#include "models/batch.h"   // the masks: padding_mask, subsequent_mask, target_mask
+#include "models/seq2seq.h"
 #include "nn/nn.h"
 
 namespace models {
@@ -106,7 +108,7 @@ public:
     std::shared_ptr<nn::Linear> proj;
 };
 
-class Transformer : public nn::Module {
+class Transformer : public Seq2Seq {
 public:
     explicit Transformer(const TransformerConfig& cfg);
     Tensor encode(const Tokens& src, const Mask& src_mask);                                      // (B, S, D)
@@ -115,7 +117,11 @@ public:
                   DecoderCache* cache = nullptr);   // (B, T, D)
     // The whole model for training: logits (B, T, V). Train with nn::cross_entropy, which fuses
     // the generator's log-softmax into the loss (the same value as nll_loss of log_probs).
-    Tensor logits(const Tokens& src, const Tokens& tgt, const Mask& src_mask, const Mask& tgt_mask);
+    Tensor logits(const Tokens& src, const Tokens& tgt, const Mask& src_mask, const Mask& tgt_mask) override;
+    // Decoding, one position per step with the key/value cache or recomputing the prefix
+    // (setup.kv_cache; models/decoder_cache.h).
+    std::unique_ptr<NextTokens> start_decoding(const Tokens& src, const Mask& src_mask, const DecodingSetup& setup) override;
+    int64_t tgt_vocab() const override { return cfg.tgt_vocab; }
 
     TransformerConfig cfg;
     std::shared_ptr<Embeddings> src_embed, tgt_embed;
@@ -124,10 +130,5 @@ public:
     std::shared_ptr<Decoder> decoder;
     std::shared_ptr<Generator> generator;
 };
-
-// ---- masks (true = may attend) ----
-Mask padding_mask(const Tokens& ids, int32_t pad);        // ids (B, S) -> (B, 1, S): key s is not padding
-Mask subsequent_mask(int64_t T);                          // (1, T, T): position t sees positions 0..t
-Mask target_mask(const Tokens& tgt, int32_t pad);         // (B, T, T): not padding and not in the future
 
 }  // namespace models

@@ -12,3 +12,4 @@
 #include "nn/positional_encoding.h"
 #include "nn/recurrent.h"
 #include "nn/serialization.h"
+#include "nn/soft_attention.h"

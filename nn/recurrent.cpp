@@ -88,6 +88,13 @@ void check_initial(const Tensor& s0, const char* what, const Shape& want, const 
 
 }  // namespace
 
+CellKind cell_kind_from_name(const std::string& name) {
+    if (name == "gru") return CellKind::gru;
+    if (name == "lstm") return CellKind::lstm;
+    if (name == "rnn") return CellKind::rnn_tanh;
+    throw std::invalid_argument("unknown recurrent cell '" + name + "' (gru, lstm or rnn)");
+}
+
 // ---------------------------------------------------------------- one step of each cell
 
 Tensor rnn_tanh_step(const Tensor& gi, const Tensor& h, const Tensor& weight_hh, const Tensor& bias_hh) {

@@ -14,6 +14,7 @@
 // in one weight (1 for the tanh RNN, 3 for the GRU, 4 for the LSTM), L layers.
 #pragma once
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "nn/module.h"
@@ -118,6 +119,8 @@ struct RecurrentOutput {
 };
 
 enum class CellKind { rnn_tanh, gru, lstm };
+// "gru", "lstm", "rnn" (the tanh RNN); throws std::invalid_argument listing them for any other name.
+CellKind cell_kind_from_name(const std::string& name);
 
 // One cell's four parameters inside a layer: handles to the tensors named_parameters() lists.
 struct CellWeights {

@@ -30,7 +30,7 @@ std::string join(const Tokens& t, int64_t row) {
 }
 
 // src (n, L) -> outputs (n, L): greedy or beam search, the n sequences in one batch.
-Tokens decode(models::Transformer& model, const Tokens& src, int beam, bool kv_cache, int64_t* positions = nullptr) {
+Tokens decode(models::Seq2Seq& model, const Tokens& src, int beam, bool kv_cache, int64_t* positions = nullptr) {
     const int64_t n = src.size(0), L = src.size(1);
     const autograd::Mask mask = models::padding_mask(src, COPY_PAD);
     if (beam == 0) return models::greedy_decode(model, src, mask, {.max_len = L, .bos = COPY_START, .kv_cache = kv_cache, .positions = positions});
@@ -43,7 +43,7 @@ Tokens decode(models::Transformer& model, const Tokens& src, int beam, bool kv_c
 
 }  // namespace
 
-ExactMatch exact_match(models::Transformer& model, autograd::Rng& rng, int64_t V, int64_t L, int count, int beam, bool kv_cache) {
+ExactMatch exact_match(models::Seq2Seq& model, autograd::Rng& rng, int64_t V, int64_t L, int count, int beam, bool kv_cache) {
     model.eval();
     ExactMatch r;
     r.kv_cache = kv_cache;
@@ -77,7 +77,7 @@ void print_exact_match(const ExactMatch& r, int beam) {
                 (long long)r.decoder_positions, r.kv_cache ? "key/value cache" : "recomputing the prefix: --no-kv-cache");
 }
 
-void decode_file(models::Transformer& model, const std::string& path) {
+void decode_file(models::Seq2Seq& model, const std::string& path) {
     std::ifstream in(path);
     if (!in) throw std::runtime_error("cannot read '" + path + "'");
     model.eval();

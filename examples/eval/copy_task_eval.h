@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "autograd/random.h"
-#include "models/transformer.h"
+#include "models/seq2seq.h"
 
 namespace eval {
 
@@ -22,7 +22,7 @@ struct ExactMatch {
 // Greedy (beam == 0) or beam-search decoding of `count` fresh (count, L) sequences of symbols
 // 1..V-1 drawn from rng, in batches; a sequence counts when the output equals its input exactly.
 // kv_cache = false decodes by recomputing the whole prefix every step (models/decoding.h).
-ExactMatch exact_match(models::Transformer& model, autograd::Rng& rng, int64_t V, int64_t L, int count, int beam,
+ExactMatch exact_match(models::Seq2Seq& model, autograd::Rng& rng, int64_t V, int64_t L, int count, int beam,
                        bool kv_cache = true);
 
 // "examples (greedy decoding): src/out pairs, mistakes, exact match: 998/1000 (99.8%)", and the
@@ -31,6 +31,6 @@ void print_exact_match(const ExactMatch& r, int beam);
 
 // Greedy-decode each line of `path` (source ids separated by spaces) and print only the outputs,
 // one line each. Throws std::runtime_error naming the file and line of a malformed line.
-void decode_file(models::Transformer& model, const std::string& path);
+void decode_file(models::Seq2Seq& model, const std::string& path);
 
 }  // namespace eval

@@ -8,6 +8,8 @@
 #include "examples/common/svg.h"
 #include "examples/data/tokenizer.h"
 #include "models/decoding.h"
+#include "models/rnn_seq2seq.h"
+#include "models/transformer.h"
 #include "nn/nn.h"
 
 namespace eval {
@@ -17,7 +19,7 @@ using autograd::Tensor;
 using autograd::Tokens;
 using data::Vocab;
 
-double mean_loss(models::Transformer& model, const std::vector<data::Example>& examples, int batch, int batch_tokens) {
+double mean_loss(models::Seq2Seq& model, const std::vector<data::Example>& examples, int batch, int batch_tokens) {
     autograd::NoGradGuard no_grad;
     model.eval();
     double total = 0.0;
@@ -32,7 +34,7 @@ double mean_loss(models::Transformer& model, const std::vector<data::Example>& e
     return tokens ? total / tokens : 0.0;
 }
 
-std::vector<std::vector<int32_t>> translate_ids(models::Transformer& model, const std::vector<std::vector<int32_t>>& srcs,
+std::vector<std::vector<int32_t>> translate_ids(models::Seq2Seq& model, const std::vector<std::vector<int32_t>>& srcs,
                                                 int beam, int64_t max_len, bool kv_cache, int64_t* positions) {
     model.eval();
     std::vector<std::vector<int32_t>> out(srcs.size());
@@ -66,43 +68,54 @@ std::vector<std::vector<int32_t>> translate_ids(models::Transformer& model, cons
 
 namespace {
 
-// One teacher-forced pass over the chosen output refreshes every decoder layer's src_attn
-// weights; they go to `path` as one heatmap per (layer, head), and the last layer's mean over
-// heads to stderr. Rows are the output tokens (row t: the token predicted there), columns the
-// source tokens.
-void draw_attention(models::Transformer& model, const data::TextCodec& codec, const std::string& text,
+// One teacher-forced pass over the chosen output refreshes the model's attention weights: a
+// Transformer's src_attn of every decoder layer, one heatmap per (layer, head), the last layer's
+// mean over heads to stderr; a recurrent model's soft attention, one heatmap. Rows are the output
+// tokens (row t: the token predicted there), columns the source tokens.
+void draw_attention(models::Seq2Seq& model, const data::TextCodec& codec, const std::string& text,
                     const std::vector<int32_t>& src_ids, const std::vector<int32_t>& out, const std::string& path) {
     autograd::NoGradGuard no_grad;
     const int64_t S = static_cast<int64_t>(src_ids.size()), T = static_cast<int64_t>(out.size()) - 1;
     const Tokens src(src_ids, {1, S}), ys(std::vector<int32_t>(out.begin(), out.end() - 1), {1, T});
     const Mask src_mask = models::padding_mask(src, Vocab::PAD);
-    model.decode(model.encode(src, src_mask), src_mask, ys, models::subsequent_mask(T));
+    model.logits(src, ys, src_mask, models::subsequent_mask(T));
     std::vector<std::string> cols, rows;
     for (int32_t id : src_ids) cols.push_back(codec.src_vocab.token(id));
     for (int64_t t = 1; t <= T; t++) rows.push_back(codec.tgt_vocab.token(out[t]));
     std::vector<common::Heatmap> maps;
-    common::Heatmap mean_last{"last layer, mean over heads", rows, cols, std::vector<float>(T * S, 0.0f)};
-    const auto& layers = *model.decoder->layers;
-    const int64_t H = layers[0].src_attn->heads;
-    for (size_t l = 0; l < layers.size(); l++) {
-        const Tensor& w = layers[l].src_attn->last_attention;   // (1, H, T, S)
-        for (int64_t h = 0; h < H; h++) {
-            common::Heatmap m{"layer " + std::to_string(l + 1) + ", head " + std::to_string(h + 1), rows, cols, {}};
-            m.values.assign(w.data() + h * T * S, w.data() + (h + 1) * T * S);
-            if (l + 1 == layers.size())
-                for (int64_t i = 0; i < T * S; i++) mean_last.values[i] += m.values[i] / static_cast<float>(H);
-            maps.push_back(std::move(m));
+    common::Heatmap shown{"last layer, mean over heads", rows, cols, std::vector<float>(T * S, 0.0f)};
+    int64_t H = 1;
+    std::string what;
+    if (auto* rnn = dynamic_cast<models::RNNSeq2Seq*>(&model)) {
+        if (!rnn->attention) throw std::runtime_error("--attention: this model has no attention to draw (" + rnn->cfg.describe() + ")");
+        shown.title = std::string(nn::score_name(rnn->cfg.score)) + " attention";
+        shown.values = rnn->last_attention.to_vector();   // (1, T, S)
+        maps.push_back(shown);
+        what = "1 heatmap";
+    } else {
+        auto& transformer = dynamic_cast<models::Transformer&>(model);
+        const auto& layers = *transformer.decoder->layers;
+        H = layers[0].src_attn->heads;
+        for (size_t l = 0; l < layers.size(); l++) {
+            const Tensor& w = layers[l].src_attn->last_attention;   // (1, H, T, S)
+            for (int64_t h = 0; h < H; h++) {
+                common::Heatmap m{"layer " + std::to_string(l + 1) + ", head " + std::to_string(h + 1), rows, cols, {}};
+                m.values.assign(w.data() + h * T * S, w.data() + (h + 1) * T * S);
+                if (l + 1 == layers.size())
+                    for (int64_t i = 0; i < T * S; i++) shown.values[i] += m.values[i] / static_cast<float>(H);
+                maps.push_back(std::move(m));
+            }
         }
+        what = std::to_string(maps.size()) + " heatmaps: " + std::to_string(layers.size()) + " layers x " + std::to_string(H) + " heads";
     }
     common::write_heatmaps(path, "Encoder-decoder attention: \"" + text + "\"", maps, static_cast<int>(H));
-    std::fprintf(stderr, "%s", common::terminal_heatmap(mean_last, isatty(2)).c_str());
-    std::fprintf(stderr, "wrote %s (%zu heatmaps: %zu layers x %lld heads)\n", path.c_str(), maps.size(), layers.size(),
-                 (long long)H);
+    std::fprintf(stderr, "%s", common::terminal_heatmap(shown, isatty(2)).c_str());
+    std::fprintf(stderr, "wrote %s (%s)\n", path.c_str(), what.c_str());
 }
 
 }  // namespace
 
-std::vector<std::string> translate(models::Transformer& model, const data::TextCodec& codec, const std::vector<std::string>& texts,
+std::vector<std::string> translate(models::Seq2Seq& model, const data::TextCodec& codec, const std::vector<std::string>& texts,
                                    int beam, bool kv_cache, const std::string& attention_svg, int64_t* positions) {
     std::vector<std::vector<int32_t>> srcs;
     for (const std::string& text : texts) srcs.push_back(codec.encode_source(codec.tokenize(text)));
@@ -113,7 +126,7 @@ std::vector<std::string> translate(models::Transformer& model, const data::TextC
     return translations;
 }
 
-Score score(models::Transformer& model, const data::TextCodec& codec, const std::vector<data::Pair>& pairs, int beam,
+Score score(models::Seq2Seq& model, const data::TextCodec& codec, const std::vector<data::Pair>& pairs, int beam,
             bool bleu_lowercase, bool kv_cache) {
     std::vector<std::vector<int32_t>> srcs;
     std::vector<std::string> refs;

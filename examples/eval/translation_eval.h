@@ -7,26 +7,26 @@
 
 #include "examples/data/bleu.h"
 #include "examples/data/translation_data.h"
-#include "models/transformer.h"
+#include "models/seq2seq.h"
 
 namespace eval {
 
 // Mean cross-entropy per target token (no label smoothing) over `examples`, in eval mode, in
 // batches of similar length: of about batch_tokens tokens, or (batch_tokens 0) of `batch` pairs.
-double mean_loss(models::Transformer& model, const std::vector<data::Example>& examples, int batch, int batch_tokens = 0);
+double mean_loss(models::Seq2Seq& model, const std::vector<data::Example>& examples, int batch, int batch_tokens = 0);
 
 // Source id sequences -> output id sequences (<bos> ... [<eos>]), at most max_len ids each, in
 // the input order: greedy (beam == 0) or beam search, in batches of sentences of similar length.
 // kv_cache = false decodes by recomputing the whole prefix every step (models/decoding.h); with
 // `positions`, the decoder's work is added to it (the positions it ran, models/decoding.h).
-std::vector<std::vector<int32_t>> translate_ids(models::Transformer& model, const std::vector<std::vector<int32_t>>& srcs,
+std::vector<std::vector<int32_t>> translate_ids(models::Seq2Seq& model, const std::vector<std::vector<int32_t>>& srcs,
                                                 int beam, int64_t max_len, bool kv_cache = true, int64_t* positions = nullptr);
 
 // Sentences, text to text, translated in batches as translate_ids does. With an attention_svg
 // path, also draws the encoder-decoder attention of every layer and head while the model writes
 // the first translation: all of them to that SVG file, and the last layer's mean over heads on
 // stderr (in colour on a terminal).
-std::vector<std::string> translate(models::Transformer& model, const data::TextCodec& codec, const std::vector<std::string>& texts,
+std::vector<std::string> translate(models::Seq2Seq& model, const data::TextCodec& codec, const std::vector<std::string>& texts,
                                    int beam, bool kv_cache = true, const std::string& attention_svg = "",
                                    int64_t* positions = nullptr);
 
@@ -40,7 +40,7 @@ struct Score {
 // BLEU as sacreBLEU computes it: hypotheses (detokenized model output) against the references as
 // written in the data, case-sensitive unless bleu_lowercase. Exact match compares the same 13a
 // token sequences, so it does not depend on spacing either.
-Score score(models::Transformer& model, const data::TextCodec& codec, const std::vector<data::Pair>& pairs, int beam,
+Score score(models::Seq2Seq& model, const data::TextCodec& codec, const std::vector<data::Pair>& pairs, int beam,
             bool bleu_lowercase, bool kv_cache = true);
 
 }  // namespace eval

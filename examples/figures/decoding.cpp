@@ -29,7 +29,7 @@ namespace figures {
 // (output position t reads source position t + 1, the symbol it must write next).
 void copy_attention(const std::string& model_path, const std::string& path) {
     const common::SavedModel saved = common::load_saved_model(model_path);
-    models::Transformer& model = *saved.model;
+    models::Transformer& model = dynamic_cast<models::Transformer&>(*saved.model);   // the copy task's Transformer
     model.eval();
     autograd::NoGradGuard no_grad;
     const std::vector<int32_t> seq = {1, 3, 7, 2, 9, 4, 4, 8, 5, 6};   // the start symbol 1, then 9 symbols
@@ -77,7 +77,7 @@ struct TreeNode {
 
 void beam_tree(const std::string& model_path, const std::string& sentence, const std::string& path) {
     const common::SavedModel saved = common::load_saved_model(model_path);
-    models::Transformer& model = *saved.model;
+    models::Transformer& model = dynamic_cast<models::Transformer&>(*saved.model);   // the translation example's Transformer
     const data::TextCodec codec = data::read_codec(saved.metadata, model_path);
     model.eval();
     autograd::NoGradGuard no_grad;

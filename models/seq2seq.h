@@ -1,0 +1,51 @@
+// What training and decoding need from a sequence-to-sequence model, whatever is inside it: the
+// Transformer (models/transformer.h) and the recurrent encoder-decoders (models/rnn_seq2seq.h).
+// Both train on the same batches (models/batch.h) and decode through the same greedy and beam
+// search (models/decoding.h), so the two can be run and compared side by side.
+//
+//   Tensor logits = model.logits(b.src, b.tgt_in, b.src_mask, b.tgt_mask);       // (B, T, V): teacher forcing
+//   std::unique_ptr<models::NextTokens> rows = model.start_decoding(src, src_mask, {.max_positions = L});
+//   Tensor lp = rows->append(Tokens::full({B, 1}, BOS));                          // (B, V): log p(first token)
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "nn/module.h"
+
+namespace models {
+
+using autograd::Mask;
+using autograd::Tensor;
+using autograd::Tokens;
+
+// The rows being decoded, each growing by one token per step, and what the model says the next
+// token is after each: a model's decoder state (its hidden state, its cached keys and values).
+class NextTokens {
+public:
+    virtual ~NextTokens() = default;
+    // Appends tokens (n, 1), one to each row -> log p(next token | row so far, src) (n, V).
+    virtual Tensor append(const Tokens& tokens) = 0;
+    // Row i continues row from[i] (beam search keeping other hypotheses); rows may repeat or go.
+    virtual void reorder(const std::vector<int64_t>& from) = 0;
+};
+
+struct DecodingSetup {
+    int64_t max_positions = 0;      // tokens appended to each row at most
+    int64_t max_rows = -1;          // rows at once at most (beam search: B x K); -1: B
+    bool kv_cache = true;           // the Transformer: false recomputes the whole prefix every step
+    int64_t* positions = nullptr;   // when set, gets the decoder's work added: the positions it ran
+};
+
+class Seq2Seq : public nn::Module {
+public:
+    // Teacher forcing: src (B, S), the decoder's input tgt_in (B, T), src_mask (B, 1, S) and
+    // tgt_mask (B, T, T) (models/batch.h) -> the next token's scores at every position (B, T, V).
+    // Train with nn::cross_entropy, which fuses the log-softmax into the loss.
+    virtual Tensor logits(const Tokens& src, const Tokens& tgt_in, const Mask& src_mask, const Mask& tgt_mask) = 0;
+    // Decoding without gradients: one row per sentence of src (B, S), src_mask (B, 1, S).
+    virtual std::unique_ptr<NextTokens> start_decoding(const Tokens& src, const Mask& src_mask, const DecodingSetup& setup) = 0;
+    virtual int64_t tgt_vocab() const = 0;
+};
+
+}  // namespace models
