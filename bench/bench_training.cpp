@@ -71,7 +71,7 @@ int main(int argc, char** argv) {
         opt.zero_grad();   // first: last step's gradients are freed before this step's activations pile up
         models::sum_over_shards(b, shards, [&](const models::Batch& part) {   // as the examples train
             const autograd::Tensor loss = nn::cross_entropy(model.logits(part.src, part.tgt_in, part.src_mask, part.tgt_mask), part.tgt_out) *
-                                          (float(part.ntokens) / float(b.ntokens));
+                                          part.share;
             loss.backward();
             return loss.item();
         });

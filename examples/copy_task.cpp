@@ -94,9 +94,9 @@ Options parse_options(int argc, char** argv) {
 }
 
 // The task and the model; before training, the optimizer and the learning-rate schedule too.
-void print_setup(const models::Transformer& model, const Options& o, bool training) {
+void print_setup(const models::Seq2Seq& model, const Options& o, bool training) {
     std::printf("copy task: V=%lld L=%lld | model %s | %lld parameters | %s\n", (long long)o.vocab, (long long)o.seq_len,
-                common::describe(model.cfg).c_str(), (long long)model.num_parameters(), common::describe_compute(o.train.shards).c_str());
+                common::describe(model).c_str(), (long long)model.num_parameters(), common::describe_compute(o.train.shards).c_str());
     if (training)
         std::printf("training: %d steps of B=%d, Adam(0.9, 0.98, 1e-9), %s\n", o.steps, o.batch,
                     common::describe_lr_schedule(o.schedule, o.lr, o.train.lr_factor, o.train.model.d_model, o.train.warmup, o.steps).c_str());
@@ -125,13 +125,13 @@ void finish_training(common::TrainingLog& log, const Options& o) {
 
 // The weights, the config and the task's settings, so --load needs nothing else. The seed is a
 // string: a JSON number is exact only up to 2^53.
-void save_checkpoint(const models::Transformer& model, const Options& o) {
+void save_checkpoint(const models::Seq2Seq& model, const Options& o) {
     common::save_model(model, o.save, "copy", {{"seq_len", o.seq_len}, {"step", o.steps}, {"seed", std::to_string(o.train.seed)}});
     std::printf("saved %s\n", o.save.c_str());
 }
 
 // Exact match on --eval fresh sequences: the same ones for a --load'ed model as after training.
-void evaluate(models::Transformer& model, const Options& o) {
+void evaluate(models::Seq2Seq& model, const Options& o) {
     autograd::Rng eval_rng(o.train.seed + 1000003);   // a stream of its own, apart from the training data's
     eval::print_exact_match(eval::exact_match(model, eval_rng, o.vocab, o.seq_len, o.eval_count, o.beam, !o.no_kv_cache), o.beam);
 }
@@ -139,14 +139,12 @@ void evaluate(models::Transformer& model, const Options& o) {
 // --load: the saved model's exact match (or, with --decode, its outputs for a file); no training.
 int use_checkpoint(Options o) {
     const common::SavedModel saved = common::load_saved_model(o.load);
-    auto* transformer = dynamic_cast<models::Transformer*>(saved.model.get());
-    if (!transformer) throw std::runtime_error("'" + o.load + "' holds a model of kind " + models::model_kind(*saved.model) + "; copy_task's are Transformers");
-    models::Transformer& model = *transformer;
+    models::Seq2Seq& model = *saved.model;   // the Transformer copy_task saves, or any other model
     if (!o.decode.empty()) {
         eval::decode_file(model, o.decode);
         return 0;
     }
-    o.vocab = model.cfg.src_vocab;
+    o.vocab = model.tgt_vocab();
     o.seq_len = models::read_metadata(saved.metadata, "seq_len", o.load, models::integer_from_json);
     print_setup(model, o, false);
     std::printf("loaded %s\n", o.load.c_str());
@@ -182,7 +180,7 @@ int main(int argc, char** argv) {
             const float loss = models::sum_over_shards(b, o.train.shards, [&](const models::Batch& part) {
                 const Tensor logits = model.logits(part.src, part.tgt_in, part.src_mask, part.tgt_mask);   // (rows, L-1, V)
                 const Tensor loss = nn::cross_entropy(logits, part.tgt_out, {.ignore_index = data::COPY_PAD})   // mean per token,
-                                    * (float(part.ntokens) / float(b.ntokens));                               // x the part's share
+                                    * part.share;                               // x the part's share of b's tokens
                 loss.backward();
                 return loss.item();
             });

@@ -259,7 +259,7 @@ int main(int argc, char** argv) {
                 const float loss = models::sum_over_shards(b, o.train.shards, [&](const models::Batch& part) {
                     const Tensor logits = model.logits(part.src, part.tgt_in, part.src_mask, part.tgt_mask);   // (rows, T, V)
                     const Tensor loss = nn::cross_entropy(logits, part.tgt_out, {.ignore_index = Vocab::PAD, .label_smoothing = o.label_smoothing})
-                                        * (float(part.ntokens) / float(b.ntokens));   // mean per token, x the part's share
+                                        * part.share;   // mean per token, x the part's share of b's tokens
                     loss.backward();
                     return loss.item();
                 });

@@ -53,6 +53,7 @@ std::vector<Batch> split_batch(const Batch& b, int parts) {
         s.tgt_mask = rows_of(b.tgt_mask, r0, r1);  // (r1 - r0, T, T)
         s.pad = b.pad;
         s.ntokens = static_cast<int64_t>(std::count_if(s.tgt_out.data.begin(), s.tgt_out.data.end(), [&](int32_t t) { return t != b.pad; }));
+        s.share = b.ntokens > 0 ? b.share * static_cast<float>(s.ntokens) / static_cast<float>(b.ntokens) : 0.0f;
         r0 = r1;
     }
     return out;

@@ -27,15 +27,16 @@ struct Batch {
     Mask tgt_mask;         // (B, T, T)  key s is not padding and not after query t
     int64_t ntokens = 0;   // non-padding tokens of tgt_out: what a per-token loss averages over
     int32_t pad = 0;       // the padding id
+    float share = 1.0f;    // of a part (split_batch): its share of the whole batch's tokens, ntokens_p / ntokens
 };
 
 // src (B, S) and tgt (B, T + 1) token ids, both padded with `pad` (T + 1 >= 2).
 Batch make_batch(const Tokens& src, const Tokens& tgt, int32_t pad);
 
 // The batch's rows in `parts` consecutive slices as even as can be (the first B % parts get one
-// more), each a Batch with its own ntokens; a slice may be empty (B < parts). For data-parallel
-// steps (autograd/data_parallel.h): part p's per-token loss, weighted by ntokens_p / ntokens, sums
-// over the parts to the batch's.
+// more), each a Batch with its own ntokens and its share of the batch's, ntokens_p / ntokens; a
+// slice may be empty (B < parts). For data-parallel steps (models/data_parallel.h): the parts'
+// per-token losses, each times its share, sum to the batch's.
 std::vector<Batch> split_batch(const Batch& b, int parts);
 
 // Rows of any lengths -> (B, longest row), each row padded on the right with `pad`.

@@ -5,7 +5,7 @@
 //   const float loss = models::sum_over_shards(b, 2, [&](const models::Batch& part) {
 //       const Tensor logits = model.logits(part.src, part.tgt_in, part.src_mask, part.tgt_mask);
 //       const Tensor loss = nn::cross_entropy(logits, part.tgt_out, {.ignore_index = PAD})   // mean over the part's tokens,
-//                           * (float(part.ntokens) / float(b.ntokens));                      // weighted by its share of b's
+//                           * part.share;                                              // x its share of b's (split_batch)
 //       loss.backward();
 //       return loss.item();
 //   });

@@ -169,7 +169,7 @@ TEST_CASE("for_each_shard: errors") {
     }
 }
 
-TEST_CASE("split_batch: consecutive row slices with their own token counts") {
+TEST_CASE("split_batch: consecutive row slices with their own token counts and shares") {
     // 5 rows, the last two shorter (padded with 0)
     const Tokens src({1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, {5, 2});
     const Tokens tgt({1, 3, 4, 2, 1, 5, 6, 2, 1, 7, 8, 2, 1, 9, 2, 0, 1, 2, 0, 0}, {5, 4});
@@ -186,6 +186,11 @@ TEST_CASE("split_batch: consecutive row slices with their own token counts") {
     CHECK(std::equal(parts[1].tgt_mask.data.begin(), parts[1].tgt_mask.data.end(), b.tgt_mask.data.begin() + 3 * 9));
     CHECK(parts[0].ntokens == 9);
     CHECK(parts[1].ntokens == 3);
+    CHECK(b.share == 1.0f);
+    CHECK(parts[0].share == 0.75f);   // 9 of 12 tokens, from 3 of the 5 rows
+    CHECK(parts[1].share == 0.25f);
+    // a part's part: shares of shares
+    CHECK(models::split_batch(parts[0], 3)[2].share == doctest::Approx(0.75 * 3 / 9.0));
     // more parts than rows: the last ones are empty
     const std::vector<models::Batch> many = models::split_batch(b, 7);
     CHECK(many[4].src.shape == Shape{1, 2});
@@ -197,6 +202,7 @@ TEST_CASE("split_batch: consecutive row slices with their own token counts") {
     const std::vector<models::Batch> empty = models::split_batch(none, 2);
     CHECK(empty[1].src.shape == Shape{0, 2});
     CHECK(empty[1].ntokens == 0);
+    CHECK(empty[1].share == 0.0f);
 }
 
 TEST_CASE("sum_over_shards: the batch's loss and gradient, parts weighted by their tokens") {
@@ -232,7 +238,7 @@ TEST_CASE("sum_over_shards: the batch's loss and gradient, parts weighted by the
     };
     // the examples' step: each part's mean loss weighted by its share of the batch's tokens
     auto step = [&](const models::Batch& part) {
-        const Tensor loss = loss_of(part) * (float(part.ntokens) / float(b.ntokens));
+        const Tensor loss = loss_of(part) * part.share;
         loss.backward();
         return loss.item();
     };

@@ -46,7 +46,7 @@ struct Run {
             opt.zero_grad();
             last = models::sum_over_shards(b, shards, [&](const models::Batch& p) {
                 const Tensor loss = nn::cross_entropy(model.logits(p.src, p.tgt_in, p.src_mask, p.tgt_mask), p.tgt_out) *
-                                    (float(p.ntokens) / float(b.ntokens));
+                                    p.share;
                 loss.backward();
                 return loss.item();
             });

@@ -49,6 +49,12 @@ std::string describe(const models::TransformerConfig& cfg) {
     return line;
 }
 
+std::string describe(const models::Seq2Seq& model) {
+    if (const auto* t = dynamic_cast<const models::Transformer*>(&model)) return describe(t->cfg);
+    const auto& r = dynamic_cast<const models::RNNSeq2Seq&>(model);
+    return r.cfg.describe() + (autograd::matmul_precision() == autograd::Precision::bf16 ? " bf16" : "");
+}
+
 std::string describe_compute(int shards) {
     return std::to_string(autograd::num_threads()) + " threads, " + std::to_string(shards) +
            (shards == 1 ? " shard" : " shards") + " | kernels: " +

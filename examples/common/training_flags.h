@@ -16,6 +16,7 @@
 #include <string>
 
 #include "examples/common/args.h"
+#include "models/rnn_seq2seq.h"
 #include "models/transformer.h"
 #include "optim/lr_schedule.h"
 
@@ -43,8 +44,10 @@ void add_training_flags(ArgParser& p, TrainingFlags& t, const std::string& seed_
 // fp32: not what --bf16 is asked for).
 void apply_training_flags(const ArgParser& p, const TrainingFlags& t);
 
-// "N=2 D=128 F=256 h=4 dropout=0.1", for the line each example prints before training.
+// "N=2 D=128 F=256 h=4 dropout=0.1", for the line each example prints before training; a
+// recurrent model as RNNSeq2SeqConfig::describe says it.
 std::string describe(const models::TransformerConfig& cfg);
+std::string describe(const models::Seq2Seq& model);
 
 // "2 threads, 2 shards | kernels: fused" (or "kernels: plain autograd ops (--reference)" inside a
 // FusedKernelsGuard that turns them off): how the layers run, for the same line.
