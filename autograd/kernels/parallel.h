@@ -5,8 +5,10 @@
 // below; under it, one thread is done before a team would have started. The thresholds trade
 // that start-up cost against the second core's help. Loops that do little per element (a copy,
 // an add) have the higher threshold (2^16), loops with an exp() or a per-row reduction the lower
-// one (2^15): they pay for a team with fewer elements. The values were measured on one machine
-// (2 cores, AVX-512). To re-measure a threshold, time the kernel with OMP_NUM_THREADS=1 and 2 at
+// one (2^15): they pay for a team with fewer elements. The GRU cell's forward, with two exp()
+// and a tanh per element, pays from ~2^11 elements, its backward, plain arithmetic, from ~2^13;
+// the forward costs ten times the backward, so its one threshold lies between (2^12). The values
+// were measured on one machine (2 cores, AVX-512). To re-measure a threshold, time the kernel with OMP_NUM_THREADS=1 and 2 at
 // sizes around it (e.g. with a loop around the op in a scratch program), and put it where 2
 // threads start to win; tests/test_threaded_kernels.cpp sizes its inputs from these names, so
 // it follows a moved threshold by itself.
@@ -28,6 +30,7 @@ inline constexpr int64_t kShapeCopyParallelMin = int64_t{1} << 16;     // permut
 inline constexpr int64_t kSoftmaxParallelMin = int64_t{1} << 15;       // softmax and log_softmax rows
 inline constexpr int64_t kCrossEntropyParallelMin = int64_t{1} << 15;  // cross_entropy rows (R * V)
 inline constexpr int64_t kLayerNormParallelMin = int64_t{1} << 15;     // layer_norm rows and its gain/bias column sums
+inline constexpr int64_t kGruCellParallelMin = int64_t{1} << 12;       // gru_cell rows (B * Hd): forward and backward
 inline constexpr int64_t kLinearParallelMin = int64_t{1} << 16;        // linear's bias/ReLU/dropout epilogue, bias gradient
 inline constexpr int64_t kDropoutParallelMin = int64_t{1} << 16;       // dropout forward and backward
 inline constexpr int64_t kAttentionParallelMin = int64_t{1} << 14;     // attention: B * H * T * S * Dk multiply-adds
