@@ -11,6 +11,7 @@
 #include "autograd/kernels/attention.h"
 #include "autograd/kernels/cross_entropy.h"
 #include "autograd/kernels/dropout.h"
+#include "autograd/kernels/gru_cell.h"
 #include "autograd/kernels/layer_norm.h"
 #include "autograd/kernels/linear.h"
 #include "autograd/mixed_precision.h"
@@ -84,6 +85,20 @@ Tensor layer_norm(const Tensor& x, const Tensor& gain, const Tensor& bias, float
         kernels::layer_norm_backward(dx, dgain, dbias, self.grad.data(), self.parent_data(0), mean, rstd, self.parent_data(1), d);
     });
     return y;
+}
+
+Tensor gru_cell(const Tensor& gi, const Tensor& gh, const Tensor& h) {
+    const kernels::GruCellDims d{h.size(0), h.size(1)};
+    Tensor h_next = Tensor::empty(h.shape());                         // (B, Hd)
+    auto gates = std::make_shared<FloatBuffer>(3 * d.B * d.Hd);      // (B, 3Hd): r, z, n per row, for the backward
+    kernels::gru_cell_forward(h_next.data(), gates->data(), gi.data(), gh.data(), h.data(), d);
+    record(h_next, {gi, gh, h}, "gru_cell", [d, gates](Node& self) {
+        // dgi, dgh, dh in the order the kernel writes them; it writes every element of each, so a
+        // new gradient is stored into, and when gi and gh are one tensor dgh adds to dgi
+        const GradOut dgi = grad_to_write(self, 0), dgh = grad_to_write(self, 1), dh = grad_to_write(self, 2);
+        kernels::gru_cell_backward(dgi, dgh, dh, self.grad.data(), gates->data(), self.parent_data(1), self.parent_data(2), d);
+    });
+    return h_next;
 }
 
 Tensor dropout(const Tensor& x, float p) {

@@ -51,6 +51,11 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b, bool relu, floa
 // x (..., C), gain and bias (C,) -> y (..., C).
 Tensor layer_norm(const Tensor& x, const Tensor& gain, const Tensor& bias, float eps);
 
+// The GRU cell after its hidden product: r = σ(gi_r + gh_r), z = σ(gi_z + gh_z),
+// n = tanh(gi_n + r ⊙ gh_n), h' = (1 − z) ⊙ n + z ⊙ h: nn::gru_step's plain form (nn/recurrent.cpp),
+// given gh = h W_hh^T + b_hh. gi and gh (B, 3Hd), gates r, z, n side by side; h (B, Hd) -> h' (B, Hd).
+Tensor gru_cell(const Tensor& gi, const Tensor& gh, const Tensor& h);
+
 // y = x * keep (inverted dropout, the draws of dropout_keep in ops.h): nn::dropout's plain form.
 Tensor dropout(const Tensor& x, float p);
 // x + dropout(y), in one pass that never stores dropout(y): nn::add_dropout's plain form.

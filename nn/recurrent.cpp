@@ -104,6 +104,7 @@ Tensor rnn_tanh_step(const Tensor& gi, const Tensor& h, const Tensor& weight_hh,
 
 Tensor gru_step(const Tensor& gi, const Tensor& h, const Tensor& weight_hh, const Tensor& bias_hh) {
     check_step("gru_step", 3, gi, h, weight_hh, bias_hh);
+    if (autograd::fused_kernels_enabled()) return autograd::fused::gru_cell(gi, linear(h, weight_hh, bias_hh), h);   // fused: one pass after gh
     const int64_t Hd = h.size(1);
     const Tensor gh = linear(h, weight_hh, bias_hh);                // (B, 3Hd): W_h* h + b_h* for r, z, n
     const Tensor r = sigmoid(gate(gi, 0, Hd) + gate(gh, 0, Hd));    // (B, Hd): r = σ(W_ir x + b_ir + W_hr h + b_hr)

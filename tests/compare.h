@@ -81,3 +81,17 @@ inline autograd::Tensor log_softmax_reference(const autograd::Tensor& x) {
     const autograd::Tensor z = x - max(x, -1, true).detach();
     return z - log(sum(exp(z), -1, true));
 }
+
+// The GRU cell after its hidden product, r = σ(gi_r + gh_r), z = σ(gi_z + gh_z),
+// n = tanh(gi_n + r ⊙ gh_n), h' = (1 − z) ⊙ n + z ⊙ h, composed from primitive ops line for line
+// as nn::gru_step's plain form (nn/recurrent.cpp) writes it: what autograd::fused::gru_cell is
+// held equal to where a test hands it gh itself (nn::gru_step always makes gh from h; that the
+// two give the same bits is checked in test_kernels.cpp). gi, gh (B, 3Hd), h (B, Hd) -> (B, Hd).
+inline autograd::Tensor gru_cell_reference(const autograd::Tensor& gi, const autograd::Tensor& gh, const autograd::Tensor& h) {
+    const int64_t Hd = h.size(1);
+    auto gate = [Hd](const autograd::Tensor& t, int64_t k) { return narrow(t, -1, k * Hd, Hd); };   // (B, Hd)
+    const autograd::Tensor r = sigmoid(gate(gi, 0) + gate(gh, 0));    // (B, Hd)
+    const autograd::Tensor z = sigmoid(gate(gi, 1) + gate(gh, 1));    // (B, Hd)
+    const autograd::Tensor n = tanh(gate(gi, 2) + r * gate(gh, 2));   // (B, Hd)
+    return (1.0f - z) * n + z * h;                                     // (B, Hd)
+}

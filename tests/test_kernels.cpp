@@ -1,6 +1,6 @@
 // Every fused kernel in autograd/kernels/ against the plain form of its layer: each nn function
-// (nn::linear, layer_norm, scaled_dot_product_attention, dropout, cross_entropy) run twice, with
-// fused kernels on and off (FusedKernelsGuard), on the same inputs and from the same seed:
+// (nn::linear, layer_norm, scaled_dot_product_attention, dropout, cross_entropy, gru_step) run
+// twice, with fused kernels on and off (FusedKernelsGuard), on the same inputs and from the same seed:
 // values, and the gradient of every input under a random upstream gradient. The plain form is
 // composed from primitive ops whose gradients gradcheck verifies one by one. gemm against
 // gemm_naive is in test_gemm.cpp; each kernel's threaded path, just above its threshold, in
@@ -61,6 +61,45 @@ TEST_CASE("layer_norm: fused equals plain (biased variance), also where eps domi
     expect_fused_equals_plain(f, {flat, g, b}, 1e-5, 1e-6);
     // and a leading batch dim: (B, T, C)
     expect_fused_equals_plain(f, {param({2, 3, 6}), g, b}, 1e-5, 1e-6);
+}
+
+// Tolerance: the kernel rounds as the plain form does (autograd::sigmoid's formula, the same
+// terms) except where the compiler fuses a multiply and an add (gi_n + r gh_n, (1 − z) n + z h)
+// and where the backward groups its products differently (g (h − n) where the plain form adds
+// g h and −g n): a few float32 ulps. Measured worst: 6e-8 on values and gradients below 1.4
+// (2.2e-5 relative, on a gradient of 2.7e-3); over a whole GRU layer (test_recurrent.cpp), 1.2e-7
+// on values below 1 and 4.8e-7 on gradients below 2.6. A wrong term moves them by 1e-2 and more.
+// At gate arguments of ±30 and more the sigmoids and tanh are flat and the gradients nearly 0:
+// that case checks that nothing overflows (a NaN fails expect_close) and saturates alike.
+TEST_CASE("gru_step: fused equals plain: odd shapes, large gate pre-activations (gi and b_hh up to ±30), gi made from h") {
+    const int64_t B = 5, Hd = 7;   // gi and gh (5, 21), weight_hh (21, 7)
+    manual_seed(15);
+    const Tensor h = param({B, Hd}), w_hh = param({3 * Hd, Hd}, -0.5f, 0.5f), b_hh = param({3 * Hd});
+    auto step = [](V v) { return nn::gru_step(v[0], v[1], v[2], v[3]); };
+    for (float scale : {1.0f, 30.0f}) {
+        CAPTURE(scale);
+        // gi and b_hh scaled: gate arguments up to ±60, most of the sigmoids and tanhs saturated
+        const Tensor gi = (param({B, 3 * Hd}) * scale).detach().requires_grad_();
+        const Tensor b = (b_hh * scale).detach().requires_grad_();
+        expect_fused_equals_plain(step, {gi, h, w_hh, b}, 1e-5, 1e-6);
+    }
+    // gi's producer is h itself (gi = h W_ih^T + b_ih): h's gradient comes from three ops, gi's
+    // linear, gh's linear and the cell, each storing or adding as it finds h's gradient
+    const Tensor w_ih = param({3 * Hd, Hd}), b_ih = param({3 * Hd});
+    auto from_h = [](V v) { return nn::gru_step(nn::linear(v[0], v[3], v[4]), v[0], v[1], v[2]); };
+    expect_fused_equals_plain(from_h, {h, w_hh, b_hh, w_ih, b_ih}, 1e-5, 1e-6);
+    // the reference of the tests that hand the fused op gh (compare.h) is the plain form, bit for bit
+    FusedKernelsGuard plain(false);
+    const Tensor gi = param({B, 3 * Hd});
+    CHECK(gru_cell_reference(gi, nn::linear(h, w_hh, b_hh), h).to_vector() == nn::gru_step(gi, h, w_hh, b_hh).to_vector());
+}
+
+// When gi and gh are one tensor, the kernel stores dgi into its new gradient and adds dgh to it.
+TEST_CASE("gru_cell: fused equals the composition when gi and gh are one tensor") {
+    manual_seed(16);
+    const Tensor g = param({3, 15}, -2.0f, 2.0f), h = param({3, 5});   // B 3, Hd 5
+    expect_fused_equals_composed([](V v) { return fused::gru_cell(v[0], v[0], v[1]); },
+                                 [](V v) { return gru_cell_reference(v[0], v[0], v[1]); }, {g, h}, 1e-5, 1e-6);
 }
 
 // A padding mask (B, 1, S) with batch 0's last 2 keys padded, and a (B, T, S) mask with padding

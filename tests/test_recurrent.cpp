@@ -6,7 +6,9 @@
 //     of 1; a padded batch gives each row what it gets alone; dropout acts between layers, in
 //     training only
 //   - against PyTorch: torch.nn.GRU and torch.nn.LSTM (tests/reference/make_rnn_reference.py):
-//     outputs, final states and every gradient
+//     outputs, final states and every gradient, with fused kernels on and off
+//   - the GRU's fused cell (autograd/kernels/gru_cell.h): gradcheck of the op, and the layer the
+//     same both ways (the kernel against the plain step on its own: test_kernels.cpp)
 //   - parameter names, shapes and init as PyTorch's; errors that name the layer and the shapes
 // Sizes are all different (B 3, T 5, I 7, Hd 2: 2Hd 4, 3Hd 6, 4Hd 8; the PyTorch fixtures'
 // B 4, T 5, I 7, Hd 3), so a mixed-up dim cannot hide behind an equal one.
@@ -102,10 +104,19 @@ TEST_CASE("sigmoid, tanh RNN, GRU and LSTM cells: gradcheck w.r.t. the input, th
         nn::GRUCell cell(5, 4);
         CHECK_GRAD([&](V v) { return cell.forward(v[0], v[1]); }, param({3, 5}), param({3, 4}), cell.weight_ih, cell.weight_hh,
                    cell.bias_ih, cell.bias_hh);
-        // the step alone, from a given input part gi (B, 3Hd): what a fused kernel would replace
-        CHECK_GRAD([&](V v) { return nn::gru_step(v[0], v[1], v[2], v[3]); }, param({3, 12}), param({3, 4}), param({12, 4}),
-                   param({12}));
+        // the step alone, from a given input part gi (B, 3Hd), both ways: fused and plain
+        for (bool fused : {true, false}) {
+            CAPTURE(fused);
+            FusedKernelsGuard path(fused);
+            CHECK_GRAD([&](V v) { return nn::gru_step(v[0], v[1], v[2], v[3]); }, param({3, 12}), param({3, 4}), param({12, 4}),
+                       param({12}));
+        }
         check_backward_adds([&](V v) { return cell.forward(v[0], v[1]); }, {param({3, 5}), param({3, 4}), cell.weight_hh});
+        // the fused op itself, from gi, gh (B, 3Hd) and h (B, Hd); gates of up to ±4 reach the
+        // sigmoids' and tanh's flat ends
+        CHECK_GRAD([](V v) { return fused::gru_cell(v[0], v[1], v[2]); }, param({3, 12}, -2.0f, 2.0f), param({3, 12}, -2.0f, 2.0f),
+                   param({3, 4}));
+        check_backward_adds([](V v) { return fused::gru_cell(v[0], v[1], v[2]); }, {param({3, 12}), param({3, 12}), param({3, 4})});
     }
     SUBCASE("LSTMCell") {
         nn::LSTMCell cell(5, 4);
@@ -146,7 +157,11 @@ TEST_CASE("cells: one step computed by hand (I = Hd = 1)") {
         // h' = (1 - z) n + z h = 0.2689414 * 0.6351490 + 0.7310586 * 0.5 = 0.5363472
         // (the reset gate applied to h before the product, tanh(0.25 + 1 * (r h) + 0.5) = tanh(1), would give 0.5703535;
         //  z and 1 - z swapped, 0.5988018)
-        CHECK(cell.forward(x, h).item() == doctest::Approx(0.5363471513517029).epsilon(1e-6));
+        for (bool fused : {true, false}) {   // the fused kernel and the plain form
+            CAPTURE(fused);
+            FusedKernelsGuard path(fused);
+            CHECK(cell.forward(x, h).item() == doctest::Approx(0.5363471513517029).epsilon(1e-6));
+        }
     }
     SUBCASE("LSTM") {
         nn::LSTMCell cell(1, 1);
@@ -273,6 +288,32 @@ TEST_CASE("a layer is its cell run step by step: one matmul for all input parts,
         for (int64_t t = 0; t < T; t++) h = cell.forward(step_of(x, t), h);
         CHECK(max_abs_diff(squeeze(r.h_n, 0), h) <= kSame);
         CHECK(max_abs_diff(step_of(r.output, T - 1), h) <= kSame);
+    }
+}
+
+// The layer of the reference test below, on other sizes and inputs: every gradient, not only
+// the ones a loss of PyTorch's cotangents weighs. Tolerance: see test_kernels.cpp's gru_step
+// test; the differences of one step's kernel grow a little over T steps and two layers.
+TEST_CASE("GRU: fused kernels on and off give the same outputs and gradients (2 layers, bidirectional, lengths, h0)") {
+    manual_seed(11);
+    const nn::GRU gru({.input_size = I, .hidden_size = Hd, .num_layers = 2, .bidirectional = true});
+    std::vector<Tensor> leaves = {(Tensor::randn({B, T, I}) * 2.0f).detach().requires_grad_(), param({4, B, Hd})};   // x, h0
+    for (const Tensor& p : gru.parameters()) leaves.push_back(p);
+    auto f = [&](V v) { return flat(gru.forward(v[0], {5, 2, 4}, v[1])); };
+    expect_fused_equals_plain(f, leaves, 1e-5, 1e-6);
+}
+
+TEST_CASE("gru_step records one gru_cell op with fused kernels on, the sigmoids and tanh of its plain form with them off") {
+    manual_seed(12);
+    const Tensor gi = param({B, 3 * Hd}), h = param({B, Hd}), w_hh = param({3 * Hd, Hd}), b_hh = param({3 * Hd});
+    for (bool fused : {true, false}) {
+        CAPTURE(fused);
+        FusedKernelsGuard path(fused);
+        const std::string graph = to_dot(nn::gru_step(gi, h, w_hh, b_hh));   // one node per op, labelled with its name
+        CHECK((graph.find("gru_cell") != std::string::npos) == fused);
+        CHECK((graph.find("sigmoid") != std::string::npos) == !fused);
+        CHECK((graph.find("tanh") != std::string::npos) == !fused);
+        CHECK(graph.find(fused ? "linear" : "matmul") != std::string::npos);   // gh = h W_hh^T + b_hh, a product either way
     }
 }
 
@@ -419,11 +460,12 @@ namespace io = autograd::io;
 
 // Tolerance: |C++ - PyTorch| <= kRelTol * max(|PyTorch|, kFloor), element by element. The
 // reference is float64 from float32 inputs, so the difference is the C++ float32 rounding alone.
-// Measured worst (GRU / LSTM; fused kernels on and off give the same): outputs, final states and
-// loss 1.1e-6 / 1.5e-6, gradients 1.1e-5 / 6.0e-6. PyTorch's own float32 run of the same layers
-// is as far from its float64 one: 1.1e-6 / 2.9e-6 and 1.1e-5 / 4.4e-6 (make_rnn_reference.py
-// prints it), and its worst GRU element is ours: a gradient of 1.2e-3 summed from terms ~100x
-// larger, off by 1.05e-7 in both. Such sums are why the floor is 1e-2 (77 of the GRU's 602
+// Measured worst (GRU / LSTM; fused kernels on and off give the same but for the GRU's fused
+// cell, whose gradients are 1.35e-5 off): outputs, final states and loss 1.1e-6 / 1.5e-6,
+// gradients 1.1e-5 / 6.0e-6. PyTorch's own float32 run of the same layers is as far from its
+// float64 one: 1.1e-6 / 2.9e-6 and 1.1e-5 / 4.4e-6 (make_rnn_reference.py prints it), and its
+// worst GRU element is ours: a gradient of 1.2e-3 summed from terms ~100x larger, off by 1.05e-7
+// in both (1.35e-7 through the fused cell). Such sums are why the floor is 1e-2 (77 of the GRU's 602
 // gradients are below it; the largest is 5.1): below it the 1e-4 is taken relative to 1e-2, an
 // absolute 1e-6. A wrong convention (gate order, where the reset gate goes, which step a padded
 // row starts from) moves values by 1e-2 and more.
@@ -485,7 +527,7 @@ void check_against_pytorch(const std::string& path) {
     Tensor h0 = fixture(f, "h0").requires_grad_();     // (L*dirs, B, Hd)
     Tensor c0 = lstm ? fixture(f, "c0").requires_grad_() : Tensor();
 
-    for (bool fused : {true, false}) {   // nn::linear's fused kernel and its plain form
+    for (bool fused : {true, false}) {   // the fused kernels (nn::linear's, the GRU's cell) and the plain forms
         CAPTURE(fused);
         FusedKernelsGuard guard(fused);
         layer.zero_grad();

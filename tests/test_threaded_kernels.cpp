@@ -311,6 +311,25 @@ TEST_CASE("threaded layer_norm: equal to the composition of primitives, x, gain 
     expect_close(got[3], want[3], 1e-5, 1e-4, "dbias");
 }
 
+TEST_CASE("threaded gru_cell: equal to the composition of primitives, gi, gh and h gradients") {
+    // threads split the B = 37 rows, forward and backward; each row holds Hd = 131 states and
+    // 3Hd = 393 gate arguments. Gate arguments up to ±6: saturated and unsaturated gates alike.
+    const int64_t Hd = 131, B = prime_above(kGruCellParallelMin / Hd);
+    manual_seed(12);
+    Tensor gi = Tensor::uniform({B, 3 * Hd}, -3.0f, 3.0f).requires_grad_();   // (B, 3Hd)
+    Tensor gh = Tensor::uniform({B, 3 * Hd}, -3.0f, 3.0f).requires_grad_();   // (B, 3Hd)
+    Tensor h = Tensor::uniform({B, Hd}, -1.0f, 1.0f).requires_grad_();        // (B, Hd)
+    const Tensor w = Tensor::randn({B, Hd});
+    const auto got = same_on_1_and_2_threads(
+        [&] { return forward_backward({gi, gh, h}, [&] { return fused::gru_cell(gi, gh, h); }, w); },
+        2);   // forward rows, backward rows
+    const auto want = forward_backward({gi, gh, h}, [&] { return gru_cell_reference(gi, gh, h); }, w);
+    expect_close(got[0], want[0], 1e-5, 1e-6, "value");
+    expect_close(got[1], want[1], 1e-5, 1e-6, "dgi");
+    expect_close(got[2], want[2], 1e-5, 1e-6, "dgh");
+    expect_close(got[3], want[3], 1e-5, 1e-6, "dh");
+}
+
 TEST_CASE("threaded linear epilogue (bias, ReLU, dropout) and bias gradient: equal to the composition of primitives") {
     // x (B, T, in): threads split the B * T = 501 rows of the epilogue and the rows * out elements
     // of the backward's mask; dx and dW run side by side, and the bias gradient, which sums over
