@@ -8,6 +8,7 @@
 
 #include "autograd/frozen_weights.h"
 #include "autograd/kernels/adam.h"
+#include "autograd/kernels/additive_score.h"
 #include "autograd/kernels/attention.h"
 #include "autograd/kernels/cross_entropy.h"
 #include "autograd/kernels/dropout.h"
@@ -159,6 +160,18 @@ Attention attention(const Tensor& q, const Tensor& k, const Tensor& v, int64_t h
                                     weights.data(), d, drop, precision);
     });
     return {out, weights};
+}
+
+Tensor additive_score(const Tensor& keys, const Tensor& q, const Tensor& v) {
+    const kernels::AdditiveScoreDims d{keys.size(0), keys.size(1), keys.size(2)};
+    Tensor e = Tensor::empty({d.B, d.S});   // (B, S)
+    kernels::additive_score_forward(e.data(), keys.data(), q.data(), v.data(), d);
+    record(e, {keys, q, v}, "additive_score", [d](Node& self) {
+        // dk and dq first, then dv, as the kernel writes them (three shapes: never one tensor)
+        const GradOut dk = grad_to_write(self, 0), dq = grad_to_write(self, 1), dv = grad_to_write(self, 2);
+        kernels::additive_score_backward(dk, dq, dv, self.grad.data(), self.parent_data(0), self.parent_data(1), self.parent_data(2), d);
+    });
+    return e;
 }
 
 void adam_update(const std::vector<AdamParam>& params, const AdamConstants& c) {

@@ -77,6 +77,10 @@ struct Attention {
 Attention attention(const Tensor& q, const Tensor& k, const Tensor& v, int64_t heads, const Mask& allowed,
                     float dropout_p, int64_t keys, const std::vector<int64_t>& kv_slot = {});
 
+// e[b, s] = v . tanh(keys[b, s] + q[b]): the additive attention's score, nn::SoftAttention's plain
+// form (nn/soft_attention.cpp). keys (B, S, A), q (B, A), v (A,) -> e (B, S).
+Tensor additive_score(const Tensor& keys, const Tensor& q, const Tensor& v);
+
 // Adam's update of every parameter at once: optim/adam.cpp's plain loop, split between the
 // threads, with memory asked for ahead of it (autograd/kernels/adam.h). Not an autograd op: it
 // writes the parameters in place, as the plain loop does.

@@ -12,6 +12,9 @@
 //   default: (ours only) N=2 D=128 F=256 h=4, B=128, no dropout  (the example's default)
 //   d128:    --d_model 128 --d_ff 512   (N=2, h=8, B=80, dropout 0.1)
 //   paper:   the defaults               (N=2, D=512, F=2048, h=8, B=80, dropout 0.1)
+// and bench/torch_rnn_seq2seq.py (its defaults):
+//   rnn-attention: the GRU encoder-decoder with additive attention (models/rnn_seq2seq.h),
+//            E=64 Hd=128, a bidirectional encoder, B=64, sequences of 20, no dropout
 // To compare thread counts, alternate whole runs (OMP_NUM_THREADS=1, 2, 1, 2, ...) and take the
 // median of the per-pair ratios. (Alternating 1 and 2 threads step by step inside one process
 // read 1.6x where alternated runs read 1.85x: the 2-thread steps paid for caches the 1-thread
@@ -31,6 +34,7 @@
 #include "examples/common/training_flags.h"
 #include "examples/data/copy_task_data.h"
 #include "models/data_parallel.h"
+#include "models/rnn_seq2seq.h"
 #include "models/transformer.h"
 #include "nn/nn.h"
 #include "optim/optim.h"
@@ -42,25 +46,32 @@ int main(int argc, char** argv) {
     if (bf16) name.resize(name.size() - suffix.size());
     autograd::MixedPrecisionGuard mixed_precision(bf16);
     models::TransformerConfig cfg{.src_vocab = 11, .tgt_vocab = 11, .layers = 2};
-    int64_t B = 80, steps = 30;
+    int64_t B = 80, steps = 30, L = 10;
+    const bool rnn = name == "rnn-attention";
     if (name == "default") {
         cfg.d_model = 128, cfg.d_ff = 256, cfg.heads = 4, cfg.dropout = 0.0f, B = 128, steps = 100;
     } else if (name == "d128") {
         cfg.d_model = 128, cfg.d_ff = 512, cfg.heads = 8, cfg.dropout = 0.1f, steps = 100;
     } else if (name == "paper") {
         cfg.d_model = 512, cfg.d_ff = 2048, cfg.heads = 8, cfg.dropout = 0.1f;
+    } else if (rnn) {
+        B = 64, L = 20, steps = 30;
     } else {
-        std::fprintf(stderr, "bench_training: unknown config '%s' (default, d128, paper; -bf16 suffix for mixed precision)\n", name.c_str());
+        std::fprintf(stderr, "bench_training: unknown config '%s' (default, d128, paper, rnn-attention; -bf16 suffix for mixed precision)\n", name.c_str());
         return 2;
     }
     if (argc > 2) steps = std::max(1, std::atoi(argv[2]));
-    const int64_t L = 10, warmup = 3;
+    const int64_t warmup = 3;
     // --shards of the examples: their default, or the third argument
     const int shards = argc > 3 ? std::max(1, std::atoi(argv[3])) : common::TrainingFlags{}.shards;
 
     autograd::manual_seed(0);
     autograd::Rng rng(1);
-    models::Transformer model(cfg);
+    const models::RNNSeq2SeqConfig rcfg{.src_vocab = 11, .tgt_vocab = 11, .embed = 64, .hidden = 128, .attention = true, .dropout = 0.0f};
+    std::unique_ptr<models::Seq2Seq> made;
+    if (rnn) made = std::make_unique<models::RNNSeq2Seq>(rcfg);
+    else made = std::make_unique<models::Transformer>(cfg);
+    models::Seq2Seq& model = *made;
     optim::Adam opt(model.parameters(), {.lr = 0.0f, .beta1 = 0.9f, .beta2 = 0.98f, .eps = 1e-9f});
     optim::NoamSchedule sched(opt, cfg.d_model, 400, 0.5f);
     model.train();
@@ -84,10 +95,10 @@ int main(int argc, char** argv) {
     const double median = ms[ms.size() / 2];
     rusage ru{};
     getrusage(RUSAGE_SELF, &ru);
-    std::printf("%-10s N=%lld D=%-4lld F=%-4lld h=%lld B=%lld dropout=%.1f threads=%d shards=%d | median %7.1f ms/step "
+    const std::string shape = rnn ? rcfg.describe() : common::describe(cfg);
+    std::printf("%-10s %s B=%lld threads=%d shards=%d | median %7.1f ms/step "
                 "(min %.1f, max %.1f, %lld steps) | %7.0f tokens/s | peak RSS %.0f MB (tensors %.0f MB) | serial spells %lld\n",
-                (name + (bf16 ? suffix : "")).c_str(), (long long)cfg.layers, (long long)cfg.d_model, (long long)cfg.d_ff, (long long)cfg.heads,
-                (long long)B, cfg.dropout, autograd::kernels::max_threads(), shards, median, ms.front(), ms.back(), (long long)steps,
+                (name + (bf16 ? suffix : "")).c_str(), shape.c_str(), (long long)B, autograd::kernels::max_threads(), shards, median, ms.front(), ms.back(), (long long)steps,
                 B * (L - 1) / (median / 1000.0), ru.ru_maxrss / 1024.0,
                 autograd::kernels::memory_stats().peak_live_bytes / 1048576.0,
                 (long long)autograd::kernels::serial_spells());

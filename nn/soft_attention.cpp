@@ -67,9 +67,15 @@ SoftAttention::Output SoftAttention::forward(const Tensor& query, const Tensor& 
         case Score::cosine:      // e_j = tau * (q / |q|) . (k_j / |k_j|)
             e = exp(log_temperature) * matmul(unit(keys), unsqueeze(unit(query), 2)).reshape({B, S});   // (B, S)
             break;
-        case Score::additive:    // e_j = v . tanh(W_q q + k_j)
-            e = matmul(tanh(keys + unsqueeze(w_query->forward(query), 1)), v.reshape({attention_size, 1})).reshape({B, S});   // (B, S)
+        case Score::additive: {  // e_j = v . tanh(W_q q + k_j)
+            const Tensor q = w_query->forward(query);                                                     // (B, A)
+            if (autograd::fused_kernels_enabled()) {   // fused: one pass, no (B, S, A) intermediates
+                e = autograd::fused::additive_score(keys, q, v);                                          // (B, S)
+                break;
+            }
+            e = matmul(tanh(keys + unsqueeze(q, 1)), v.reshape({attention_size, 1})).reshape({B, S});   // (B, S)
             break;
+        }
     }
     // 2) softmax over the real positions: a padded one scores -inf, so its weight is exactly 0
     if (!src_mask.data.empty()) {

@@ -265,11 +265,15 @@ TEST_CASE("sum_over_shards: the batch's loss and gradient, parts weighted by the
     }
     CHECK_THROWS_WITH_AS(models::sum_over_shards(b, 0, step), "sum_over_shards: shards must be at least 1, got 0",
                          std::invalid_argument);
-    // a part without tokens is not run: 12 rows in 15 parts leave 3 empty
-    int runs = 0;
-    models::sum_over_shards(b, 15, [&](const models::Batch& part) {
-        CHECK(part.ntokens > 0);
-        return float(++runs > 0);
+    // a part without tokens is not run: 12 rows in 15 parts leave 3 empty (parts run side by side:
+    // each writes only its own slot, found by its first row's source tokens)
+    std::vector<int64_t> seen(15, -1);
+    const std::vector<models::Batch> pieces = models::split_batch(b, 15);
+    const float total = models::sum_over_shards(b, 15, [&](const models::Batch& part) {
+        for (size_t i = 0; i < pieces.size(); i++)
+            if (pieces[i].ntokens > 0 && pieces[i].src.data == part.src.data) seen[i] = part.ntokens;
+        return part.share;
     });
-    CHECK(runs == 12);
+    for (size_t i = 0; i < 15; i++) CHECK(seen[i] == (i < 12 ? pieces[i].ntokens : -1));
+    CHECK(total == doctest::Approx(1.0));   // the shares add up to the whole batch
 }

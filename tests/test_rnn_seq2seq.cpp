@@ -290,6 +290,31 @@ TEST_CASE("RNNSeq2Seq: every option changes the answer") {
     CHECK_FALSE(same_bits(model.logits(d.src, d.tgt_in, d.src_mask), a));
 }
 
+// Where C goes, step by step: with context = every_step the output layer reads [s_i; C] and layer
+// 0 reads C beside the previous word (its C columns get a gradient); with initial_state only s_i.
+TEST_CASE("RNNSeq2Seq::decode_step: C at every step reaches the output layer and the first layer's input") {
+    const Data d = padded_batch();
+    RNNSeq2SeqConfig cfg = small(false);
+    cfg.context = models::Context::every_step;
+    manual_seed(59);
+    RNNSeq2Seq model(cfg);
+    model.eval();
+    const RNNSeq2Seq::Encoded enc = model.encode(d.src, d.src_mask);
+    std::vector<nn::CellState> state{{enc.context, Tensor()}};
+    const Tensor w_extra = autograd::narrow(model.cells->begin()->get()->weight_ih, 1, cfg.embed, cfg.hidden);   // layer 0's C columns
+    const Tensor gi_prev = Tensor::zeros({3, 3 * cfg.hidden});
+    const Tensor o = model.decode_step(gi_prev, state, enc, w_extra);                     // (3, Hd + Hd)
+    REQUIRE(o.shape() == Shape{3, 2 * cfg.hidden});
+    CHECK(same_bits(autograd::narrow(o, 1, cfg.hidden, cfg.hidden), enc.context));      // the output layer's C
+    CHECK(same_bits(autograd::narrow(o, 1, 0, cfg.hidden), state[0].h));                // and s_i
+    sum(o).backward();
+    double c_columns = 0;
+    const Tensor g = model.cells->begin()->get()->weight_ih.grad();                      // (3Hd, E + Hd)
+    for (int64_t r = 0; r < g.size(0); r++)
+        for (int64_t c = cfg.embed; c < g.size(1); c++) c_columns += std::fabs(g.at({r, c}));
+    CHECK(c_columns > 0.0);   // C fed layer 0
+}
+
 TEST_CASE("reverse_rows reads each row's real tokens backwards and leaves the padding") {
     const Data d = padded_batch();
     const Tokens r = models::reverse_rows(d.src, d.src_mask);

@@ -311,6 +311,23 @@ TEST_CASE("threaded layer_norm: equal to the composition of primitives, x, gain 
     expect_close(got[3], want[3], 1e-5, 1e-4, "dbias");
 }
 
+TEST_CASE("threaded additive_score: the same bytes on 1 and 2 threads, equal to the composition of primitives") {
+    // threads split the B rows (forward, and the backward's dk and dq); dv's column sums split A
+    const int64_t S = 11, A = 37, B = prime_above(kAdditiveScoreParallelMin / (S * A));
+    manual_seed(13);
+    Tensor k = Tensor::uniform({B, S, A}, -3.0f, 3.0f).requires_grad_(), q = Tensor::uniform({B, A}, -1.0f, 1.0f).requires_grad_();
+    Tensor v = Tensor::uniform({A}, -1.0f, 1.0f).requires_grad_();
+    const Tensor w = Tensor::randn({B, S});
+    const auto got = same_on_1_and_2_threads(
+        [&] { return forward_backward({k, q, v}, [&] { return fused::additive_score(k, q, v); }, w); },
+        3);   // the forward's rows, the backward's rows, dv's columns
+    const auto want = forward_backward({k, q, v}, [&] { return matmul(tanh(k + unsqueeze(q, 1)), v.reshape({A, 1})).reshape({B, S}); }, w);
+    expect_close(got[0], want[0], 1e-5, 1e-6, "value");
+    expect_close(got[1], want[1], 1e-5, 1e-6, "dk");
+    expect_close(got[2], want[2], 1e-5, 1e-6, "dq");
+    expect_close(got[3], want[3], 1e-5, 1e-5, "dv");
+}
+
 TEST_CASE("threaded gru_cell: equal to the composition of primitives, gi, gh and h gradients") {
     // threads split the B = 37 rows, forward and backward; each row holds Hd = 131 states and
     // 3Hd = 393 gate arguments. Gate arguments up to ±6: saturated and unsaturated gates alike.

@@ -30,6 +30,7 @@ inline constexpr int64_t kShapeCopyParallelMin = int64_t{1} << 16;     // permut
 inline constexpr int64_t kSoftmaxParallelMin = int64_t{1} << 15;       // softmax and log_softmax rows
 inline constexpr int64_t kCrossEntropyParallelMin = int64_t{1} << 15;  // cross_entropy rows (R * V)
 inline constexpr int64_t kLayerNormParallelMin = int64_t{1} << 15;     // layer_norm rows and its gain/bias column sums
+inline constexpr int64_t kAdditiveScoreParallelMin = int64_t{1} << 14;  // additive_score (B * S * A): a vectorized tanh each
 inline constexpr int64_t kGruCellParallelMin = int64_t{1} << 12;       // gru_cell rows (B * Hd): forward and backward
 inline constexpr int64_t kLinearParallelMin = int64_t{1} << 16;        // linear's bias/ReLU/dropout epilogue, bias gradient
 inline constexpr int64_t kDropoutParallelMin = int64_t{1} << 16;       // dropout forward and backward
