@@ -6,7 +6,8 @@
 #
 #   make build/bench/bench_training
 #   sh bench/compare_pytorch.sh [rounds] [configs]
-#   (rounds: default 3; configs: default "d128 paper paper-bf16")
+#   (rounds: default 3; configs: default "d128 paper paper-bf16"; also rnn-attention, the GRU
+#   encoder-decoder with attention against bench/torch_rnn_seq2seq.py)
 #
 # paper-bf16 runs ours with mixed precision (bench_training paper-bf16) against PyTorch twice
 # per round: fp32, and under torch.autocast("cpu", dtype=torch.bfloat16) (torch_copy_task.py
@@ -55,14 +56,16 @@ run() {
 }
 
 for config in $configs; do
-    case $config in d128|paper|paper-bf16) ;; *) echo "compare_pytorch: unknown config '$config' (d128, paper, paper-bf16)" >&2; exit 2;; esac
+    case $config in d128|paper|paper-bf16|rnn-attention) ;; *) echo "compare_pytorch: unknown config '$config' (d128, paper, paper-bf16, rnn-attention)" >&2; exit 2;; esac
     # the same configurations as bench/bench_training.cpp's
+    script=$torch_script
     if [ "$config" = d128 ]; then torch_args="--steps 60 --d_model 128 --d_ff 512"; else torch_args="--steps 30"; fi
+    [ "$config" = rnn-attention ] && script=$(dirname "$0")/torch_rnn_seq2seq.py
     : > "$tmp/pairs"
     i=1
     while [ "$i" -le "$rounds" ]; do
         ours_r=$(OMP_NUM_THREADS=2 run "$ours" "$config")
-        torch_r=$(run /usr/bin/python3 "$torch_script" $torch_args)
+        torch_r=$(run /usr/bin/python3 "$script" $torch_args)
         torch_bf16_r="0 0"
         [ "$config" = paper-bf16 ] && torch_bf16_r=$(run /usr/bin/python3 "$torch_script" $torch_args --bf16)
         # columns: ours ms, ours MB, PyTorch ms, PyTorch MB, PyTorch bf16 ms, PyTorch bf16 MB
