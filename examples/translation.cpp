@@ -54,8 +54,9 @@ struct Options {
 
 Options parse_options(int argc, char** argv) {
     Options o;
-    common::ArgParser p("translation", "Train a Transformer translator (toy English->German corpus, or a TSV file), report "
-                                       "test BLEU, and translate sentences with a saved model.");
+    common::ArgParser p("translation", "Train a translator (the Transformer, or a recurrent encoder-decoder with or without "
+                                       "attention) on the toy English->German corpus or a TSV file, report test BLEU, and "
+                                       "translate sentences with a saved model.");
     p.add("--data", &o.corpus.data, "Tatoeba/Anki TSV file (source TAB target); default: the built-in toy corpus", "FILE");
     p.add("--valid", &o.corpus.valid, "separate validation TSV (default: split off --data)", "FILE");
     p.add("--test", &o.corpus.test, "separate test TSV (default: split off --data)", "FILE");
@@ -81,6 +82,7 @@ Options parse_options(int argc, char** argv) {
           "(paper: 25000 on 8 GPUs). Default with --data: 1000; the toy corpus: sentence batches (--batch). 0: --batch")
         .min(-1);
     common::add_training_flags(p, o.train, "random seed (data split, init, dropout, batch order)");
+    common::add_model_flags(p, o.train);
     p.add("--average-last", &o.average_last,
           "also score the average of the last K epochs' parameters (paper, section 6.1: the last 5 checkpoints)").min(0);
     p.add("--label-smoothing", &o.label_smoothing, "label smoothing eps (paper: 0.1)").range(0, 1);
@@ -106,13 +108,16 @@ Options parse_options(int argc, char** argv) {
     models::TransformerConfig& m = o.train.model;   // its vocab sizes are set when the data is read
     if (m.tie_weights && o.no_tie_weights) p.fail("--tie-weights and --no-tie-weights contradict each other");
     if (m.tie_weights && o.corpus.bpe == 0) p.fail("--tie-weights needs one vocabulary for both languages: add --bpe N");
+    if (o.train.model_kind != "transformer" && (p.given("--tie-weights") || p.given("--no-tie-weights") || o.no_kv_cache))
+        p.fail(std::string(p.given("--tie-weights") ? "--tie-weights" : p.given("--no-tie-weights") ? "--no-tie-weights" : "--no-kv-cache") +
+               " applies to --model transformer, not to the recurrent models");
     m.tie_weights = o.corpus.bpe > 0 && !o.no_tie_weights;
     m.max_len = std::max(512, o.corpus.max_len + 2);   // positions: bos + max_len tokens + eos
     common::apply_training_flags(p, o.train);
     return o;
 }
 
-void print_setup(const data::TranslationData& d, const models::Transformer& model, size_t batches, const Options& o) {
+void print_setup(const data::TranslationData& d, const models::Seq2Seq& model, size_t batches, const Options& o) {
     std::printf("data: %s | train %zu pairs (%zu over --max-len dropped), valid %zu, test %zu | vocab %zu source, %zu target\n",
                 d.name.c_str(), d.train.size(), d.dropped, d.text.valid.size(), d.text.test.size(), d.codec.src_vocab.size(),
                 d.codec.tgt_vocab.size());
@@ -120,7 +125,7 @@ void print_setup(const data::TranslationData& d, const models::Transformer& mode
         std::printf("subwords: %zu BPE merges learned jointly from %lld words (%lld distinct) in %.2f s, one shared vocabulary\n",
                     d.codec.bpe.merges().size(), (long long)d.bpe_stats.words, (long long)d.bpe_stats.distinct_words,
                     d.bpe_stats.seconds);
-    std::printf("model: %s, %lld parameters | %zu batches/epoch, %d epochs | %s\n", common::describe(model.cfg).c_str(),
+    std::printf("model: %s, %lld parameters | %zu batches/epoch, %d epochs | %s\n", common::describe(model).c_str(),
                 (long long)model.num_parameters(), batches, o.epochs, common::describe_compute(o.train.shards).c_str());
     if (o.batch_tokens > 0) std::printf("batches of about %d source and %d target tokens (padding included)\n", o.batch_tokens, o.batch_tokens);
 }
@@ -132,7 +137,7 @@ std::vector<std::vector<size_t>> epoch_batches(const data::TranslationData& d, c
 
 // The weights, the config, and everything else --load needs to translate: the vocabularies and
 // the tokenizer.
-void save_checkpoint(const models::Transformer& model, const data::TextCodec& codec, int epoch, double valid_loss,
+void save_checkpoint(const models::Seq2Seq& model, const data::TextCodec& codec, int epoch, double valid_loss,
                      const std::string& path) {
     models::json::Object settings = {{"epoch", epoch}, {"valid_loss", valid_loss}};
     for (auto& entry : data::codec_to_json(codec)) settings.push_back(std::move(entry));
@@ -141,7 +146,7 @@ void save_checkpoint(const models::Transformer& model, const data::TextCodec& co
 
 // After an epoch's training: the validation loss, the epoch's line, and the parameters kept for
 // the test (--save writes them too) if they are the best so far, or for --average-last.
-void end_epoch(models::Transformer& model, const data::TranslationData& d, const Options& o, int epoch,
+void end_epoch(models::Seq2Seq& model, const data::TranslationData& d, const Options& o, int epoch,
                common::TrainingLog& log, common::KeptEpochs& kept, const common::MemoryReport& memory) {
     // the two threads' heaps each keep their shard's free activation space, which the validation,
     // on the calling thread, cannot use: give it back (peak RSS, docs/15)
@@ -162,13 +167,14 @@ void end_epoch(models::Transformer& model, const data::TranslationData& d, const
 // How decoding runs, as the decoding lines on stderr say it: the cache or not, and bf16 products
 // (--bf16, which a --load'ed model decodes with too).
 std::string path_name(const Options& o) {
-    const std::string path = o.no_kv_cache ? "recomputing the prefix: --no-kv-cache" : "key/value cache";
+    const std::string path = o.train.model_kind != "transformer" ? "the recurrent state"
+                             : o.no_kv_cache ? "recomputing the prefix: --no-kv-cache" : "key/value cache";
     return o.train.bf16 ? path + ", bf16 products" : path;
 }
 
 // BLEU and exact match on the test split, greedy and (with --beam) beam search. `what` names the
 // model scored ("test": the best epoch's; "averaged test": --average-last).
-void report_test(models::Transformer& model, const data::TranslationData& d, const Options& o, const common::TrainingLog& log,
+void report_test(models::Seq2Seq& model, const data::TranslationData& d, const Options& o, const common::TrainingLog& log,
                  const common::MemoryReport& memory, const std::string& what = "test") {
     const char* w = what.c_str();
     const eval::Score greedy = eval::score(model, d.codec, d.text.test, 0, o.bleu_lowercase, !o.no_kv_cache);
@@ -182,7 +188,7 @@ void report_test(models::Transformer& model, const data::TranslationData& d, con
     if (o.beam > 0)
         std::printf("%s beam %d: BLEU %.1f, exact match %.1f%%  [%s]\n", w, o.beam, final_score.bleu.score, final_score.exact,
                     data::to_string(final_score.bleu).c_str());
-    std::printf("total %.0f s\n", log.seconds());
+    std::printf("%s BLEU by source length: %s\ntotal %.0f s\n", w, eval::describe(final_score.by_length).c_str(), log.seconds());
     // the decoding's work, on stderr beside the progress: --no-kv-cache recomputes every prefix
     std::fprintf(stderr, "%s decoding: %lld decoder positions (%s)\n", w,
                  (long long)(greedy.decoder_positions + (o.beam > 0 ? final_score.decoder_positions : 0)), path_name(o).c_str());
@@ -200,6 +206,7 @@ void report_test(models::Transformer& model, const data::TranslationData& d, con
 int translate_with_checkpoint(const Options& o) {
     const common::SavedModel saved = common::load_saved_model(o.load);
     models::Seq2Seq& model = *saved.model;
+    common::check_model_kind(o.train, model, o.load);   // a --model that disagrees with the file is an error
     const data::TextCodec codec = data::read_codec(saved.metadata, o.load);
     std::vector<std::string> lines;   // --translate first, then every line of standard input
     if (!o.translate.empty()) lines.push_back(o.translate);
@@ -238,11 +245,10 @@ int main(int argc, char** argv) {
 
         // 2) model, optimizer, learning-rate schedule
         autograd::manual_seed(o.train.seed);   // model init and dropout
-        o.train.model.src_vocab = static_cast<int64_t>(d.codec.src_vocab.size());
-        o.train.model.tgt_vocab = static_cast<int64_t>(d.codec.tgt_vocab.size());
-        models::Transformer model(o.train.model);
+        const std::unique_ptr<models::Seq2Seq> made = common::make_model(o.train, d.codec.src_vocab.size(), d.codec.tgt_vocab.size());
+        models::Seq2Seq& model = *made;   // --model: the Transformer or a recurrent encoder-decoder
         optim::Adam opt(model.parameters(), {.lr = 0.0f, .beta1 = 0.9f, .beta2 = 0.98f, .eps = 1e-9f});
-        optim::NoamSchedule sched(opt, model.cfg.d_model, o.train.warmup, o.train.lr_factor);   // sets opt's lr every step
+        optim::NoamSchedule sched(opt, common::model_width(o.train), o.train.warmup, o.train.lr_factor);   // sets opt's lr every step
         print_setup(d, model, batches.size(), o);
         memory.phase("model");
 

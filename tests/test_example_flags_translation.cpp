@@ -879,3 +879,105 @@ TEST_CASE("translation --memory-report: a memory line after each phase, and the 
     for (const char* line : {"epoch  2 ", "test greedy: ", "test BLEU: "})
         CHECK(line_starting(report.out, line).substr(0, 60) == line_starting(plain.out, line).substr(0, 60));
 }
+
+// --model: the same data, loop and evaluation train the recurrent encoder-decoders too. The header
+// names the model; each recurrent flag reaches it (a line or a parameter count that says so, and
+// another first loss); flags of another kind of model are refused, as flags that would do nothing.
+TEST_CASE("translation --model rnn / rnn-attention and their flags: each reaches the model; the others' flags refused") {
+    const Corpus c = write_corpus("translation-models");
+    const RemoveOnExit cleanup{c.dir};
+    auto run = [&](std::vector<std::string> more) {
+        std::vector<std::string> args = without(without(without(tiny_run(c, {}), "--d-model"), "--heads"), "--d-ff");
+        args.insert(args.end(), more.begin(), more.end());
+        const ExampleRun r = run_example("translation", args);
+        INFO(r.out << r.err);
+        REQUIRE(r.status == 0);
+        return r;
+    };
+    const ExampleRun rnn = run({"--model", "rnn", "--embed", "8", "--hidden", "12"});
+    CHECK(rnn.out.find("model: GRU encoder-decoder, C as the first state, E=8 Hd=12 L=1 bidirectional") != std::string::npos);
+    // BLEU by source length: each bucket counts the test sources with that many words, all 7 once
+    const std::string by_length = rnn.out.substr(rnn.out.find("test BLEU by source length: "));
+    std::map<std::pair<int, int>, int> want;
+    for (const data::Pair& p : c.test) {
+        const int n = static_cast<int>(words(p.src).size());
+        for (const auto [lo, hi] : {std::pair{1, 5}, {6, 10}, {11, 15}}) if (n >= lo && n <= hi) want[{lo, hi}]++;
+    }
+    int total = 0;
+    for (const auto& [range, count] : want) {
+        const std::string label = std::to_string(range.first) + "-" + std::to_string(range.second) + " words ";
+        CAPTURE(label);
+        REQUIRE(by_length.find(label) != std::string::npos);
+        const size_t open = by_length.find('(', by_length.find(label));
+        CHECK(std::stoi(by_length.substr(open + 1)) == count);
+        total += count;
+    }
+    CHECK(total == 7);
+    CHECK(rnn.err.find("(the recurrent state)") != std::string::npos);
+    auto params = [](const ExampleRun& r) {
+        const size_t at = r.out.find(" parameters |");
+        REQUIRE(at != std::string::npos);
+        size_t from = r.out.rfind(", ", at);
+        return std::stoll(r.out.substr(from + 2, at - from - 2));
+    };
+    auto loss = [](const ExampleRun& r) { return number_after(r.err, "loss "); };
+    struct Flag { std::vector<std::string> args; const char* header; };
+    const Flag flags[] = {
+        {{"--model", "rnn", "--embed", "8", "--hidden", "12", "--cell", "lstm"}, "LSTM encoder-decoder"},
+        {{"--model", "rnn", "--embed", "8", "--hidden", "12", "--context", "every_step"}, "C at every step"},
+        {{"--model", "rnn", "--embed", "8", "--hidden", "12", "--reverse-source"}, "source reversed"},
+        {{"--model", "rnn", "--embed", "8", "--hidden", "12", "--unidirectional"}, "Hd=12 L=1 dropout"},
+        {{"--model", "rnn", "--embed", "6", "--hidden", "12"}, "E=6 Hd=12"},
+        {{"--model", "rnn", "--embed", "8", "--hidden", "12", "--layers", "2"}, "Hd=12 L=2"},
+        {{"--model", "rnn", "--embed", "8", "--hidden", "12", "--dropout", "0.3"}, "dropout=0.30"},
+        {{"--model", "rnn", "--embed", "8", "--hidden", "10"}, "E=8 Hd=10"},
+        {{"--model", "rnn-attention", "--embed", "8", "--hidden", "12"}, "additive attention"},
+        {{"--model", "rnn-attention", "--embed", "8", "--hidden", "12", "--score", "dot"}, "dot attention"},
+        {{"--model", "rnn-attention", "--embed", "8", "--hidden", "12", "--score", "cosine"}, "cosine attention"},
+    };
+    for (const Flag& f : flags) {
+        CAPTURE(f.header);
+        const ExampleRun r = run(f.args);
+        CHECK(r.out.find(f.header) != std::string::npos);
+        CHECK((params(r) != params(rnn) || loss(r) != loss(rnn)));
+    }
+    // refused: flags of another kind of model, and those that do nothing for the recurrent ones
+    for (const auto& [args, message] : std::vector<std::pair<std::vector<std::string>, std::string>>{
+             {{"--model", "rnn", "--heads", "2"}, "--heads applies to --model transformer, not to --model rnn"},
+             {{"--model", "rnn", "--score", "dot"}, "--score applies to --model rnn-attention, not to --model rnn"},
+             {{"--model", "rnn-attention", "--context", "every_step"}, "--context applies to --model rnn"},
+             {{"--cell", "lstm"}, "--cell applies to the recurrent models (rnn, rnn-attention), not to --model transformer"},
+             {{"--model", "rnn", "--no-kv-cache"}, "--no-kv-cache applies to --model transformer"},
+             {{"--model", "rnn", "--tie-weights", "--bpe", "20"}, "--tie-weights applies to --model transformer"},
+             {{"--model", "gru"}, "--model must be transformer, rnn or rnn-attention, not 'gru'"},
+             {{"--model", "rnn-attention", "--score", "cos"}, "unknown attention score 'cos' (dot, cosine or additive)"},
+             {{"--model", "rnn", "--cell", "GRU"}, "unknown recurrent cell 'GRU' (gru, lstm or rnn)"}}) {
+        CAPTURE(message);
+        std::vector<std::string> a = without(without(without(tiny_run(c, {}), "--d-model"), "--heads"), "--d-ff");
+        a.insert(a.end(), args.begin(), args.end());
+        const ExampleRun r = run_example("translation", a);
+        CHECK(r.status == 2);
+        CHECK(r.err.find(message) != std::string::npos);
+    }
+}
+
+// A recurrent model saved by training translates on its own, draws its one attention map, and a
+// --model that disagrees with the file is named with the file's kind.
+TEST_CASE("translation --model rnn-attention --save, then --load: translates, draws its attention, refuses another --model") {
+    const Corpus c = write_corpus("translation-rnn-load");
+    const RemoveOnExit cleanup{c.dir};
+    const std::string model = (c.dir / "rnn.safetensors").string(), svg = (c.dir / "att.svg").string();
+    std::vector<std::string> args = without(without(without(without(tiny_run(c, {}), "--d-model"), "--heads"), "--d-ff"), "--save");
+    for (const char* a : {"--model", "rnn-attention", "--embed", "8", "--hidden", "12", "--save"}) args.push_back(a);
+    args.push_back(model);
+    REQUIRE(run_example("translation", args).status == 0);
+    const ExampleRun t = run_example("translation", {"--load", model, "--translate", "the dog sees the cat .", "--attention", svg});
+    INFO(t.out << t.err);
+    CHECK(t.status == 0);
+    CHECK(t.out.size() > 1);
+    CHECK(t.err.find("additive attention") != std::string::npos);   // the heatmap's title on the terminal
+    CHECK(std::filesystem::exists(svg));
+    const ExampleRun wrong = run_example("translation", {"--load", model, "--model", "transformer", "--translate", "x"});
+    CHECK(wrong.status == 1);
+    CHECK(wrong.err.find("--model transformer, but '" + model + "' holds a model of kind rnn-attention") != std::string::npos);
+}

@@ -80,6 +80,8 @@ public:
     // Whether `name` appeared on the command line. Throws std::invalid_argument if `name`
     // was never registered (a typo in the program, not in the user's input).
     bool given(const std::string& name) const;
+    // Whether this program offers an option named `name` at all.
+    bool has(const std::string& name) const { return find(name) != nullptr; }
 
     std::string usage() const;   // the --help text
 

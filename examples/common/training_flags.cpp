@@ -29,9 +29,75 @@ void add_training_flags(ArgParser& p, TrainingFlags& t, const std::string& seed_
            "chapters teach");
 }
 
-void apply_training_flags(const ArgParser& p, const TrainingFlags& t) {
+void add_model_flags(ArgParser& p, TrainingFlags& t) {
+    p.add("--model", &t.model_kind,
+          "transformer; rnn: the recurrent encoder-decoder with one context vector C; rnn-attention: the same with soft "
+          "attention (models/rnn_seq2seq.h)", "NAME");
+    p.add("--cell", &t.rnn_cell, "the recurrent models' cell: gru, lstm or rnn", "NAME");
+    p.add("--embed", &t.rnn.embed, "the recurrent models' embedding width (E)").range(1, 8192);
+    p.add("--hidden", &t.rnn.hidden, "the recurrent models' state width (Hd)").range(1, 8192);
+    p.add("--context", &t.rnn_context,
+          "--model rnn: where C goes: initial_state (the decoder's first state, Sutskever et al.) or every_step (also beside "
+          "every input word, Cho et al.)", "NAME");
+    p.add("--score", &t.rnn_score, "--model rnn-attention: the attention score: dot, cosine or additive (Bahdanau et al.)", "NAME");
+    p.flag("--reverse-source", &t.rnn.reverse_source, "the recurrent models read each source sentence backwards (Sutskever et al.)");
+    p.flag("--unidirectional", &t.rnn_unidirectional, "the recurrent models' encoder reads forwards only (default: both ways)");
+}
+
+std::unique_ptr<models::Seq2Seq> make_model(const TrainingFlags& t, int64_t src_vocab, int64_t tgt_vocab) {
+    if (t.model_kind == "transformer") {
+        models::TransformerConfig c = t.model;
+        c.src_vocab = src_vocab, c.tgt_vocab = tgt_vocab;
+        return std::make_unique<models::Transformer>(c);
+    }
+    models::RNNSeq2SeqConfig c = t.rnn;
+    c.src_vocab = src_vocab, c.tgt_vocab = tgt_vocab;
+    return std::make_unique<models::RNNSeq2Seq>(c);
+}
+
+std::string model_name(const models::Seq2Seq& model) {
+    if (const auto* r = dynamic_cast<const models::RNNSeq2Seq*>(&model)) return r->cfg.attention ? "rnn-attention" : "rnn";
+    return "transformer";
+}
+
+void check_model_kind(const TrainingFlags& t, const models::Seq2Seq& loaded, const std::string& path) {
+    if (t.model_given && model_name(loaded) != t.model_kind)
+        throw std::runtime_error("--model " + t.model_kind + ", but '" + path + "' holds a model of kind " + model_name(loaded));
+}
+
+int64_t model_width(const TrainingFlags& t) { return t.model_kind == "transformer" ? t.model.d_model : t.rnn.hidden; }
+
+// The flags of one kind of model given for another: an error, as a flag that does nothing.
+static void refuse_flags_of_another_model(const ArgParser& p, const TrainingFlags& t) {
+    const std::string kind = t.model_kind;
+    auto refuse = [&](std::initializer_list<const char*> flags, bool applies, const std::string& why) {
+        for (const char* f : flags)
+            if (p.given(f) && !applies) p.fail(std::string(f) + " " + why + ", not to --model " + kind);
+    };
+    const bool rnn = kind != "transformer";
+    refuse({"--d-model", "--heads", "--d-ff"}, !rnn, "applies to --model transformer");
+    refuse({"--cell", "--embed", "--hidden", "--reverse-source", "--unidirectional"}, rnn, "applies to the recurrent models (rnn, rnn-attention)");
+    refuse({"--context"}, kind == "rnn", "applies to --model rnn (with attention, each step has its own context)");
+    refuse({"--score"}, kind == "rnn-attention", "applies to --model rnn-attention");
+}
+
+void apply_training_flags(const ArgParser& p, TrainingFlags& t) {
+    const std::string kind = t.model_kind;
+    if (kind != "transformer" && kind != "rnn" && kind != "rnn-attention")
+        p.fail("--model must be transformer, rnn or rnn-attention, not '" + kind + "'");
+    if (p.has("--model")) {
+        refuse_flags_of_another_model(p, t);
+        t.model_given = p.given("--model");
+    }
     try {
         t.model.validate();   // the one check of the model's shape: --heads must divide --d-model, ...
+        t.rnn.layers = t.model.layers;
+        t.rnn.dropout = t.model.dropout;
+        t.rnn.cell = nn::cell_kind_from_name(t.rnn_cell);
+        t.rnn.context = models::context_from_name(t.rnn_context);
+        t.rnn.attention = kind == "rnn-attention";
+        t.rnn.score = nn::score_from_name(t.rnn_score);
+        t.rnn.bidirectional = !t.rnn_unidirectional;
     } catch (const std::invalid_argument& e) {
         p.fail(e.what());
     }

@@ -23,7 +23,14 @@
 namespace common {
 
 struct TrainingFlags {
+    std::string model_kind = "transformer";   // --model: transformer, rnn or rnn-attention (add_model_flags)
     models::TransformerConfig model;   // --layers --d-model --heads --d-ff --dropout; the vocab sizes come with the data
+    // --model rnn / rnn-attention: --cell --embed --hidden --context --score --reverse-source
+    // --unidirectional, and --layers --dropout (apply_training_flags copies those two in)
+    models::RNNSeq2SeqConfig rnn{.embed = 128, .hidden = 256};
+    std::string rnn_cell = "gru", rnn_context = "initial_state", rnn_score = "additive";   // --cell --context --score
+    bool rnn_unidirectional = false;   // --unidirectional
+    bool model_given = false;          // --model was on the command line (apply_training_flags)
     int warmup = 400;                  // warmup steps of the learning-rate schedule
     float lr_factor = 1.0f;            // lr = lr_factor * Noam(step)
     uint64_t seed = 1;
@@ -37,12 +44,28 @@ struct TrainingFlags {
 // --bf16 --reference, with the values in `t` as their defaults.
 void add_training_flags(ArgParser& p, TrainingFlags& t, const std::string& seed_help);
 
+// --model and the recurrent models' flags (the translation example).
+void add_model_flags(ArgParser& p, TrainingFlags& t);
+
+// The model the flags describe, for vocabularies of these sizes: a Transformer (t.model) or a
+// recurrent encoder-decoder (t.rnn), with or without attention.
+std::unique_ptr<models::Seq2Seq> make_model(const TrainingFlags& t, int64_t src_vocab, int64_t tgt_vocab);
+// "transformer", "rnn" or "rnn-attention": the --model that makes a model of this kind.
+std::string model_name(const models::Seq2Seq& model);
+// With --load: throws std::runtime_error naming both when a --model given on the command line
+// is not the kind of model the file holds (its own config is what the program then uses).
+void check_model_kind(const TrainingFlags& t, const models::Seq2Seq& loaded, const std::string& path);
+
+// The width the Noam schedule scales by: d_model, or a recurrent model's Hd.
+int64_t model_width(const TrainingFlags& t);
+
 // After parsing: exits through p.fail() with TransformerConfig::validate()'s message when the
 // model's flags do not fit together (--heads must divide --d-model), and when --reference and
-// --bf16 are both given; applies --threads; with --bf16 on a CPU without AVX512_BF16, says so in
+// --bf16 are both given; when a flag of one kind of model is given for another (--heads for
+// --model rnn, --score without attention, ...); applies --threads; with --bf16 on a CPU without AVX512_BF16, says so in
 // one line and exits with status 2 (the portable bf16 path would be correct, but slower than
 // fp32: not what --bf16 is asked for).
-void apply_training_flags(const ArgParser& p, const TrainingFlags& t);
+void apply_training_flags(const ArgParser& p, TrainingFlags& t);
 
 // "N=2 D=128 F=256 h=4 dropout=0.1", for the line each example prints before training; a
 // recurrent model as RNNSeq2SeqConfig::describe says it.

@@ -126,6 +126,17 @@ std::vector<std::string> translate(models::Seq2Seq& model, const data::TextCodec
     return translations;
 }
 
+std::string describe(const std::vector<LengthBucket>& buckets) {
+    std::string s;
+    for (const LengthBucket& b : buckets) {
+        char one[96];
+        std::snprintf(one, sizeof one, "%s%d%s words %.1f (%lld)", s.empty() ? "" : ", ", b.lo,
+                      b.hi < 0 ? "+" : ("-" + std::to_string(b.hi)).c_str(), b.bleu, (long long)b.count);
+        s += one;
+    }
+    return s;
+}
+
 Score score(models::Seq2Seq& model, const data::TextCodec& codec, const std::vector<data::Pair>& pairs, int beam,
             bool bleu_lowercase, bool kv_cache) {
     std::vector<std::vector<int32_t>> srcs;
@@ -144,6 +155,16 @@ Score score(models::Seq2Seq& model, const data::TextCodec& codec, const std::vec
     }
     s.exact = pairs.empty() ? 0.0 : 100.0 * s.exact / pairs.size();
     s.bleu = data::corpus_bleu(s.hypotheses, refs, {.lowercase = bleu_lowercase});
+    for (const auto [lo, hi] : {std::pair{1, 5}, {6, 10}, {11, 15}, {16, 20}, {21, 30}, {31, -1}}) {
+        std::vector<std::string> hyps, bucket_refs;
+        for (size_t i = 0; i < pairs.size(); i++) {
+            const int words = static_cast<int>(codec.tokenize(pairs[i].src).size());
+            if (words >= lo && (hi < 0 || words <= hi)) hyps.push_back(s.hypotheses[i]), bucket_refs.push_back(refs[i]);
+        }
+        if (!hyps.empty())
+            s.by_length.push_back({lo, hi, static_cast<int64_t>(hyps.size()),
+                                   data::corpus_bleu(hyps, bucket_refs, {.lowercase = bleu_lowercase}).score});
+    }
     return s;
 }
 

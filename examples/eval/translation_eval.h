@@ -30,8 +30,20 @@ std::vector<std::string> translate(models::Seq2Seq& model, const data::TextCodec
                                    int beam, bool kv_cache = true, const std::string& attention_svg = "",
                                    int64_t* positions = nullptr);
 
+// BLEU of the sentences whose source has lo..hi words (Bahdanau et al.'s Figure 2 in miniature:
+// how a model holds up as sentences grow).
+struct LengthBucket {
+    int lo, hi;       // words of the source, hi = -1: no upper end
+    int64_t count;    // sentences in it
+    double bleu;      // corpus BLEU over them
+};
+
+// "1-5 words 97.1 (120), 6-10 words 95.0 (310), ...": BLEU and sentence count of each bucket.
+std::string describe(const std::vector<LengthBucket>& buckets);
+
 struct Score {
     data::BleuResult bleu;
+    std::vector<LengthBucket> by_length;   // 1-5, 6-10, 11-15, 16-20, 21-30 and 31+ source words; empty ones left out
     double exact = 0.0;                    // % of hypotheses equal to their reference (as 13a tokens)
     std::vector<std::string> hypotheses;   // the model's translations, detokenized
     int64_t decoder_positions = 0;         // the decoding's work: positions the decoder ran
@@ -39,7 +51,8 @@ struct Score {
 
 // BLEU as sacreBLEU computes it: hypotheses (detokenized model output) against the references as
 // written in the data, case-sensitive unless bleu_lowercase. Exact match compares the same 13a
-// token sequences, so it does not depend on spacing either.
+// token sequences, so it does not depend on spacing either. by_length splits the BLEU by the
+// sources' lengths in words.
 Score score(models::Seq2Seq& model, const data::TextCodec& codec, const std::vector<data::Pair>& pairs, int beam,
             bool bleu_lowercase, bool kv_cache = true);
 
