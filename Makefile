@@ -80,8 +80,8 @@ MAKEFLAGS += -j$(NPROC)
 # The framework: every .cpp under these folders goes into one static library.
 LIB_SRCS := $(wildcard autograd/*.cpp autograd/*/*.cpp nn/*.cpp optim/*.cpp models/*.cpp)
 # What the examples use besides the library: argument parsing, progress, SVG (common/), their
-# data (data/), and what they do with a trained model (eval/).
-EXLIB_SRCS := $(wildcard examples/common/*.cpp examples/data/*.cpp examples/eval/*.cpp)
+# data (data/), what they do with a trained model (eval/), and each one's flags (options/).
+EXLIB_SRCS := $(wildcard examples/common/*.cpp examples/data/*.cpp examples/eval/*.cpp examples/options/*.cpp)
 # The examples of build/ are linked into examples/; any other build's into $(BUILD)/bin/, so a
 # second build (another compiler, a cross compiler, a sanitizer) never overwrites them.
 BIN := $(if $(filter build,$(BUILD)),examples,$(BUILD)/bin)

@@ -8,17 +8,17 @@
 //   ./examples/copy_task --paper --bf16     # ... with bf16 matrix products (mixed precision)
 //   ./examples/copy_task --help
 //
-// main() is the training loop; the data is in examples/data/copy_task_data.h, the evaluation in
-// examples/eval/copy_task_eval.h.
+// main() is the training loop; the flags are in examples/options/copy_task_options.h, the data in
+// examples/data/copy_task_data.h, the evaluation in examples/eval/copy_task_eval.h.
 #include <cstdio>
 #include <memory>
 #include <string>
 
 #include "autograd/autograd.h"
-#include "examples/common/args.h"
 #include "examples/common/progress.h"
+#include "examples/common/run_state.h"
 #include "examples/common/saved_model.h"
-#include "examples/common/training_flags.h"
+#include "examples/options/copy_task_options.h"
 #include "examples/common/training_log.h"
 #include "examples/data/copy_task_data.h"
 #include "examples/eval/copy_task_eval.h"
@@ -29,69 +29,9 @@
 #include "optim/optim.h"
 
 using autograd::Tensor;
+using Options = options::CopyTask;
 
 namespace {
-
-struct Options {
-    common::TrainingFlags train{.model = {.layers = 2, .d_model = 128, .d_ff = 256, .heads = 4, .dropout = 0.0f}, .warmup = 100};
-    int64_t vocab = 11, seq_len = 10;
-    int steps = 600, batch = 128, eval_count = 1000, beam = 0, print_every = 100;
-    std::string schedule = "cosine";   // "cosine": warmup to --lr, then down to 0 at the last step; "noam"
-    float lr = 3e-3f;                  // the cosine schedule's peak
-    bool paper = false, no_kv_cache = false;
-    std::string save, load, plot, decode;
-};
-
-// The Annotated Transformer's configuration: 20 epochs of 20 batches of 80, N=2, D=512, F=2048,
-// h=8, dropout 0.1, Adam(0.9, 0.98, 1e-9) with lr = 0.5 * Noam(D=512, warmup=400). Flags given
-// on the command line win.
-void apply_paper_preset(Options& o, const common::ArgParser& p) {
-    auto set = [&](const char* flag, auto& field, auto value) { if (!p.given(flag)) field = value; };
-    set("--steps", o.steps, 400);
-    set("--batch", o.batch, 80);
-    set("--layers", o.train.model.layers, int64_t{2});
-    set("--d-model", o.train.model.d_model, int64_t{512});
-    set("--heads", o.train.model.heads, int64_t{8});
-    set("--d-ff", o.train.model.d_ff, int64_t{2048});
-    set("--dropout", o.train.model.dropout, 0.1f);
-    set("--warmup", o.train.warmup, 400);
-    set("--lr-factor", o.train.lr_factor, 0.5f);
-    set("--schedule", o.schedule, std::string("noam"));
-    set("--print-every", o.print_every, 20);
-}
-
-Options parse_options(int argc, char** argv) {
-    Options o;
-    common::ArgParser p("copy_task", "Train an encoder-decoder Transformer to copy random symbol sequences, then report "
-                                     "exact match on fresh sequences.");
-    p.add("--steps", &o.steps, "training steps (batches)").min(0);
-    p.add("--batch", &o.batch, "sequences per batch (B)").min(1);
-    common::add_training_flags(p, o.train, "random seed (model init, dropout, data)");
-    p.add("--schedule", &o.schedule, "learning-rate schedule: cosine (linear warmup to --lr, then half a cosine down to 0 "
-                                     "at the last step) or noam (--lr-factor * Noam(D, --warmup), the paper's)", "NAME");
-    p.add("--lr", &o.lr, "peak learning rate of the cosine schedule").range(0, 1);
-    p.add("--vocab", &o.vocab, "number of symbols V, including 0 (never used) and the start symbol 1").range(3, 100000);
-    p.add("--seq-len", &o.seq_len, "sequence length L, including the start symbol").range(2, 4096);
-    p.add("--eval", &o.eval_count, "fresh sequences for the final exact-match test").min(1);
-    p.add("--print-every", &o.print_every, "print the loss every this many steps").min(1);
-    p.flag("--paper", &o.paper, "The Annotated Transformer's configuration (N=2, D=512, F=2048, h=8, 400 steps of 80)");
-    p.add("--save", &o.save, "write the trained model to PATH (safetensors)", "PATH");
-    p.add("--load", &o.load, "evaluate the model saved at PATH instead of training", "PATH");
-    p.add("--decode", &o.decode, "with --load: greedy-decode the sequences in PATH (one per line, ids separated by "
-                                 "spaces) and print only the outputs", "PATH");
-    p.add("--beam", &o.beam, "evaluate with beam search of this width (0: greedy)").range(0, 64);
-    p.flag("--no-kv-cache", &o.no_kv_cache, "decode by re-running the decoder over the whole prefix at every step "
-                                            "(the simple O(T^2) reference) instead of with the key/value cache");
-    p.add("--plot", &o.plot, "write the training-loss curve to PATH as SVG", "PATH");
-    p.parse(argc, argv);
-    if (o.paper) apply_paper_preset(o, p);
-    if (!o.decode.empty() && o.load.empty()) p.fail("--decode needs a model: give --load PATH");
-    if (o.schedule != "cosine" && o.schedule != "noam") p.fail("--schedule must be cosine or noam, not '" + o.schedule + "'");
-
-    common::apply_training_flags(p, o.train);
-    o.train.model.src_vocab = o.train.model.tgt_vocab = o.vocab;
-    return o;
-}
 
 // The task and the model; before training, the optimizer and the learning-rate schedule too.
 void print_setup(const models::Seq2Seq& model, const Options& o, bool training) {
@@ -100,6 +40,12 @@ void print_setup(const models::Seq2Seq& model, const Options& o, bool training) 
     if (training)
         std::printf("training: %d steps of B=%d, Adam(0.9, 0.98, 1e-9), %s\n", o.steps, o.batch,
                     common::describe_lr_schedule(o.schedule, o.lr, o.train.lr_factor, o.train.model.d_model, o.train.warmup, o.steps).c_str());
+}
+
+// What a saved model holds besides its weights, so --load needs nothing else. The seed is a
+// string: a JSON number is exact only up to 2^53.
+models::json::Object settings(const Options& o) {
+    return {{"seq_len", o.seq_len}, {"step", o.steps}, {"seed", std::to_string(o.train.seed)}};
 }
 
 // A step on the live progress line (loss, lr, tokens/s), and every --print-every steps a result
@@ -114,20 +60,15 @@ void report_step(common::TrainingLog& log, const Options& o, int step, float los
     log.result(line);
 }
 
-// The time taken, the final loss, and the loss curve (--plot).
-void finish_training(common::TrainingLog& log, const Options& o) {
+// The time taken and the final loss; --save's model, then --plot's curve (a failing figure never
+// costs the model).
+void finish_training(common::TrainingLog& log, const models::Seq2Seq& model, const Options& o) {
     log.finish();
     const double secs = log.seconds();
     std::printf("trained %d steps in %.1f s (%.1f ms/step), final loss %.4f\n", o.steps, secs,
                 o.steps ? 1000.0 * secs / o.steps : 0.0, log.last_loss());
+    if (!o.save.empty()) common::save_model(model, o.save, "copy", settings(o)), std::printf("saved %s\n", o.save.c_str());
     if (!o.plot.empty()) log.plot(o.plot, "Copy task: training loss", "train", /*log_y=*/true);
-}
-
-// The weights, the config and the task's settings, so --load needs nothing else. The seed is a
-// string: a JSON number is exact only up to 2^53.
-void save_checkpoint(const models::Seq2Seq& model, const Options& o) {
-    common::save_model(model, o.save, "copy", {{"seq_len", o.seq_len}, {"step", o.steps}, {"seed", std::to_string(o.train.seed)}});
-    std::printf("saved %s\n", o.save.c_str());
 }
 
 // Exact match on --eval fresh sequences: the same ones for a --load'ed model as after training.
@@ -140,6 +81,7 @@ void evaluate(models::Seq2Seq& model, const Options& o) {
 int use_checkpoint(Options o) {
     const common::SavedModel saved = common::load_saved_model(o.load);
     models::Seq2Seq& model = *saved.model;   // the Transformer copy_task saves, or any other model
+    common::check_load_flags(o.train, model, o.load);
     if (!o.decode.empty()) {
         eval::decode_file(model, o.decode);
         return 0;
@@ -155,7 +97,7 @@ int use_checkpoint(Options o) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    const Options o = parse_options(argc, argv);
+    const Options o = options::parse_copy_task(argc, argv);
     try {
         autograd::FusedKernelsGuard fused_kernels(!o.train.reference);   // --reference: each layer's plain form
         autograd::MixedPrecisionGuard mixed_precision(o.train.bf16);   // --bf16: training and evaluation, --load's too
@@ -172,8 +114,13 @@ int main(int argc, char** argv) {
         autograd::Rng data_rng(o.train.seed * 7919 + 1);   // the data stream, independent of init and dropout draws
         print_setup(model, o, true);
         common::TrainingLog log(o.steps);
+        common::InterruptWatch interrupt;   // Ctrl-C: the loop stops after its step, and the run is saved
+        int64_t step = 0;
+        common::RunState run{.model = &model, .opt = &opt, .sched = sched.get(), .log = &log, .rngs = {{"data", &data_rng}},
+                             .counters = {{"step", &step}}, .settings = settings(o)};
+        if (!o.resume.empty()) common::restore_run(o.resume, run);   // --resume: as it was after its last step
         model.train();
-        for (int step = 1; step <= o.steps; step++) {
+        for (step++; step <= o.steps; step++) {
             const models::Batch b = data::make_copy_batch(data_rng, o.vocab, o.batch, o.seq_len);
             opt.zero_grad();   // first: last step's gradients are freed before this step's activations pile up
             // forward and backward of b's --shards row slices side by side: the same gradient as one pass over b
@@ -187,9 +134,9 @@ int main(int argc, char** argv) {
             const float lr = sched->step();
             opt.step();
             report_step(log, o, step, loss, lr);
+            if (interrupt.requested()) return common::save_interrupted(run, common::resume_path(o.save, "copy_task"), argc, argv);
         }
-        finish_training(log, o);
-        if (!o.save.empty()) save_checkpoint(model, o);
+        finish_training(log, model, o);
         evaluate(model, o);
     } catch (const std::exception& e) {
         std::fprintf(stderr, "copy_task: %s\n", e.what());

@@ -20,7 +20,8 @@
 #include <string>
 #include <vector>
 
-#include <sys/wait.h>   // WIFEXITED, WEXITSTATUS
+#include <signal.h>     // kill
+#include <sys/wait.h>   // WIFEXITED, WEXITSTATUS, waitpid
 #include <unistd.h>     // getpid
 
 #ifndef EXAMPLES_BIN
@@ -91,4 +92,43 @@ inline double number_after(const std::string& text, const std::string& label) {
     INFO("looking for \"" << label << "\" in:\n" << text);
     REQUIRE(at != std::string::npos);
     return std::strtod(text.c_str() + at + label.size(), nullptr);
+}
+
+// Runs EXAMPLES_BIN/name with `args` as run_example does, waits until its standard output holds
+// `wait_for` (at most 60 s), then sends it each of `signals` in turn (a few ms apart), as a user's
+// Ctrl-C would, and returns what it printed and its exit status once it has ended.
+inline ExampleRun interrupt_example(const std::string& name, const std::vector<std::string>& args, const std::string& wait_for,
+                                    const std::vector<int>& signals) {
+    const std::filesystem::path dir = example_scratch_dir("interrupt");
+    const std::string program = std::string(EXAMPLES_BIN) + "/" + name, out = (dir / "out").string(), err = (dir / "err").string();
+    const pid_t pid = ::fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {   // the child: the program, its output to files, one thread
+        std::freopen(out.c_str(), "w", stdout);
+        std::freopen(err.c_str(), "w", stderr);
+        ::setenv("OMP_NUM_THREADS", "1", 1);
+        std::vector<char*> argv{const_cast<char*>(program.c_str())};
+        for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+        argv.push_back(nullptr);
+        ::execv(program.c_str(), argv.data());
+        ::_exit(127);
+    }
+    bool seen = false;
+    for (int waited = 0; !seen && waited < 60000; waited += 5) {
+        seen = read_whole_file(out).find(wait_for) != std::string::npos;
+        if (!seen) ::usleep(5000);
+    }
+    CHECK(seen);
+    for (int sig : signals) {
+        ::kill(pid, sig);
+        ::usleep(2000);
+    }
+    int raw = 0;
+    ::waitpid(pid, &raw, 0);
+    ExampleRun r;
+    r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+    r.out = read_whole_file(out);
+    r.err = read_whole_file(err);
+    std::filesystem::remove_all(dir);
+    return r;
 }

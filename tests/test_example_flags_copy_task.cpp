@@ -833,3 +833,82 @@ TEST_CASE("copy_task --paper: The Annotated Transformer's configuration, and fla
         CHECK(lines[19].lr == doctest::Approx(0.5 / std::sqrt(8.0) / 20).epsilon(1e-3));   // the peak, at step 400, by hand
     }
 }
+
+// ---- nothing a user trained is lost ----
+
+// Ctrl-C during training: the step in progress ends, the run's whole state is saved, the program
+// says how to continue and ends with status 130; --resume continues to the very numbers an
+// uninterrupted run prints (dropout on: the generators are part of the state). A second signal
+// ends the program at once (128 + SIGTERM).
+TEST_CASE("copy_task: Ctrl-C saves the run and says how to continue; --resume ends with the uninterrupted run's numbers") {
+    const std::filesystem::path dir = example_scratch_dir("copy-interrupt");
+    const std::string save = (dir / "model.safetensors").string(), state = (dir / "model.resume.safetensors").string();
+    const std::vector<std::string> args = small_copy_task({"--steps", "400", "--dropout", "0.1", "--print-every", "1", "--seed", "3",
+                                                           "--save", save});
+    const ExampleRun straight = run_example("copy_task", args);
+    REQUIRE(straight.status == 0);
+    const std::string straight_model = read_whole_file(save);
+    std::filesystem::remove(save);
+    const ExampleRun stopped = interrupt_example("copy_task", args, "step    20 ", {SIGINT});
+    INFO(stopped.err);
+    CHECK(stopped.status == 130);
+    CHECK(stopped.err.find("interrupted after step ") != std::string::npos);
+    CHECK(stopped.err.find("--resume " + state) != std::string::npos);
+    REQUIRE(std::filesystem::exists(state));
+    CHECK_FALSE(std::filesystem::exists(save));   // the run did not finish: its model is the resumable state
+    const std::vector<StepLine> first = step_lines(stopped.out);
+    REQUIRE(!first.empty());
+    std::vector<std::string> again = args;
+    again.insert(again.end(), {"--resume", state});
+    const ExampleRun resumed = run_example("copy_task", again);
+    REQUIRE(resumed.status == 0);
+    const std::vector<StepLine> rest = step_lines(resumed.out), all = step_lines(straight.out);
+    REQUIRE(rest.size() + first.size() == all.size());
+    CHECK(rest.front().step == first.back().step + 1);
+    for (const StepLine& s : rest) {
+        CAPTURE(s.step);
+        const StepLine& want = all[s.step - 1];
+        CHECK(s.loss == want.loss);   // as printed: the same digits
+        CHECK(s.lr == want.lr);
+    }
+    // and the model it saves at the end is the uninterrupted run's, byte for byte
+    CHECK(read_whole_file(save) == straight_model);
+    // a state made by other flags is refused, naming what differs
+    std::vector<std::string> other = small_copy_task({"--d-model", "32", "--steps", "400", "--resume", state});
+    const ExampleRun refused = run_example("copy_task", other);
+    CHECK(refused.status == 1);
+    CHECK(refused.err.find("resume with the flags of the run that wrote it") != std::string::npos);
+    // a second signal: at once, no state written
+    std::filesystem::remove(state);
+    const ExampleRun killed = interrupt_example("copy_task", args, "step    20 ", {SIGINT, SIGTERM});
+    CHECK((killed.status == 128 + SIGTERM || killed.status == 130));   // 130 if the save ended before the second arrived
+    std::filesystem::remove_all(dir);
+}
+
+// Every output path is checked before the first step: a --save or --plot that cannot be written
+// fails in the first second, not after the training. And with --load nothing trains: the flags
+// that would are refused, and a model flag that disagrees with the file names both.
+TEST_CASE("copy_task: unwritable --save / --plot fail before training; --load refuses flags that do nothing or disagree") {
+    for (const char* flag : {"--save", "--plot"}) {
+        CAPTURE(flag);
+        const ExampleRun r = run_example("copy_task", small_copy_task({"--steps", "100000", flag, "/no/such/folder/x"}));
+        CHECK(r.status == 2);
+        CHECK(r.err.find(std::string(flag) + " /no/such/folder/x: cannot write in '/no/such/folder'") != std::string::npos);
+        CHECK(r.out.find("step") == std::string::npos);   // nothing trained
+    }
+    const ExampleRun folder = run_example("copy_task", small_copy_task({"--save", "/tmp"}));
+    CHECK(folder.status == 2);
+    CHECK(folder.err.find("--save /tmp: that is a folder") != std::string::npos);
+    const std::filesystem::path dir = example_scratch_dir("copy-load-flags");
+    const std::string model = (dir / "m.safetensors").string();
+    REQUIRE(run_example("copy_task", small_copy_task({"--steps", "2", "--save", model})).status == 0);
+    const ExampleRun steps = run_example("copy_task", {"--load", model, "--steps", "5"});
+    CHECK(steps.status == 2);
+    CHECK(steps.err.find("--steps does nothing with --load") != std::string::npos);
+    const ExampleRun width = run_example("copy_task", {"--load", model, "--d-model", "64"});
+    CHECK(width.status == 1);
+    CHECK(width.err.find("--d-model 64, but the model in '" + model + "' has 16") != std::string::npos);
+    const ExampleRun same = run_example("copy_task", {"--load", model, "--d-model", "16", "--eval", "4"});
+    CHECK(same.status == 0);
+    std::filesystem::remove_all(dir);
+}

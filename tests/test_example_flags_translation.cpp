@@ -901,7 +901,7 @@ TEST_CASE("translation --model rnn / rnn-attention and their flags: each reaches
     std::map<std::pair<int, int>, int> want;
     for (const data::Pair& p : c.test) {
         const int n = static_cast<int>(words(p.src).size());
-        for (const auto [lo, hi] : {std::pair{1, 5}, {6, 10}, {11, 15}}) if (n >= lo && n <= hi) want[{lo, hi}]++;
+        for (const auto& [lo, hi] : {std::pair{1, 5}, {6, 10}, {11, 15}}) if (n >= lo && n <= hi) want[{lo, hi}]++;
     }
     int total = 0;
     for (const auto& [range, count] : want) {

@@ -44,6 +44,16 @@ public:
     bool averaging() const { return !last_.empty(); }   // whether k > 0 and an epoch was added
     size_t last_size() const { return last_.size(); }   // epochs averaged: min(k, epochs added)
 
+    // Everything kept, for a run that resumes where another stopped (run_state.h).
+    struct State {
+        ParameterValues best;
+        int best_epoch = 0;
+        double best_loss = INFINITY;
+        std::vector<ParameterValues> last;
+    };
+    State state() const { return {best_, best_epoch_, best_loss_, last_}; }
+    void restore(State s) { best_ = std::move(s.best), best_epoch_ = s.best_epoch, best_loss_ = s.best_loss, last_ = std::move(s.last); }
+
 private:
     int k_;
     ParameterValues best_;

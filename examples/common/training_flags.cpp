@@ -1,10 +1,16 @@
 #include "examples/common/training_flags.h"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <filesystem>
 #include <stdexcept>
 
 #include "autograd/autograd.h"
+#include "models/checkpoint.h"
 
 namespace common {
 
@@ -81,8 +87,42 @@ static void refuse_flags_of_another_model(const ArgParser& p, const TrainingFlag
     refuse({"--score"}, kind == "rnn-attention", "applies to --model rnn-attention");
 }
 
+void check_load_flags(const TrainingFlags& t, const models::Seq2Seq& loaded, const std::string& path) {
+    check_model_kind(t, loaded, path);
+    std::vector<std::pair<std::string, std::pair<std::string, std::string>>> shape;   // flag -> (given, the file's)
+    if (const auto* m = dynamic_cast<const models::Transformer*>(&loaded)) {
+        const models::TransformerConfig &f = m->cfg, &g = t.model;
+        shape = {{"--layers", {std::to_string(g.layers), std::to_string(f.layers)}}, {"--d-model", {std::to_string(g.d_model), std::to_string(f.d_model)}},
+                 {"--heads", {std::to_string(g.heads), std::to_string(f.heads)}}, {"--d-ff", {std::to_string(g.d_ff), std::to_string(f.d_ff)}}};
+    } else {
+        const models::RNNSeq2SeqConfig &f = dynamic_cast<const models::RNNSeq2Seq&>(loaded).cfg, &g = t.rnn;
+        shape = {{"--layers", {std::to_string(g.layers), std::to_string(f.layers)}}, {"--embed", {std::to_string(g.embed), std::to_string(f.embed)}},
+                 {"--hidden", {std::to_string(g.hidden), std::to_string(f.hidden)}},
+                 {"--cell", {t.rnn_cell, models::config_to_json(f).find("cell")->as_string()}}};
+    }
+    for (const auto& [flag, values] : shape)
+        if (std::find(t.shape_flags_given.begin(), t.shape_flags_given.end(), flag) != t.shape_flags_given.end() && values.first != values.second)
+            throw std::runtime_error(flag + " " + values.first + ", but the model in '" + path + "' has " + values.second +
+                                     " (with --load the model comes from the file)");
+}
+
+void check_output_path(const ArgParser& p, const std::string& flag, const std::string& path) {
+    if (path.empty()) return;
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    if (fs::is_directory(path, ec)) p.fail(flag + " " + path + ": that is a folder; give a file name");
+    const fs::path dir = fs::path(path).parent_path().empty() ? fs::path(".") : fs::path(path).parent_path();
+    const std::string probe = (dir / (".write-probe." + std::to_string(::getpid()))).string();
+    std::FILE* f = std::fopen(probe.c_str(), "w");
+    if (!f) p.fail(flag + " " + path + ": cannot write in '" + dir.string() + "': " + std::strerror(errno));
+    std::fclose(f);
+    std::remove(probe.c_str());
+}
+
 void apply_training_flags(const ArgParser& p, TrainingFlags& t) {
     const std::string kind = t.model_kind;
+    for (const char* f : {"--layers", "--d-model", "--heads", "--d-ff", "--embed", "--hidden", "--cell"})
+        if (p.has(f) && p.given(f)) t.shape_flags_given.push_back(f);
     if (kind != "transformer" && kind != "rnn" && kind != "rnn-attention")
         p.fail("--model must be transformer, rnn or rnn-attention, not '" + kind + "'");
     if (p.has("--model")) {

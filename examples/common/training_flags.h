@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "examples/common/args.h"
 #include "models/rnn_seq2seq.h"
@@ -31,6 +32,7 @@ struct TrainingFlags {
     std::string rnn_cell = "gru", rnn_context = "initial_state", rnn_score = "additive";   // --cell --context --score
     bool rnn_unidirectional = false;   // --unidirectional
     bool model_given = false;          // --model was on the command line (apply_training_flags)
+    std::vector<std::string> shape_flags_given = {};   // the model-shaping flags on the command line (apply_training_flags)
     int warmup = 400;                  // warmup steps of the learning-rate schedule
     float lr_factor = 1.0f;            // lr = lr_factor * Noam(step)
     uint64_t seed = 1;
@@ -55,6 +57,15 @@ std::string model_name(const models::Seq2Seq& model);
 // With --load: throws std::runtime_error naming both when a --model given on the command line
 // is not the kind of model the file holds (its own config is what the program then uses).
 void check_model_kind(const TrainingFlags& t, const models::Seq2Seq& loaded, const std::string& path);
+
+// With --load: the model comes from the file. Throws std::runtime_error when a model-shaping flag
+// given on the command line (--layers, --d-model, --heads, --d-ff, --embed, --hidden, --cell, ...)
+// disagrees with the file's model, naming the flag, its value and the file's.
+void check_load_flags(const TrainingFlags& t, const models::Seq2Seq& loaded, const std::string& path);
+
+// Before training: a PATH an output flag names must be writable now (its folder exists and takes
+// a new file), so that no hour of training ends in "cannot open". Exits through p.fail otherwise.
+void check_output_path(const ArgParser& p, const std::string& flag, const std::string& path);
 
 // The width the Noam schedule scales by: d_model, or a recurrent model's Hd.
 int64_t model_width(const TrainingFlags& t);

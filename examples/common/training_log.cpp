@@ -31,6 +31,11 @@ void TrainingLog::add_valid(double loss) {
     valid_losses_.push_back(loss);
 }
 
+void TrainingLog::restore(const State& s) {
+    steps_ = s.steps, losses_ = s.losses, valid_steps_ = s.valid_steps, valid_losses_ = s.valid_losses;
+    window_sum_ = s.window_sum, window_weight_ = s.window_weight, window_steps_ = s.window_steps;
+}
+
 float TrainingLog::last_loss() const { return losses_.empty() ? NAN : static_cast<float>(losses_.back()); }
 
 double TrainingLog::seconds() const {

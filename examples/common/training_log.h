@@ -54,6 +54,16 @@ public:
     // says "wrote PATH" on stdout.
     void plot(const std::string& path, const std::string& title, const std::string& train_label, bool log_y = false) const;
 
+    // Everything the log has recorded, for a run that resumes where another stopped (run_state.h):
+    // the curves and the current window.
+    struct State {
+        std::vector<double> steps, losses, valid_steps, valid_losses;
+        double window_sum = 0.0, window_weight = 0.0;
+        int window_steps = 0;
+    };
+    State state() const { return {steps_, losses_, valid_steps_, valid_losses_, window_sum_, window_weight_, window_steps_}; }
+    void restore(const State& s);
+
 private:
     Progress progress_;
     const std::chrono::steady_clock::time_point t0_ = std::chrono::steady_clock::now();

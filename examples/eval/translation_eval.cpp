@@ -130,8 +130,8 @@ std::string describe(const std::vector<LengthBucket>& buckets) {
     std::string s;
     for (const LengthBucket& b : buckets) {
         char one[96];
-        std::snprintf(one, sizeof one, "%s%d%s words %.1f (%lld)", s.empty() ? "" : ", ", b.lo,
-                      b.hi < 0 ? "+" : ("-" + std::to_string(b.hi)).c_str(), b.bleu, (long long)b.count);
+        if (b.hi < 0) std::snprintf(one, sizeof one, "%s%d+ words %.1f (%lld)", s.empty() ? "" : ", ", b.lo, b.bleu, (long long)b.count);
+        else std::snprintf(one, sizeof one, "%s%d-%d words %.1f (%lld)", s.empty() ? "" : ", ", b.lo, b.hi, b.bleu, (long long)b.count);
         s += one;
     }
     return s;
@@ -155,7 +155,7 @@ Score score(models::Seq2Seq& model, const data::TextCodec& codec, const std::vec
     }
     s.exact = pairs.empty() ? 0.0 : 100.0 * s.exact / pairs.size();
     s.bleu = data::corpus_bleu(s.hypotheses, refs, {.lowercase = bleu_lowercase});
-    for (const auto [lo, hi] : {std::pair{1, 5}, {6, 10}, {11, 15}, {16, 20}, {21, 30}, {31, -1}}) {
+    for (const auto& [lo, hi] : {std::pair{1, 5}, {6, 10}, {11, 15}, {16, 20}, {21, 30}, {31, -1}}) {
         std::vector<std::string> hyps, bucket_refs;
         for (size_t i = 0; i < pairs.size(); i++) {
             const int words = static_cast<int>(codec.tokenize(pairs[i].src).size());
