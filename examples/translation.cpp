@@ -7,8 +7,9 @@
 //   ./examples/translation --load translation.safetensors --attention attention.svg --translate "..."
 //   echo "the cat eats the egg ." | ./examples/translation --load translation.safetensors --stdin
 //
-// main() is the training loop; the data is prepared in examples/data/translation_data.h, and
-// examples/eval/translation_eval.h scores and uses the trained model.
+// main() is the training loop; the flags are in examples/options/translation_options.h, the data
+// is prepared in examples/data/translation_data.h, and examples/eval/translation_eval.h scores and
+// uses the trained model.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -17,13 +18,12 @@
 #include <vector>
 
 #include "autograd/autograd.h"
-#include "examples/common/args.h"
 #include "examples/common/kept_epochs.h"
 #include "examples/common/memory_report.h"
 #include "examples/common/progress.h"
 #include "examples/common/saved_model.h"
 #include "examples/common/training_log.h"
-#include "examples/common/training_flags.h"
+#include "examples/options/translation_options.h"
 #include "examples/data/translation_data.h"
 #include "examples/eval/translation_eval.h"
 #include "models/checkpoint.h"
@@ -34,88 +34,9 @@
 
 using autograd::Tensor;
 using data::Vocab;
+using Options = options::Translation;
 
 namespace {
-
-struct Options {
-    common::TrainingFlags train{.model = {.layers = 2, .d_model = 128, .d_ff = 512, .heads = 4, .dropout = 0.1f}, .warmup = 400};
-    data::CorpusOptions corpus;
-    int epochs = -1;         // -1: 10 for the toy corpus, default_epochs() for --data
-    int batch = 64, beam = 4;
-    int average_last = 0;    // also score the average of the last K epochs' parameters
-    int bpe = -1;            // -1: automatic for --data (see --help), word level for the toy corpus
-    int batch_tokens = -1;   // -1: 1000 for --data, sentence batches (--batch) for the toy corpus
-    float label_smoothing = 0.1f;
-    bool bleu_lowercase = false, use_stdin = false, no_kv_cache = false;
-    bool memory_report = false;    // a line of memory figures after each phase of the run
-    bool no_tie_weights = false;   // neither it nor --tie-weights: tied exactly when the vocabulary is shared
-    std::string save = "translation.safetensors", load, translate, attention, plot;
-};
-
-Options parse_options(int argc, char** argv) {
-    Options o;
-    common::ArgParser p("translation", "Train a translator (the Transformer, or a recurrent encoder-decoder with or without "
-                                       "attention) on the toy English->German corpus or a TSV file, report test BLEU, and "
-                                       "translate sentences with a saved model.");
-    p.add("--data", &o.corpus.data, "Tatoeba/Anki TSV file (source TAB target); default: the built-in toy corpus", "FILE");
-    p.add("--valid", &o.corpus.valid, "separate validation TSV (default: split off --data)", "FILE");
-    p.add("--test", &o.corpus.test, "separate test TSV (default: split off --data)", "FILE");
-    p.flag("--lowercase", &o.corpus.lowercase, "lowercase all text before tokenizing");
-    p.flag("--bleu-lowercase", &o.bleu_lowercase,
-           "score case-insensitive BLEU (sacreBLEU -lc); default: case-sensitive against the raw references");
-    p.add("--min-freq", &o.corpus.min_freq, "drop words seen fewer times in training (they become <unk>)").min(1);
-    p.add("--bpe", &o.bpe,
-          "byte-pair-encoding merges learned on both languages together (0: words). Default with --data: a quarter of "
-          "the distinct training words, between 500 and 32000; the toy corpus stays word level (its 770 words are "
-          "all frequent)").min(-1);
-    p.flag("--tie-weights", &o.train.model.tie_weights,
-           "one matrix for both embeddings and the pre-softmax projection (paper, section 3.4); the default with --bpe, "
-           "whose vocabulary is shared");
-    p.flag("--no-tie-weights", &o.no_tie_weights, "separate embedding and projection matrices even with --bpe");
-    p.add("--max-len", &o.corpus.max_len, "skip training pairs longer than this many tokens").range(1, 1000);
-    p.add("--epochs", &o.epochs,
-          "passes over the training set. Default: 10 for the toy corpus; with --data, 1300 / sqrt(training pairs) "
-          "between 1 and 30 (18 for 5,000 training pairs, 6 for 50,000, 2 for 500,000)").min(-1);
-    p.add("--batch", &o.batch, "sentence pairs per batch (B), when not batching by --batch-tokens").min(1);
-    p.add("--batch-tokens", &o.batch_tokens,
-          "batches of similar-length pairs with about this many source and target tokens each, padding included "
-          "(paper: 25000 on 8 GPUs). Default with --data: 1000; the toy corpus: sentence batches (--batch). 0: --batch")
-        .min(-1);
-    common::add_training_flags(p, o.train, "random seed (data split, init, dropout, batch order)");
-    common::add_model_flags(p, o.train);
-    p.add("--average-last", &o.average_last,
-          "also score the average of the last K epochs' parameters (paper, section 6.1: the last 5 checkpoints)").min(0);
-    p.add("--label-smoothing", &o.label_smoothing, "label smoothing eps (paper: 0.1)").range(0, 1);
-    p.add("--beam", &o.beam, "beam width for the test score and for translating (0: greedy)").range(0, 64);
-    p.add("--save", &o.save, "where to keep the best checkpoint (lowest validation loss)", "PATH");
-    p.add("--load", &o.load, "use the model saved at PATH instead of training", "PATH");
-    p.add("--translate", &o.translate, "translate this sentence (with --load)", "TEXT");
-    p.flag("--stdin", &o.use_stdin, "translate standard input, one sentence per line (with --load); reads to the end, "
-                                    "then translates in batches and prints one line per input line");
-    p.flag("--no-kv-cache", &o.no_kv_cache, "decode by re-running the decoder over the whole prefix at every step "
-                                            "(the simple O(T^2) reference) instead of with the key/value cache");
-    p.add("--attention", &o.attention, "write the encoder-decoder attention of the translated sentence to PATH (SVG)", "PATH");
-    p.flag("--memory-report", &o.memory_report,
-           "print the memory held after each phase (data, each epoch's training and validation, test decoding): "
-           "tensor bytes live and at their peak, the process's RSS and peak RSS, and what the corpus takes");
-    p.add("--plot", &o.plot, "write training and validation loss curves to PATH (SVG)", "PATH");
-    p.parse(argc, argv);
-    if ((!o.translate.empty() || o.use_stdin) && o.load.empty()) p.fail("--translate and --stdin need --load PATH");
-    if (!o.attention.empty() && o.translate.empty() && !o.use_stdin) p.fail("--attention needs a sentence: --translate TEXT or --stdin");
-    o.corpus.seed = o.train.seed;
-    o.corpus.bpe = o.bpe >= 0 ? o.bpe : o.corpus.data.empty() ? 0 : data::kAutoMerges;
-    if (o.batch_tokens < 0) o.batch_tokens = o.corpus.data.empty() ? 0 : 1000;
-    models::TransformerConfig& m = o.train.model;   // its vocab sizes are set when the data is read
-    if (m.tie_weights && o.no_tie_weights) p.fail("--tie-weights and --no-tie-weights contradict each other");
-    if (m.tie_weights && o.corpus.bpe == 0) p.fail("--tie-weights needs one vocabulary for both languages: add --bpe N");
-    if (o.train.model_kind != "transformer" && (p.given("--tie-weights") || p.given("--no-tie-weights") || o.no_kv_cache))
-        p.fail(std::string(p.given("--tie-weights") ? "--tie-weights" : p.given("--no-tie-weights") ? "--no-tie-weights" : "--no-kv-cache") +
-               " applies to --model transformer, not to the recurrent models");
-    m.tie_weights = o.corpus.bpe > 0 && !o.no_tie_weights;
-    m.max_len = std::max(512, o.corpus.max_len + 2);   // positions: bos + max_len tokens + eos
-    common::apply_training_flags(p, o.train);
-    return o;
-}
 
 void print_setup(const data::TranslationData& d, const models::Seq2Seq& model, size_t batches, const Options& o) {
     std::printf("data: %s | train %zu pairs (%zu over --max-len dropped), valid %zu, test %zu | vocab %zu source, %zu target\n",
@@ -228,7 +149,7 @@ int translate_with_checkpoint(const Options& o) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    Options o = parse_options(argc, argv);
+    Options o = options::parse_translation(argc, argv);
     try {
         autograd::FusedKernelsGuard fused_kernels(!o.train.reference);   // --reference: each layer's plain form
         const common::MemoryReport memory(o.memory_report);

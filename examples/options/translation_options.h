@@ -1,0 +1,29 @@
+// The translation example's command line (examples/translation.cpp): every flag, its default and
+// its checks.
+#pragma once
+#include <string>
+
+#include "examples/common/training_flags.h"
+#include "examples/data/translation_data.h"
+
+namespace options {
+
+struct Translation {
+    common::TrainingFlags train{.model = {.layers = 2, .d_model = 128, .d_ff = 512, .heads = 4, .dropout = 0.1f}, .warmup = 400};
+    data::CorpusOptions corpus;
+    int epochs = -1;         // -1: 10 for the toy corpus, default_epochs() for --data
+    int batch = 64, beam = 4;
+    int average_last = 0;    // also score the average of the last K epochs' parameters
+    int bpe = -1;            // -1: automatic for --data (see --help), word level for the toy corpus
+    int batch_tokens = -1;   // -1: 1000 for --data, sentence batches (--batch) for the toy corpus
+    float label_smoothing = 0.1f;
+    bool bleu_lowercase = false, use_stdin = false, no_kv_cache = false;
+    bool memory_report = false;    // a line of memory figures after each phase of the run
+    bool no_tie_weights = false;   // neither it nor --tie-weights: tied exactly when the vocabulary is shared
+    std::string save = "translation.safetensors", load, translate, attention, plot;
+};
+
+// Parses argv: on a bad flag, one line on stderr and exit 2 (--help: the usage, exit 0).
+Translation parse_translation(int argc, char** argv);
+
+}  // namespace options
