@@ -114,27 +114,29 @@ int main(int argc, char** argv) {
         autograd::Rng data_rng(o.train.seed * 7919 + 1);   // the data stream, independent of init and dropout draws
         print_setup(model, o, true);
         common::TrainingLog log(o.steps);
-        common::InterruptWatch interrupt;   // Ctrl-C: the loop stops after its step, and the run is saved
-        int64_t step = 0;
-        common::RunState run{.model = &model, .opt = &opt, .sched = sched.get(), .log = &log, .rngs = {{"data", &data_rng}},
-                             .counters = {{"step", &step}}, .settings = settings(o)};
-        if (!o.resume.empty()) common::restore_run(o.resume, run);   // --resume: as it was after its last step
-        model.train();
-        for (step++; step <= o.steps; step++) {
-            const models::Batch b = data::make_copy_batch(data_rng, o.vocab, o.batch, o.seq_len);
-            opt.zero_grad();   // first: last step's gradients are freed before this step's activations pile up
-            // forward and backward of b's --shards row slices side by side: the same gradient as one pass over b
-            const float loss = models::sum_over_shards(b, o.train.shards, [&](const models::Batch& part) {
-                const Tensor logits = model.logits(part.src, part.tgt_in, part.src_mask, part.tgt_mask);   // (rows, L-1, V)
-                const Tensor loss = nn::cross_entropy(logits, part.tgt_out, {.ignore_index = data::COPY_PAD})   // mean per token,
-                                    * part.share;                               // x the part's share of b's tokens
-                loss.backward();
-                return loss.item();
-            });
-            const float lr = sched->step();
-            opt.step();
-            report_step(log, o, step, loss, lr);
-            if (interrupt.requested()) return common::save_interrupted(run, common::resume_path(o.save, "copy_task"), argc, argv);
+        {
+            common::InterruptWatch interrupt;   // Ctrl-C, until the loop ends: it stops after its step, and the run is saved
+            int64_t step = 0;
+            common::RunState run{.model = &model, .opt = &opt, .sched = sched.get(), .log = &log, .rngs = {{"data", &data_rng}},
+                                 .counters = {{"step", &step}}, .settings = settings(o)};
+            if (!o.resume.empty()) common::restore_run(o.resume, run);   // --resume: as it was after its last step
+            model.train();
+            for (step++; step <= o.steps; step++) {
+                const models::Batch b = data::make_copy_batch(data_rng, o.vocab, o.batch, o.seq_len);
+                opt.zero_grad();   // first: last step's gradients are freed before this step's activations pile up
+                // forward and backward of b's --shards row slices side by side: the same gradient as one pass over b
+                const float loss = models::sum_over_shards(b, o.train.shards, [&](const models::Batch& part) {
+                    const Tensor logits = model.logits(part.src, part.tgt_in, part.src_mask, part.tgt_mask);   // (rows, L-1, V)
+                    const Tensor loss = nn::cross_entropy(logits, part.tgt_out, {.ignore_index = data::COPY_PAD})   // mean per token,
+                                        * part.share;                               // x the part's share of b's tokens
+                    loss.backward();
+                    return loss.item();
+                });
+                const float lr = sched->step();
+                opt.step();
+                report_step(log, o, step, loss, lr);
+                if (interrupt.requested()) return common::save_interrupted(run, common::resume_path(o.save, "copy_task"), argc, argv);
+            }
         }
         finish_training(log, model, o);
         evaluate(model, o);

@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -21,6 +22,7 @@
 #include "examples/common/kept_epochs.h"
 #include "examples/common/memory_report.h"
 #include "examples/common/progress.h"
+#include "examples/common/run_state.h"
 #include "examples/common/saved_model.h"
 #include "examples/common/training_log.h"
 #include "examples/options/translation_options.h"
@@ -49,6 +51,9 @@ void print_setup(const data::TranslationData& d, const models::Seq2Seq& model, s
     std::printf("model: %s, %lld parameters | %zu batches/epoch, %d epochs | %s\n", common::describe(model).c_str(),
                 (long long)model.num_parameters(), batches, o.epochs, common::describe_compute(o.train.shards).c_str());
     if (o.batch_tokens > 0) std::printf("batches of about %d source and %d target tokens (padding included)\n", o.batch_tokens, o.batch_tokens);
+    std::error_code ec;
+    if (!o.save.empty() && o.resume.empty() && std::filesystem::exists(o.save, ec))
+        std::printf("note: %s exists; this run replaces it at its first epoch's end (--save another path to keep it)\n", o.save.c_str());
 }
 
 // This epoch's batches: by --batch-tokens, grouped anew every epoch; else fixed sentence batches.
@@ -127,7 +132,7 @@ void report_test(models::Seq2Seq& model, const data::TranslationData& d, const O
 int translate_with_checkpoint(const Options& o) {
     const common::SavedModel saved = common::load_saved_model(o.load);
     models::Seq2Seq& model = *saved.model;
-    common::check_model_kind(o.train, model, o.load);   // a --model that disagrees with the file is an error
+    common::check_load_flags(o.train, model, o.load);   // a --model or --d-model ... that disagrees with the file is an error
     const data::TextCodec codec = data::read_codec(saved.metadata, o.load);
     std::vector<std::string> lines;   // --translate first, then every line of standard input
     if (!o.translate.empty()) lines.push_back(o.translate);
@@ -160,8 +165,9 @@ int main(int argc, char** argv) {
         const data::TranslationData d = data::load_translation_data(o.corpus);   // refuses splits too small to mean anything
         if (o.batch_tokens == 0) data::check_batch_fits(d, o.corpus, o.batch);
         if (o.epochs < 0) o.epochs = o.corpus.data.empty() ? 10 : data::default_epochs(d.train.size());
-        autograd::Rng shuffle_rng(o.train.seed ^ 0x5eedULL);   // batch composition and order, every epoch
-        std::vector<std::vector<size_t>> batches = epoch_batches(d, o, shuffle_rng);
+        autograd::Rng shuffle_rng(o.train.seed ^ 0x5eedULL);   // batch composition and order, as the current epoch begins
+        autograd::Rng first_epoch = shuffle_rng;
+        std::vector<std::vector<size_t>> batches = epoch_batches(d, o, first_epoch);   // how many, for the lines below
         memory.phase("data", data::corpus_bytes(d, batches));
 
         // 2) model, optimizer, learning-rate schedule
@@ -176,26 +182,38 @@ int main(int argc, char** argv) {
         // 3) train; keep the parameters of the epoch with the best validation loss, and the last --average-last
         common::TrainingLog log(o.epochs * static_cast<int>(batches.size()));
         common::KeptEpochs kept(o.average_last);
-        for (int epoch = 1; epoch <= o.epochs; epoch++) {
-            model.train();
-            if (epoch > 1 && o.batch_tokens > 0) batches = epoch_batches(d, o, shuffle_rng);
-            for (size_t i : data::shuffled_indices(batches.size(), shuffle_rng)) {
-                const models::Batch b = data::make_batch(d.train, batches[i]);
-                opt.zero_grad();   // first: last step's gradients are freed before this step's activations pile up
-                // forward and backward of b's --shards row slices side by side: the same gradient as one pass over b
-                const float loss = models::sum_over_shards(b, o.train.shards, [&](const models::Batch& part) {
-                    const Tensor logits = model.logits(part.src, part.tgt_in, part.src_mask, part.tgt_mask);   // (rows, T, V)
-                    const Tensor loss = nn::cross_entropy(logits, part.tgt_out, {.ignore_index = Vocab::PAD, .label_smoothing = o.label_smoothing})
-                                        * part.share;   // mean per token, x the part's share of b's tokens
-                    loss.backward();
-                    return loss.item();
-                });
-                const float lr = sched.step();
-                opt.step();
-                log.step(loss, static_cast<double>(b.ntokens), {{"epoch", std::to_string(epoch)},
-                         {"loss", common::format_value(loss)}, {"lr", common::format_value(lr, 3)}});
+        {
+            common::InterruptWatch interrupt;   // Ctrl-C, until training ends: it stops before its next step, and the run is saved
+            int64_t epoch = 1, done = 0;        // done: the batches of this epoch already trained
+            common::RunState run{.model = &model, .opt = &opt, .sched = &sched, .log = &log, .kept = &kept,
+                                 .rngs = {{"shuffle", &shuffle_rng}}, .counters = {{"epoch", &epoch}, {"batches_done", &done}},
+                                 .settings = data::codec_to_json(d.codec)};
+            if (!o.resume.empty()) common::restore_run(o.resume, run);   // --resume: as it was when it stopped
+            for (; epoch <= o.epochs; epoch++, done = 0) {
+                model.train();
+                autograd::Rng rng = shuffle_rng;   // this epoch's draws: a resumed epoch makes the same ones again
+                batches = epoch_batches(d, o, rng);
+                const std::vector<size_t> order = data::shuffled_indices(batches.size(), rng);
+                for (; done < static_cast<int64_t>(order.size()); done++) {
+                    if (interrupt.requested()) return common::save_interrupted(run, common::resume_path(o.save, "translation"), argc, argv);
+                    const models::Batch b = data::make_batch(d.train, batches[order[done]]);
+                    opt.zero_grad();   // first: last step's gradients are freed before this step's activations pile up
+                    // forward and backward of b's --shards row slices side by side: the same gradient as one pass over b
+                    const float loss = models::sum_over_shards(b, o.train.shards, [&](const models::Batch& part) {
+                        const Tensor logits = model.logits(part.src, part.tgt_in, part.src_mask, part.tgt_mask);   // (rows, T, V)
+                        const Tensor loss = nn::cross_entropy(logits, part.tgt_out, {.ignore_index = Vocab::PAD, .label_smoothing = o.label_smoothing})
+                                            * part.share;   // mean per token, x the part's share of b's tokens
+                        loss.backward();
+                        return loss.item();
+                    });
+                    const float lr = sched.step();
+                    opt.step();
+                    log.step(loss, static_cast<double>(b.ntokens), {{"epoch", std::to_string(epoch)},
+                             {"loss", common::format_value(loss)}, {"lr", common::format_value(lr, 3)}});
+                }
+                shuffle_rng = rng;   // the next epoch's draws go on from here
+                end_epoch(model, d, o, static_cast<int>(epoch), log, kept, memory);
             }
-            end_epoch(model, d, o, epoch, log, kept, memory);
         }
         log.finish();
         kept.restore_best(model);

@@ -981,3 +981,87 @@ TEST_CASE("translation --model rnn-attention --save, then --load: translates, dr
     CHECK(wrong.status == 1);
     CHECK(wrong.err.find("--model transformer, but '" + model + "' holds a model of kind rnn-attention") != std::string::npos);
 }
+
+// Ctrl-C keeps the work: the first SIGINT stops training before its next step and saves the whole
+// run beside --save; --resume continues to the uninterrupted run's epochs, scores and saved model.
+// The epoch lines are compared without their seconds.
+TEST_CASE("translation: SIGINT saves the run, --resume continues it to the uninterrupted run's epochs and model") {
+    const Corpus c = write_corpus("translation-interrupt");
+    const RemoveOnExit cleanup{c.dir};
+    const std::string save = (c.dir / "m.safetensors").string(), state = (c.dir / "m.resume.safetensors").string();
+    const std::vector<std::string> args = learning_run(c, {"--epochs", "8", "--d-model", "48", "--save", save});
+    auto epoch_lines = [](const std::string& out) {
+        std::vector<std::string> kept;
+        for (const std::string& line : lines_of(out))
+            if (line.rfind("epoch ", 0) == 0) kept.push_back(line.substr(0, line.rfind("  ")));   // without "  1 s"
+        return kept;
+    };
+    const ExampleRun straight = run_example("translation", args);
+    REQUIRE(straight.status == 0);
+    const std::string straight_model = read_whole_file(save);
+    fs::remove(save);
+    const ExampleRun stopped = interrupt_example("translation", args, "epoch  1 ", {SIGINT});
+    INFO(stopped.out << stopped.err);
+    REQUIRE(stopped.status == 130);
+    CHECK(stopped.err.find("--resume " + state) != std::string::npos);
+    REQUIRE(fs::exists(state));
+    const std::vector<std::string> first = epoch_lines(stopped.out), all = epoch_lines(straight.out);
+    REQUIRE(all.size() == 8);
+    REQUIRE(first.size() < all.size());
+    std::vector<std::string> again = args;
+    again.insert(again.end(), {"--resume", state});
+    const ExampleRun resumed = run_example("translation", again);
+    INFO(resumed.out << resumed.err);
+    REQUIRE(resumed.status == 0);
+    std::vector<std::string> joined = first;
+    for (const std::string& line : epoch_lines(resumed.out)) joined.push_back(line);
+    CHECK(joined == all);   // every epoch's train and valid loss, as printed
+    CHECK(line_starting(resumed.out, "test BLEU: ") == line_starting(straight.out, "test BLEU: "));
+    CHECK(read_whole_file(save) == straight_model);   // the best epoch's model, byte for byte
+    CHECK(resumed.out.find("note: ") == std::string::npos);   // resuming, --save's file is the run's own
+    // the state is also a model: it translates
+    const ExampleRun t = run_example("translation", {"--load", state, "--translate", "The cat sees the cup ."});
+    CHECK(t.status == 0);
+    // a state made by other flags is refused, naming what differs
+    std::vector<std::string> other = learning_run(c, {"--epochs", "8", "--d-model", "32", "--save", save, "--resume", state});
+    const ExampleRun refused = run_example("translation", other);
+    CHECK(refused.status == 1);
+    CHECK(refused.err.find("resume with the flags of the run that wrote it") != std::string::npos);
+}
+
+// Every output is checked before the corpus is read; with --load nothing trains, so training flags
+// are refused, a model flag that disagrees with the file names both values, and --load alone (which
+// would do nothing) is an error. An existing --save file is named when the run starts.
+TEST_CASE("translation: unwritable outputs fail first; --load refuses flags that do nothing or disagree; --save's old file is named") {
+    const Corpus c = write_corpus("translation-paths");
+    const RemoveOnExit cleanup{c.dir};
+    for (const char* flag : {"--save", "--plot"}) {
+        CAPTURE(flag);
+        const ExampleRun r = run_example("translation", tiny_run(c, {"--epochs", "1000", flag, "/no/such/folder/x"}));
+        CHECK(r.status == 2);
+        CHECK(r.err.find(std::string(flag) + " /no/such/folder/x: cannot write in '/no/such/folder'") != std::string::npos);
+        CHECK(r.out.find("epoch") == std::string::npos);
+    }
+    const std::string model = (c.dir / "m.safetensors").string();
+    const ExampleRun first = run_example("translation", tiny_run(c, {"--save", model}));
+    REQUIRE(first.status == 0);
+    CHECK(first.out.find("note: ") == std::string::npos);
+    const ExampleRun second = run_example("translation", tiny_run(c, {"--save", model}));
+    CHECK(second.out.find("note: " + model + " exists; this run replaces it") != std::string::npos);
+    const ExampleRun svg = run_example("translation", {"--load", model, "--translate", "x", "--attention", "/no/such/folder/a.svg"});
+    CHECK(svg.status == 2);
+    CHECK(svg.err.find("--attention /no/such/folder/a.svg: cannot write") != std::string::npos);
+    const ExampleRun alone = run_example("translation", {"--load", model});
+    CHECK(alone.status == 2);
+    CHECK(alone.err.find("--load needs something to translate") != std::string::npos);
+    for (const char* flag : {"--epochs", "--data", "--batch"}) {
+        const ExampleRun r = run_example("translation", {"--load", model, "--translate", "x", flag, "3"});
+        CHECK(r.status == 2);
+        CHECK(r.err.find(std::string(flag) + " does nothing with --load") != std::string::npos);
+    }
+    const ExampleRun width = run_example("translation", {"--load", model, "--translate", "x", "--d-model", "64"});
+    CHECK(width.status == 1);
+    CHECK(width.err.find("--d-model 64, but the model in '" + model + "' has 16") != std::string::npos);
+    const ExampleRun same = run_example("translation", {"--load", model, "--translate", "x", "--d-model", "16"});
+    CHECK(same.status == 0);
+}

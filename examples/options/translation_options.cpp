@@ -1,6 +1,7 @@
 #include "examples/options/translation_options.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "examples/common/args.h"
 
@@ -41,7 +42,8 @@ Translation parse_translation(int argc, char** argv) {
           "also score the average of the last K epochs' parameters (paper, section 6.1: the last 5 checkpoints)").min(0);
     p.add("--label-smoothing", &o.label_smoothing, "label smoothing eps (paper: 0.1)").range(0, 1);
     p.add("--beam", &o.beam, "beam width for the test score and for translating (0: greedy)").range(0, 64);
-    p.add("--save", &o.save, "where to keep the best checkpoint (lowest validation loss)", "PATH");
+    p.add("--save", &o.save, "where to keep the best checkpoint (lowest validation loss). A model already there is "
+                             "replaced at the first epoch's end (the run says so when it starts)", "PATH");
     p.add("--load", &o.load, "use the model saved at PATH instead of training", "PATH");
     p.add("--translate", &o.translate, "translate this sentence (with --load)", "TEXT");
     p.flag("--stdin", &o.use_stdin, "translate standard input, one sentence per line (with --load); reads to the end, "
@@ -53,9 +55,21 @@ Translation parse_translation(int argc, char** argv) {
            "print the memory held after each phase (data, each epoch's training and validation, test decoding): "
            "tensor bytes live and at their peak, the process's RSS and peak RSS, and what the corpus takes");
     p.add("--plot", &o.plot, "write training and validation loss curves to PATH (SVG)", "PATH");
+    p.add("--resume", &o.resume, "continue the run whose state an interrupt (Ctrl-C) saved at PATH; give the flags that run had", "PATH");
     p.parse(argc, argv);
     if ((!o.translate.empty() || o.use_stdin) && o.load.empty()) p.fail("--translate and --stdin need --load PATH");
+    if (!o.load.empty())   // the model and its vocabularies come from the file: what would train or read a corpus does nothing
+        for (const char* f : {"--data", "--valid", "--test", "--lowercase", "--bleu-lowercase", "--min-freq", "--bpe", "--tie-weights",
+                              "--no-tie-weights", "--max-len", "--epochs", "--batch", "--batch-tokens", "--warmup", "--lr-factor",
+                              "--dropout", "--shards", "--seed", "--average-last", "--label-smoothing", "--save", "--plot",
+                              "--resume", "--memory-report", "--context", "--score", "--reverse-source", "--unidirectional"})
+            if (p.given(f)) p.fail(std::string(f) + " does nothing with --load (the model comes from the file; nothing trains)");
     if (!o.attention.empty() && o.translate.empty() && !o.use_stdin) p.fail("--attention needs a sentence: --translate TEXT or --stdin");
+    if (!o.load.empty() && o.translate.empty() && !o.use_stdin)
+        p.fail("--load needs something to translate: --translate TEXT or --stdin (the test score comes at the end of training)");
+    // every file the run writes, checked before anything trains (--load writes only --attention's)
+    for (const auto& [flag, path] : {std::pair{"--save", o.save}, {"--plot", o.plot}, {"--attention", o.attention}})
+        if (o.load.empty() || flag == std::string("--attention")) common::check_output_path(p, flag, path);
     o.corpus.seed = o.train.seed;
     o.corpus.bpe = o.bpe >= 0 ? o.bpe : o.corpus.data.empty() ? 0 : data::kAutoMerges;
     if (o.batch_tokens < 0) o.batch_tokens = o.corpus.data.empty() ? 0 : 1000;

@@ -20,7 +20,7 @@ struct Translation {
     bool bleu_lowercase = false, use_stdin = false, no_kv_cache = false;
     bool memory_report = false;    // a line of memory figures after each phase of the run
     bool no_tie_weights = false;   // neither it nor --tie-weights: tied exactly when the vocabulary is shared
-    std::string save = "translation.safetensors", load, translate, attention, plot;
+    std::string save = "translation.safetensors", load, translate, attention, plot, resume;
 };
 
 // Parses argv: on a bad flag, one line on stderr and exit 2 (--help: the usage, exit 0).
