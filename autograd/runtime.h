@@ -15,7 +15,8 @@ int num_threads();
 // Use n >= 1 threads from now on (nothing in a build without OpenMP). Results do not change:
 // every kernel gives the same bits on any number of threads.
 void set_num_threads(int n);
-// Cores this machine has (what num_threads() is when nobody has set it).
+// Cores this process may run on: on Linux its affinity (taskset, a container), else every core
+// the machine has.
 int available_cores();
 
 // Tensor memory (values and gradients; autograd/kernels/allocator.h): the bytes held now, and

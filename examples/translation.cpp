@@ -140,9 +140,13 @@ int translate_with_checkpoint(const Options& o) {
         if (!line.empty() && line.back() == '\r') line.pop_back();
         lines.push_back(line);
     }
-    std::vector<std::string> texts;   // the non-empty lines, translated together in batches
-    for (const std::string& line : lines)
-        if (!line.empty()) texts.push_back(line);
+    std::vector<std::string> texts;   // the non-empty lines, translated together in batches, each checked first
+    const size_t first_stdin = o.translate.empty() ? 0 : 1;   // lines[0] is --translate's when given
+    for (size_t i = 0; i < lines.size(); i++) {
+        if (lines[i].empty()) continue;
+        eval::check_sentence(codec, model.max_len(), lines[i], i < first_stdin ? "--translate" : "--stdin line " + std::to_string(i - first_stdin + 1));
+        texts.push_back(lines[i]);
+    }
     int64_t positions = 0;
     const std::vector<std::string> out = eval::translate(model, codec, texts, o.beam, !o.no_kv_cache, o.attention, &positions);
     size_t next = 0;
@@ -174,6 +178,7 @@ int main(int argc, char** argv) {
         autograd::manual_seed(o.train.seed);   // model init and dropout
         const std::unique_ptr<models::Seq2Seq> made = common::make_model(o.train, d.codec.src_vocab.size(), d.codec.tgt_vocab.size());
         models::Seq2Seq& model = *made;   // --model: the Transformer or a recurrent encoder-decoder
+        data::check_eval_lengths(d, o.corpus, model.max_len());   // a sentence too long to validate or test on: now, not later
         optim::Adam opt(model.parameters(), {.lr = 0.0f, .beta1 = 0.9f, .beta2 = 0.98f, .eps = 1e-9f});
         optim::NoamSchedule sched(opt, common::model_width(o.train), o.train.warmup, o.train.lr_factor);   // sets opt's lr every step
         print_setup(d, model, batches.size(), o);

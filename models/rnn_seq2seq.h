@@ -19,6 +19,7 @@
 // Trained with teacher forcing on the same batches as the Transformer, and decoded by the same
 // greedy and beam search (models/seq2seq.h, models/decoding.h).
 #pragma once
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -77,6 +78,7 @@ public:
     Tensor logits(const Tokens& src, const Tokens& tgt_in, const Mask& src_mask, const Mask& tgt_mask = Mask()) override;
     std::unique_ptr<NextTokens> start_decoding(const Tokens& src, const Mask& src_mask, const DecodingSetup& setup) override;
     int64_t tgt_vocab() const override { return cfg.tgt_vocab; }
+    int64_t max_len() const override { return std::numeric_limits<int64_t>::max(); }   // a state carries any length
 
     RNNSeq2SeqConfig cfg;
     std::shared_ptr<nn::Embedding> src_embed, tgt_embed;

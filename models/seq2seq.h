@@ -46,6 +46,9 @@ public:
     // Decoding without gradients: one row per sentence of src (B, S), src_mask (B, 1, S).
     virtual std::unique_ptr<NextTokens> start_decoding(const Tokens& src, const Mask& src_mask, const DecodingSetup& setup) = 0;
     virtual int64_t tgt_vocab() const = 0;
+    // The longest sequence it reads or writes, in tokens (<bos> and <eos> included): the
+    // Transformer's positional table; a recurrent model has no bound (INT64_MAX).
+    virtual int64_t max_len() const = 0;
 };
 
 }  // namespace models

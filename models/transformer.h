@@ -122,6 +122,7 @@ public:
     // (setup.kv_cache; models/decoder_cache.h).
     std::unique_ptr<NextTokens> start_decoding(const Tokens& src, const Mask& src_mask, const DecodingSetup& setup) override;
     int64_t tgt_vocab() const override { return cfg.tgt_vocab; }
+    int64_t max_len() const override { return cfg.max_len; }
 
     TransformerConfig cfg;
     std::shared_ptr<Embeddings> src_embed, tgt_embed;

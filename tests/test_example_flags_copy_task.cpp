@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "autograd/io/safetensors.h"
+#include "autograd/runtime.h"
 #include "autograd/kernels/threads.h"
 #include "models/checkpoint.h"
 #include "models/transformer.h"
@@ -422,13 +423,20 @@ TEST_CASE("copy_task --threads: the header says how many, and 1 or 2 threads pri
     REQUIRE(two.status == 0);
     CHECK(one.out.find("| 1 threads") != std::string::npos);
     // a build without OpenMP runs everything on one thread, and says so
-    CHECK(two.out.find(autograd::kernels::kOpenMP ? "| 2 threads" : "| 1 threads") != std::string::npos);
+    const int two_threads = autograd::kernels::kOpenMP ? std::min(2, autograd::available_cores()) : 1;   // clamped to the cores
+    CHECK(two.out.find("| " + std::to_string(two_threads) + " threads") != std::string::npos);
     CHECK(without_timings(std::regex_replace(one.out, std::regex(R"(\| \d threads)"), "")) ==
           without_timings(std::regex_replace(two.out, std::regex(R"(\| \d threads)"), "")));
     // and the other way round: --threads 1 holds where the environment offers 2
     const ExampleRun one_of_two = run_example("copy_task", small_copy_task({"--steps", "0", "--threads", "1"}), "", 2);
     REQUIRE(one_of_two.status == 0);
     CHECK(one_of_two.out.find("| 1 threads") != std::string::npos);
+    // more threads than cores only wait for their turn: clamped to the cores, with a warning
+    const ExampleRun many = run_example("copy_task", small_copy_task({"--steps", "0", "--threads", "1000"}));
+    REQUIRE(many.status == 0);
+    const int cores = autograd::available_cores();
+    CHECK(many.err.find("--threads 1000 is more than the " + std::to_string(cores) + " cores this process may use") != std::string::npos);
+    CHECK(many.out.find("| " + std::to_string(autograd::kernels::kOpenMP ? cores : 1) + " threads") != std::string::npos);
 }
 
 TEST_CASE("copy_task --shards: the header says how many; another count trains another run, the same on 1 and 2 threads") {
@@ -442,7 +450,8 @@ TEST_CASE("copy_task --shards: the header says how many; another count trains an
     for (const ExampleRun* r : {&one, &two, &two_on_2, &three}) REQUIRE(r->status == 0);
     CHECK(one.out.find("| 1 threads, 1 shard |") != std::string::npos);
     CHECK(two.out.find("| 1 threads, 2 shards |") != std::string::npos);
-    CHECK(three.out.find(autograd::kernels::kOpenMP ? "| 2 threads, 3 shards |" : "| 1 threads, 3 shards |") != std::string::npos);
+    const int two_threads = autograd::kernels::kOpenMP ? std::min(2, autograd::available_cores()) : 1;   // clamped to the cores
+    CHECK(three.out.find("| " + std::to_string(two_threads) + " threads, 3 shards |") != std::string::npos);
     const std::vector<StepLine> l1 = step_lines(one.out), l2 = step_lines(two.out), l3 = step_lines(three.out);
     REQUIRE(l1.size() == 3);
     REQUIRE(l2.size() == 3);
@@ -672,6 +681,38 @@ TEST_CASE("copy_task --decode: prints the greedy output of each line of the file
     CHECK(no_model.err.find("--decode needs a model: give --load PATH") != std::string::npos);
 }
 
+// Output line k answers input line k: a blank line gives a blank line. What cannot be decoded (a
+// folder, an id the model has no symbol for, a line longer than its positions) is an error naming
+// the file and line, not an empty output and status 0.
+TEST_CASE("copy_task --decode: blank lines stay blank; a folder, an unknown id or an over-long line is an error naming it") {
+    const SavedModel& m = half_trained_model();
+    const LoadedModel model(m.path);
+    const ScratchDir dir("copy-flags-decode-lines");
+    const std::string path = (dir.path / "s.txt").string();
+    std::ofstream(path) << "1 2 2 1\n\n  \n1 2 1\n";
+    const ExampleRun r = run_example("copy_task", {"--load", m.path.string(), "--decode", path});
+    REQUIRE(r.status == 0);
+    auto joined = [](const Ids& ids) {
+        std::string s;
+        for (size_t i = 0; i < ids.size(); i++) s += (i ? " " : "") + std::to_string(ids[i]);
+        return s;
+    };
+    CHECK(r.out == joined(model.greedy({1, 2, 2, 1})) + "\n\n\n" + joined(model.greedy({1, 2, 1})) + "\n");
+    const ExampleRun folder = run_example("copy_task", {"--load", m.path.string(), "--decode", dir.path.string()});
+    CHECK(folder.status == 1);
+    CHECK(folder.err.find("--decode '" + dir.path.string() + "' is a folder") != std::string::npos);
+    std::ofstream(path) << "1 2\n1 2 99\n";
+    const ExampleRun unknown = run_example("copy_task", {"--load", m.path.string(), "--decode", path});
+    CHECK(unknown.status == 1);
+    CHECK(unknown.err.find(path + ":2: id 99 is not a symbol of this model (0..") != std::string::npos);
+    std::string longer = "1";
+    for (int i = 0; i < 6000; i++) longer += " 2";
+    std::ofstream(path) << longer << "\n";
+    const ExampleRun too_long = run_example("copy_task", {"--load", m.path.string(), "--decode", path});
+    CHECK(too_long.status == 1);
+    CHECK(too_long.err.find(path + ":1: 6001 ids, more than the model reads") != std::string::npos);
+}
+
 TEST_CASE("copy_task --beam: a beam as wide as all prefixes finds the most likely output, which greedy misses") {
     // L=5: outputs of 4 tokens over V=3, 81 of them. A beam of 27 keeps every 3-token prefix, so
     // at the last step it scores all 81: its answer is the exhaustive search's, done here.
@@ -891,7 +932,7 @@ TEST_CASE("copy_task: Ctrl-C saves the run and says how to continue; --resume en
 TEST_CASE("copy_task: unwritable --save / --plot fail before training; --load refuses flags that do nothing or disagree") {
     for (const char* flag : {"--save", "--plot"}) {
         CAPTURE(flag);
-        const ExampleRun r = run_example("copy_task", small_copy_task({"--steps", "100000", flag, "/no/such/folder/x"}));
+        const ExampleRun r = run_example("copy_task", small_copy_task({"--steps", "2000", flag, "/no/such/folder/x"}));
         CHECK(r.status == 2);
         CHECK(r.err.find(std::string(flag) + " /no/such/folder/x: cannot write in '/no/such/folder'") != std::string::npos);
         CHECK(r.out.find("step") == std::string::npos);   // nothing trained

@@ -176,6 +176,8 @@ void ArgParser::parse(int argc, const char* const* argv) {
     }
 }
 
+void ArgParser::warn(const std::string& message) const { std::fprintf(stderr, "%s: %s\n", program_.c_str(), message.c_str()); }
+
 void ArgParser::fail(const std::string& message) const {
     std::cout.flush();
     std::cerr << program_ << ": " << message << " (see --help)" << std::endl;

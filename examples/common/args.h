@@ -76,6 +76,8 @@ public:
     // For checks that involve several options, after parse(): prints
     // "program: message (see --help)" to stderr and exits with code 2, as parse() does.
     [[noreturn]] void fail(const std::string& message) const;
+    // "program: message" on stderr, and parsing goes on: a value it corrects, e.g.
+    void warn(const std::string& message) const;
 
     // Whether `name` appeared on the command line. Throws std::invalid_argument if `name`
     // was never registered (a typo in the program, not in the user's input).

@@ -141,6 +141,11 @@ void apply_training_flags(const ArgParser& p, TrainingFlags& t) {
     } catch (const std::invalid_argument& e) {
         p.fail(e.what());
     }
+    if (t.threads > autograd::available_cores()) {   // threads past the cores only wait for each other's turn
+        p.warn("--threads " + std::to_string(t.threads) + " is more than the " + std::to_string(autograd::available_cores()) +
+               " cores this process may use: running " + std::to_string(autograd::available_cores()));
+        t.threads = autograd::available_cores();
+    }
     if (t.threads > 0) autograd::set_num_threads(t.threads);
     if (t.bf16 && !autograd::bf16_products_native())
         p.fail("--bf16 needs a CPU with AVX512_BF16 (vdpbf16ps), and this one has none");

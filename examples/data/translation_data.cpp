@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <numeric>
 #include <stdexcept>
+#include <tuple>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -186,6 +187,24 @@ TranslationData load_translation_data(const CorpusOptions& o) {
 
 int default_bpe_merges(size_t distinct_words) {
     return static_cast<int>(std::clamp<size_t>(distinct_words / 4, 500, 32000));
+}
+
+void check_eval_lengths(const TranslationData& d, const CorpusOptions& o, int64_t max_len) {
+    auto check = [&](const std::vector<Pair>& split, const std::string& file, bool targets) {
+        for (const Pair& p : split)
+            for (const auto& [side, text, extra] : {std::tuple{"source", &p.src, 1}, {"target", &p.tgt, 2}}) {   // + <eos>; <bos> <eos>
+                if (!targets && extra == 2) continue;
+                const int64_t n = static_cast<int64_t>(d.codec.tokenize(*text).size());
+                if (n + extra <= max_len) continue;
+                const std::string where = file.empty() ? "the toy corpus" : "'" + file + "'";
+                throw std::runtime_error(where + ":" + std::to_string(p.line) + ": the " + side + " has " + std::to_string(n) +
+                                         " tokens, more than the model's positions hold (" + std::to_string(max_len - extra) +
+                                         "): raise --max-len to " + std::to_string(n) +
+                                         " (up to 1000; it keeps training pairs that long too), or shorten that line");
+            }
+    };
+    check(d.text.valid, o.valid.empty() ? o.data : o.valid, true);    // the validation loss reads both sides
+    check(d.text.test, o.test.empty() ? o.data : o.test, false);      // the test decodes the sources
 }
 
 void check_batch_fits(const TranslationData& d, const CorpusOptions& o, int batch) {

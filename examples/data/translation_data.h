@@ -88,6 +88,11 @@ struct TranslationData {
 //    test 0: too few to validate and test on. ... pass --valid FILE --test FILE, or use more data"
 TranslationData load_translation_data(const CorpusOptions& o);
 
+// Every validation and test sentence fits a model that reads at most max_len tokens (<bos> and
+// <eos> included: models::Seq2Seq::max_len): the validation pairs on both sides, the test sources.
+// Throws std::runtime_error naming the file and line of the first that does not, its length, and
+// the flag that raises the limit. Training pairs over --max-len are dropped instead (dropped).
+void check_eval_lengths(const TranslationData& d, const CorpusOptions& o, int64_t max_len);
 // With batches of `batch` sentence pairs (--batch, when not batching by tokens): throws
 // std::runtime_error, naming the corpus (o.data) and both counts, if the training split holds
 // fewer pairs than one batch, so that every epoch would be the same single step.

@@ -70,13 +70,14 @@ TsvResult parse_tsv(std::string_view content, const std::string& name_for_messag
         }
 
         // 3) keep it
-        result.pairs.push_back({std::string(src), std::string(tgt)});
+        result.pairs.push_back({std::string(src), std::string(tgt), line_no});
     }
 
     if (result.pairs.empty())
         throw std::runtime_error("parse_tsv: '" + name_for_messages + "' has no valid sentence pairs (" +
                                  std::to_string(line_no) + " lines, " + std::to_string(result.skipped) +
-                                 " malformed, " + std::to_string(result.blank_lines) + " blank)");
+                                 " malformed, " + std::to_string(result.blank_lines) + " blank)" +
+                                 (result.warnings.empty() ? "" : "; the first: " + result.warnings.front()));
     return result;
 }
 

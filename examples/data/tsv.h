@@ -26,7 +26,8 @@ namespace data {
 
 struct Pair {
     std::string src, tgt;
-    bool operator==(const Pair&) const = default;
+    size_t line = 0;   // the line of the file it was read from, for messages (0: not read from a file)
+    bool operator==(const Pair& o) const { return src == o.src && tgt == o.tgt; }   // the text, wherever it was read
 };
 
 inline constexpr size_t kMaxTsvWarnings = 10;

@@ -1,8 +1,11 @@
 #include "examples/eval/copy_task_eval.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
@@ -78,16 +81,29 @@ void print_exact_match(const ExactMatch& r, int beam) {
 }
 
 void decode_file(models::Seq2Seq& model, const std::string& path) {
+    std::error_code ec;
+    if (std::filesystem::is_directory(path, ec)) throw std::runtime_error("--decode '" + path + "' is a folder: give a file of id lines");
     std::ifstream in(path);
-    if (!in) throw std::runtime_error("cannot read '" + path + "'");
+    if (!in) throw std::runtime_error("cannot read '" + path + "': " + std::strerror(errno));
     model.eval();
     std::string line;
     for (int lineno = 1; std::getline(in, line); lineno++) {
         std::istringstream is(line);
         std::vector<int32_t> ids;
         for (int32_t id; is >> id;) ids.push_back(id);
-        if (!is.eof()) throw std::runtime_error(path + ":" + std::to_string(lineno) + ": expected token ids separated by spaces");
-        if (ids.empty()) continue;
+        const std::string where = path + ":" + std::to_string(lineno) + ": ";
+        if (!is.eof()) throw std::runtime_error(where + "expected token ids separated by spaces");
+        if (ids.empty()) {   // a blank line stays a blank line: output line k answers input line k
+            std::printf("\n");
+            continue;
+        }
+        for (int32_t id : ids)
+            if (id < 0 || id >= model.tgt_vocab())
+                throw std::runtime_error(where + "id " + std::to_string(id) + " is not a symbol of this model (0.." +
+                                         std::to_string(model.tgt_vocab() - 1) + ")");
+        if (static_cast<int64_t>(ids.size()) > model.max_len())
+            throw std::runtime_error(where + std::to_string(ids.size()) + " ids, more than the model reads (" +
+                                     std::to_string(model.max_len()) + ")");
         const Tokens src(ids, {1, static_cast<int64_t>(ids.size())});   // (1, S)
         std::printf("%s\n", join(decode(model, src, 0, true), 0).c_str());
     }

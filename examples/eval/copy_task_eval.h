@@ -30,7 +30,8 @@ ExactMatch exact_match(models::Seq2Seq& model, autograd::Rng& rng, int64_t V, in
 void print_exact_match(const ExactMatch& r, int beam);
 
 // Greedy-decode each line of `path` (source ids separated by spaces) and print only the outputs,
-// one line each. Throws std::runtime_error naming the file and line of a malformed line.
+// one line each, a blank line for a blank line. Throws std::runtime_error naming the file and line
+// of a malformed line, an id the model does not know, or a line longer than the model reads.
 void decode_file(models::Seq2Seq& model, const std::string& path);
 
 }  // namespace eval

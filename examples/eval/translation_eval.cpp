@@ -3,9 +3,11 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <stdexcept>
 
 #include "examples/common/heatmap_terminal.h"
 #include "examples/common/svg.h"
+#include "autograd/io/utf8.h"
 #include "examples/data/tokenizer.h"
 #include "models/decoding.h"
 #include "models/rnn_seq2seq.h"
@@ -114,6 +116,22 @@ void draw_attention(models::Seq2Seq& model, const data::TextCodec& codec, const 
 }
 
 }  // namespace
+
+void check_sentence(const data::TextCodec& codec, int64_t max_len, const std::string& text, const std::string& where) {
+    for (size_t at = 0; at < text.size();) {
+        const autograd::io::Utf8Char c = autograd::io::decode_utf8(text, at);
+        if (!c.valid) {
+            char byte[8];
+            std::snprintf(byte, sizeof byte, "0x%02x", static_cast<unsigned char>(text[at]));
+            throw std::runtime_error(where + ": invalid UTF-8 at byte " + std::to_string(at) + " (" + byte + "): the text must be UTF-8");
+        }
+        at += c.len;
+    }
+    const int64_t n = static_cast<int64_t>(codec.tokenize(text).size());
+    if (n + 1 > max_len)   // + <eos>
+        throw std::runtime_error(where + ": " + std::to_string(n) + " tokens, more than the model reads (" + std::to_string(max_len - 1) +
+                                 "): split the sentence");
+}
 
 std::vector<std::string> translate(models::Seq2Seq& model, const data::TextCodec& codec, const std::vector<std::string>& texts,
                                    int beam, bool kv_cache, const std::string& attention_svg, int64_t* positions) {

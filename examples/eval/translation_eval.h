@@ -22,6 +22,12 @@ double mean_loss(models::Seq2Seq& model, const std::vector<data::Example>& examp
 std::vector<std::vector<int32_t>> translate_ids(models::Seq2Seq& model, const std::vector<std::vector<int32_t>>& srcs,
                                                 int beam, int64_t max_len, bool kv_cache = true, int64_t* positions = nullptr);
 
+// A sentence given to translate (--translate, a --stdin line), checked before any is translated:
+// it is valid UTF-8 and fits a model that reads max_len tokens (models::Seq2Seq::max_len), else
+// std::runtime_error naming `where` ("--stdin line 3") and the first bad byte's offset, or the
+// sentence's token count and the limit.
+void check_sentence(const data::TextCodec& codec, int64_t max_len, const std::string& text, const std::string& where);
+
 // Sentences, text to text, translated in batches as translate_ids does. With an attention_svg
 // path, also draws the encoder-decoder attention of every layer and head while the model writes
 // the first translation: all of them to that SVG file, and the last layer's mean over heads on
