@@ -694,7 +694,10 @@ TEST_CASE("copy_task --decode: blank lines stay blank; a folder, an unknown id o
     REQUIRE(r.status == 0);
     auto joined = [](const Ids& ids) {
         std::string s;
-        for (size_t i = 0; i < ids.size(); i++) s += (i ? " " : "") + std::to_string(ids[i]);
+        for (size_t i = 0; i < ids.size(); i++) {
+            if (i) s += ' ';
+            s += std::to_string(ids[i]);
+        }
         return s;
     };
     CHECK(r.out == joined(model.greedy({1, 2, 2, 1})) + "\n\n\n" + joined(model.greedy({1, 2, 1})) + "\n");
