@@ -2,14 +2,24 @@
 // the loaders' problem list (problems.h).
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
 #include <cmath>
+#include <csignal>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include <grp.h>            // setgroups
+#include <sys/resource.h>   // setrlimit: a file size limit makes a write fail, even for root
+#include <sys/stat.h>       // umask
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "autograd/io/json.h"
@@ -93,6 +103,43 @@ std::string header_of(const std::vector<std::string>& entries) {
     std::string h = "{";
     for (size_t i = 0; i < entries.size(); i++) h += (i ? "," : "") + entries[i];
     return h + "}";
+}
+
+// Every name in a directory, dot files included, sorted: what a save left behind.
+std::vector<std::string> files_in(const fs::path& dir) {
+    std::vector<std::string> names;
+    for (const fs::directory_entry& e : fs::directory_iterator(dir)) names.push_back(e.path().filename().string());
+    std::sort(names.begin(), names.end());
+    return names;
+}
+
+// The first tensor of a loaded file, as floats.
+std::vector<float> as_f32_of(const autograd::io::SafetensorsFile& f) { return autograd::io::as_f32(f.tensors.at(0)); }
+
+// The message of the std::runtime_error fn throws ("" if none), without the power to write where
+// permissions say no: in this process when it is not root; as root (who may write anywhere) in a
+// child process that first becomes user "nobody" (uid and gid 65534), the message coming back
+// through a pipe. nullopt when there is no such child.
+template <class Fn>
+std::optional<std::string> error_without_root(Fn fn) {
+    if (::geteuid() != 0) return error_of(fn);
+    int fds[2];
+    if (::pipe(fds) != 0) return std::nullopt;
+    const pid_t child = ::fork();
+    if (child == 0) {   // leaves with _exit: no doctest, no destructors in the child
+        ::close(fds[0]);
+        if (::setgroups(0, nullptr) != 0 || ::setgid(65534) != 0 || ::setuid(65534) != 0) ::_exit(2);
+        const std::string msg = error_of(fn);
+        ::_exit(::write(fds[1], msg.data(), msg.size()) == static_cast<ssize_t>(msg.size()) ? 0 : 1);
+    }
+    ::close(fds[1]);
+    std::string msg;
+    char buf[256];
+    for (ssize_t n; child > 0 && (n = ::read(fds[0], buf, sizeof buf)) > 0;) msg.append(buf, static_cast<size_t>(n));
+    ::close(fds[0]);
+    int status = 0;
+    if (child < 0 || ::waitpid(child, &status, 0) != child || !WIFEXITED(status) || WEXITSTATUS(status) != 0) return std::nullopt;
+    return msg;
 }
 
 // Check that `expr` throws a std::runtime_error whose message contains `part`.
@@ -241,7 +288,7 @@ TEST_CASE("safetensors: round trip keeps names, shapes, values, metadata and ord
     };
     const std::map<std::string, std::string> meta = {{"format", "pt"}, {"step", "1000"}};
     autograd::io::save_safetensors(path, saved, meta);
-    CHECK_FALSE(fs::exists(path + ".tmp"));                   // the temp file was renamed away
+    CHECK(files_in(dir.path) == std::vector<std::string>{"model.safetensors"});   // the temporary file was renamed
 
     autograd::io::SafetensorsFile f = autograd::io::load_safetensors(path);
     CHECK(f.metadata == meta);
@@ -569,29 +616,213 @@ TEST_CASE("safetensors: any truncation or one-byte corruption loads or throws, n
     CHECK(thrown > 0);
 }
 
-TEST_CASE("safetensors: a failed save leaves the earlier good file intact") {
+TEST_CASE("safetensors: a failed save leaves the earlier good file intact, and no temporary file") {
     TempDir dir;
     const std::string path = dir.file("ckpt.safetensors");
     const float old_w[2] = {1, 2}, new_w[2] = {3, 4};
     autograd::io::save_safetensors(path, {autograd::io::f32_record("w", {2}, old_w)}, {{"step", "1"}});
-
-    // Make PATH.tmp a directory, so opening the temp file fails (works even as root).
-    fs::create_directory(path + ".tmp");
+    auto save_new = [&](const std::string& p) {
+        return error_of([&] { autograd::io::save_safetensors(p, {autograd::io::f32_record("w", {2}, new_w)}, {}); });
+    };
+    auto old_file_intact = [&] {
+        const autograd::io::SafetensorsFile f = autograd::io::load_safetensors(path);
+        CHECK(f.metadata.at("step") == "1");
+        CHECK(autograd::io::as_f32(f.tensors.at(0)) == std::vector<float>{1, 2});
+        CHECK(files_in(dir.path) == std::vector<std::string>{"ckpt.safetensors"});   // the temporary is gone
+    };
     // the message starts with the project's part; the OS's reason (strerror) follows, and varies
-    const std::string blocked = error_of([&] { autograd::io::save_safetensors(path, {autograd::io::f32_record("w", {2}, new_w)}, {}); });
-    CHECK(blocked.rfind("save_safetensors: cannot write '" + path + ".tmp': ", 0) == 0);
-    autograd::io::SafetensorsFile f = autograd::io::load_safetensors(path);
-    CHECK(f.metadata.at("step") == "1");
-    CHECK(autograd::io::as_f32(f.tensors.at(0)) == std::vector<float>{1, 2});
-    fs::remove(path + ".tmp");
 
-    // A missing directory fails the same way, before anything exists.
-    const std::string nowhere = dir.file("no/such/dir/x.safetensors");
-    CHECK(error_of([&] { autograd::io::save_safetensors(nowhere, {}, {}); }).rfind("save_safetensors: cannot write '" + nowhere + ".tmp': ", 0) == 0);
-
+    SUBCASE("the disk fills up halfway through writing (a file size limit, which binds root too)") {
+        // Past RLIMIT_FSIZE write() fails with EFBIG, once SIGXFSZ (which would kill us) is ignored.
+        struct rlimit saved_limit;
+        REQUIRE(::getrlimit(RLIMIT_FSIZE, &saved_limit) == 0);
+        void (*saved_handler)(int) = std::signal(SIGXFSZ, SIG_IGN);
+        struct rlimit small = saved_limit;
+        small.rlim_cur = 100;   // bytes: the header fits, the file does not
+        REQUIRE(::setrlimit(RLIMIT_FSIZE, &small) == 0);
+        std::vector<float> big(1000, 5.0f);
+        const std::string msg = error_of([&] { autograd::io::save_safetensors(path, {autograd::io::f32_record("w", {1000}, big.data())}, {}); });
+        ::setrlimit(RLIMIT_FSIZE, &saved_limit);
+        std::signal(SIGXFSZ, saved_handler);
+        CHECK(msg == "save_safetensors: cannot write '" + path + "': " + std::strerror(EFBIG));
+        old_file_intact();
+    }
+    SUBCASE("the rename fails: the path is a directory") {
+        const std::string blocked = dir.file("blocked.safetensors");
+        fs::create_directory(blocked);
+        CHECK(save_new(blocked).rfind("save_safetensors: cannot write '" + blocked + "': cannot rename the temporary file '" +
+                                      dir.file(".blocked.safetensors."), 0) == 0);
+        fs::remove(blocked);
+        old_file_intact();
+    }
+    SUBCASE("a missing directory fails the same way, before anything exists") {
+        const std::string nowhere = dir.file("no/such/dir/x.safetensors");
+        CHECK(save_new(nowhere) == "save_safetensors: cannot write '" + nowhere + "': cannot create a temporary file in '" +
+                                       dir.file("no/such/dir") + "': " + std::strerror(ENOENT));
+        old_file_intact();
+    }
+    SUBCASE("a stale temporary file of a killed save is never read, and never in the way") {
+        write_bytes(dir.file(".ckpt.safetensors.AbC123.tmp"), {1, 2, 3});   // what a killed run leaves
+        CHECK(as_f32_of(autograd::io::load_safetensors(path)) == std::vector<float>{1, 2});
+        CHECK(save_new(path).empty());
+        CHECK(as_f32_of(autograd::io::load_safetensors(path)) == std::vector<float>{3, 4});
+        CHECK(files_in(dir.path) == std::vector<std::string>{".ckpt.safetensors.AbC123.tmp", "ckpt.safetensors"});
+    }
     // And once the obstacle is gone, saving over the old file works.
-    autograd::io::save_safetensors(path, {autograd::io::f32_record("w", {2}, new_w)}, {});
-    CHECK(autograd::io::as_f32(autograd::io::load_safetensors(path).tensors.at(0)) == std::vector<float>{3, 4});
+    CHECK(save_new(path).empty());
+    CHECK(as_f32_of(autograd::io::load_safetensors(path)) == std::vector<float>{3, 4});
+}
+
+TEST_CASE("safetensors: saving into a directory we may not write fails clearly and leaves nothing behind") {
+    TempDir dir;
+    const std::string path = dir.file("x.safetensors");
+    const float w[2] = {1, 2};
+    fs::permissions(dir.path, fs::perms(0555));   // r-x for everyone
+    const std::optional<std::string> msg = error_without_root([&] {
+        autograd::io::save_safetensors(path, {autograd::io::f32_record("w", {2}, w)}, {});
+    });
+    fs::permissions(dir.path, fs::perms(0755));
+    if (!msg) {
+        MESSAGE("skipped: running as root, and a child process could not become user nobody to check it");
+        return;
+    }
+    CHECK(*msg == "save_safetensors: cannot write '" + path + "': cannot create a temporary file in '" + dir.path.string() +
+                      "': " + std::strerror(EACCES));
+    CHECK(files_in(dir.path).empty());
+}
+
+TEST_CASE("safetensors: a new file gets the permissions of any new file, 0666 less the umask") {
+    TempDir dir;
+    const float w[2] = {1, 2};
+    for (const mode_t mask : {mode_t(022), mode_t(077), mode_t(002), mode_t(0)}) {
+        CAPTURE(mask);
+        const std::string path = dir.file("x" + std::to_string(mask) + ".safetensors");
+        const mode_t saved = ::umask(mask);
+        autograd::io::save_safetensors(path, {autograd::io::f32_record("w", {2}, w)}, {});
+        autograd::io::save_safetensors(path, {autograd::io::f32_record("w", {2}, w)}, {});   // replacing: a new file again
+        ::umask(saved);
+        CHECK((fs::status(path).permissions() & fs::perms::all) == fs::perms(0666 & ~mask));
+    }
+}
+
+TEST_CASE("safetensors: a save through a symbolic link replaces the file it names; the link stays a link") {
+    TempDir dir;
+    fs::create_directories(dir.path / "runs" / "best");
+    const float old_w[2] = {1, 2}, new_w[2] = {3, 4};
+    auto save = [&](const std::string& p, const float* w) {
+        autograd::io::save_safetensors(p, {autograd::io::f32_record("w", {2}, w)}, {});
+    };
+    auto values = [](const std::string& p) { return as_f32_of(autograd::io::load_safetensors(p)); };
+    const std::string real = dir.file("runs/best/model.safetensors");
+    save(real, old_w);
+
+    SUBCASE("a relative link, read from the link's directory") {
+        fs::create_symlink("runs/best/model.safetensors", dir.path / "latest.safetensors");
+        save(dir.file("latest.safetensors"), new_w);
+        CHECK(fs::is_symlink(dir.path / "latest.safetensors"));
+        CHECK(fs::read_symlink(dir.path / "latest.safetensors") == "runs/best/model.safetensors");
+        CHECK(values(real) == std::vector<float>{3, 4});
+        CHECK(files_in(dir.path) == std::vector<std::string>{"latest.safetensors", "runs"});   // no temporary, here
+        CHECK(files_in(dir.path / "runs" / "best") == std::vector<std::string>{"model.safetensors"});   // nor there
+    }
+    SUBCASE("a chain of links, absolute and relative") {
+        fs::create_symlink("best/model.safetensors", dir.path / "runs" / "link1");   // relative to runs/, not to the cwd
+        fs::create_symlink(dir.path / "runs" / "link1", dir.path / "link2");          // absolute
+        save(dir.file("link2"), new_w);
+        CHECK(fs::is_symlink(dir.path / "link2"));
+        CHECK(fs::is_symlink(dir.path / "runs" / "link1"));
+        CHECK(values(real) == std::vector<float>{3, 4});
+    }
+    SUBCASE("a dangling link: the file it names is created") {
+        fs::create_symlink("runs/new.safetensors", dir.path / "next.safetensors");
+        save(dir.file("next.safetensors"), new_w);
+        CHECK(fs::is_symlink(dir.path / "next.safetensors"));
+        CHECK(values(dir.file("runs/new.safetensors")) == std::vector<float>{3, 4});
+        CHECK(values(real) == std::vector<float>{1, 2});
+    }
+    SUBCASE("a loop of links is refused, naming the path") {
+        fs::create_symlink("b", dir.path / "a");
+        fs::create_symlink("a", dir.path / "b");
+        CHECK(error_of([&] { save(dir.file("a"), new_w); }) ==
+              "save_safetensors: cannot write '" + dir.file("a") + "': " + std::strerror(ELOOP));
+        CHECK(files_in(dir.path) == std::vector<std::string>{"a", "b", "runs"});
+    }
+    SUBCASE("an error names the link and the file behind it") {
+        fs::create_symlink("nowhere/x.safetensors", dir.path / "broken.safetensors");
+        CHECK(error_of([&] { save(dir.file("broken.safetensors"), new_w); }) ==
+              "save_safetensors: cannot write '" + dir.file("broken.safetensors") + "' (a symbolic link to '" +
+                  dir.file("nowhere/x.safetensors") + "'): cannot create a temporary file in '" + dir.file("nowhere") + "': " +
+                  std::strerror(ENOENT));
+    }
+}
+
+// Two writers save to one path at once, again and again, each its own contents, while a reader
+// loads it: every load, and the file at the end, must be exactly one writer's whole file. With a
+// shared temporary name ("PATH.tmp") one writer truncates the other's half-written file and the
+// rename publishes the mix.
+namespace {
+struct RacingSaves {
+    TempDir dir;
+    std::string path = dir.file("shared.safetensors");
+    std::vector<float> a = std::vector<float>(50000, 1.0f), b = std::vector<float>(50000, 2.0f);   // 200 KB each
+    void save(const std::vector<float>& w, int times) const {
+        for (int i = 0; i < times; i++)
+            autograd::io::save_safetensors(path, {autograd::io::f32_record("w", {50000}, w.data())}, {{"writer", w == a ? "a" : "b"}});
+    }
+    // true if the file at `path` is exactly a's or b's
+    bool whole() const {
+        const autograd::io::SafetensorsFile f = autograd::io::load_safetensors(path);
+        const std::vector<float> w = as_f32_of(f);
+        return (w == a && f.metadata.at("writer") == "a") || (w == b && f.metadata.at("writer") == "b");
+    }
+};
+}  // namespace
+
+TEST_CASE("safetensors: two threads saving to one path each leave a whole file, and no temporary file") {
+    RacingSaves race;
+    race.save(race.a, 1);
+    std::atomic<int> running{2};
+    std::string error_a, error_b;
+    std::thread ta([&] { error_a = error_of([&] { race.save(race.a, 25); }); running--; });
+    std::thread tb([&] { error_b = error_of([&] { race.save(race.b, 25); }); running--; });
+    int loads = 0, broken = 0;
+    while (running > 0) {   // a reader meanwhile sees one whole file or the other, never a mix
+        broken += !race.whole();
+        loads++;
+    }
+    ta.join();
+    tb.join();
+    CHECK(error_a == "");
+    CHECK(error_b == "");
+    CHECK(loads > 0);
+    CHECK(broken == 0);
+    CHECK(race.whole());
+    CHECK(files_in(race.dir.path) == std::vector<std::string>{"shared.safetensors"});
+}
+
+TEST_CASE("safetensors: two processes saving to one path each leave a whole file, and no temporary file") {
+    RacingSaves race;
+    race.save(race.a, 1);
+    int ready[2];   // the child says "started" through a pipe, so the two loops overlap
+    REQUIRE(::pipe(ready) == 0);
+    const pid_t child = ::fork();
+    REQUIRE(child >= 0);
+    if (child == 0) {   // the child saves b and leaves with _exit: no doctest, no destructors
+        const bool told = ::write(ready[1], "g", 1) == 1;
+        const std::string error = error_of([&] { race.save(race.b, 25); });
+        ::_exit(told && error.empty() ? 0 : 1);
+    }
+    char go = 0;
+    CHECK(::read(ready[0], &go, 1) == 1);
+    ::close(ready[0]);
+    ::close(ready[1]);
+    const std::string error = error_of([&] { race.save(race.a, 25); });
+    int status = 0;
+    REQUIRE(::waitpid(child, &status, 0) == child);
+    CHECK(error == "");
+    CHECK((WIFEXITED(status) && WEXITSTATUS(status) == 0));
+    CHECK(race.whole());
+    CHECK(files_in(race.dir.path) == std::vector<std::string>{"shared.safetensors"});
 }
 
 TEST_CASE("safetensors: save rejects invalid records before touching the disk") {
@@ -612,8 +843,7 @@ TEST_CASE("safetensors: save rejects invalid records before touching the disk") 
     CHECK(save_msg({autograd::io::f32_record("__metadata__", {2}, w)}) ==
           "save_safetensors: tensor \"__metadata__\": the name is reserved for metadata");
     CHECK(save_msg({autograd::io::f32_record("", {2}, w)}) == "save_safetensors: a tensor has an empty name");
-    CHECK_FALSE(fs::exists(path));
-    CHECK_FALSE(fs::exists(path + ".tmp"));
+    CHECK(files_in(dir.path).empty());
 }
 
 TEST_CASE("safetensors: typed helpers check the dtype") {

@@ -37,9 +37,14 @@ size_t dtype_size(const std::string& dtype);
 
 // Write `tensors` (data in the given order) and string `metadata` to `path`. The metadata object
 // is left out when empty, as the reference implementation does.
-// Atomic: writes PATH.tmp, fsyncs it, then rename()s it over PATH, so a crash or a full disk never
-// destroys an earlier good file. On failure the temp file is removed and std::runtime_error is
-// thrown, e.g. "save_safetensors: cannot write 'x.safetensors.tmp': No space left on device".
+// Atomic: writes a new temporary file ".NAME.XXXXXX.tmp" in PATH's directory (its own name, so
+// saves racing to one path never mix), fsyncs it, rename()s it over PATH and fsyncs the directory,
+// so a crash or a full disk never destroys an earlier good file, and a reader sees the old file or
+// the new one, whole. The new file gets the permissions of any new file (0666 less the umask).
+// When PATH is a symbolic link (or a chain of them), the file it names is replaced and the link
+// stays a link; a dangling link's target is created. On failure the temporary file is removed and
+// std::runtime_error names PATH and the reason, e.g. "save_safetensors: cannot write
+// 'x.safetensors': No space left on device".
 // Also throws (before touching the disk) on an invalid record: empty or duplicate name, the
 // reserved name "__metadata__", unknown dtype, negative dim, or bytes.size() not matching shape.
 void save_safetensors(const std::string& path, const std::vector<TensorRecord>& tensors,
@@ -54,7 +59,8 @@ struct SafetensorsFile {
 
 // Read and fully validate a safetensors file. Every problem (missing file, truncation, bad JSON,
 // bad dtype/shape/offsets, holes or overlaps in the data, ...) throws std::runtime_error with a
-// message starting "load_safetensors: '<path>': ". Never reads outside the file.
+// message starting "load_safetensors: '<path>': ". Never reads outside the file, and reads only
+// `path`: never a temporary file a killed save left beside it.
 SafetensorsFile load_safetensors(const std::string& path);
 
 // Convenience: build a record from / read a record into plain arrays. `data` holds

@@ -154,7 +154,7 @@ inline bool same_records(const autograd::io::TensorRecord& a, const autograd::io
 inline void check_safetensors_file(std::string_view file) {
     const std::filesystem::path path = safetensors_temp_path(".in");
     const std::filesystem::path again = safetensors_temp_path(".rt");
-    TempFiles cleanup{{path, again, again.string() + ".tmp"}};
+    TempFiles cleanup{{path, again}};   // a failed save removes its own temporary file
     write_file(path, file);
 
     // 1) load: either a runtime_error with the documented prefix, or a file we can check
