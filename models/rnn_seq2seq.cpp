@@ -39,6 +39,29 @@ std::string RNNSeq2SeqConfig::describe() const {
            (bidirectional ? " bidirectional" : "") + " dropout=" + std::to_string(dropout).substr(0, 4);
 }
 
+int64_t RNNSeq2SeqConfig::parameter_count() const {
+    // In long double, as TransformerConfig::parameter_count: exact below 2^64, no overflow.
+    const long double E = embed, Hd = hidden, L = layers, V_src = src_vocab, V_tgt = tgt_vocab;
+    const long double G = nn::gate_count(cell), dirs = bidirectional ? 2 : 1;
+    // a cell reading `in` floats: weight_ih (G*Hd, in), weight_hh (G*Hd, Hd), bias_ih and bias_hh (G*Hd)
+    auto cell_of = [&](long double in) { return G * Hd * in + G * Hd * Hd + 2 * G * Hd; };
+    // X, the width of extra_i (RNNSeq2Seq::extra_size): C_i (dirs*Hd), C (Hd) or nothing
+    const long double X = attention ? dirs * Hd : context == Context::every_step ? Hd : 0;
+    const long double embeddings = V_src * E + V_tgt * E;
+    const long double encoder = dirs * (cell_of(E) + (L - 1) * cell_of(dirs * Hd));   // layers above the first read both directions
+    const long double bridge = Hd * dirs * Hd + Hd;                                     // (Hd, dirs*Hd) and its bias
+    long double soft_attention = 0;
+    if (attention) {
+        soft_attention = Hd * dirs * Hd + Hd;                                  // w_key (Hd, dirs*Hd) and its bias
+        if (score == nn::Score::additive) soft_attention += Hd * Hd + Hd;      // w_query (Hd, Hd), no bias; v (Hd)
+        if (score == nn::Score::cosine) soft_attention += 1;                   // log_temperature
+    }
+    const long double decoder = cell_of(E + X) + (L - 1) * cell_of(Hd);
+    const long double out = V_tgt * (Hd + X) + V_tgt;
+    const long double total = embeddings + encoder + bridge + soft_attention + decoder + out;
+    return total >= 0x1p63L ? INT64_MAX : static_cast<int64_t>(total);
+}
+
 // ---------------------------------------------------------------- helpers
 
 namespace {

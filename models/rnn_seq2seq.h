@@ -52,6 +52,9 @@ struct RNNSeq2SeqConfig {
 
     void validate() const;              // throws std::invalid_argument naming the bad field
     std::string describe() const;       // "GRU encoder-decoder, additive attention, E=64 Hd=128 L=1 bidirectional"
+    // The number of floats in the model's parameters (RNNSeq2Seq(cfg).num_parameters()), from the
+    // sizes alone, without building it. INT64_MAX when the count does not fit in 64 bits.
+    int64_t parameter_count() const;
 };
 
 class RNNSeq2Seq : public Seq2Seq {

@@ -1,6 +1,7 @@
 #include "models/transformer.h"
 
 #include <cmath>
+#include <cstdint>
 #include <stdexcept>
 
 #include "models/decoder_cache.h"
@@ -10,6 +11,9 @@ namespace models {
 using autograd::shape_str;
 
 // ---------------------------------------------------------------- config
+
+// The longest positional table a config may ask for: 2^20 positions, far beyond any sentence.
+constexpr int64_t kMaxLen = int64_t{1} << 20;
 
 void TransformerConfig::validate() const {
     auto need = [](bool ok, const std::string& what) {
@@ -21,9 +25,28 @@ void TransformerConfig::validate() const {
     need(heads > 0 && d_model % heads == 0,
          "d_model (" + std::to_string(d_model) + ") must be a multiple of heads (" + std::to_string(heads) + ")");
     nn::check_dropout_p(dropout, "TransformerConfig");
-    need(max_len > 0, "max_len must be positive");
+    // the positional table grows up to max_len x D floats: bounded here, since max_len is no parameter
+    // and a checkpoint's weights say nothing about it
+    need(max_len > 0 && max_len <= kMaxLen, "max_len must be in [1, " + std::to_string(kMaxLen) + "] (the positional table is " +
+                                                "max_len x d_model floats), got " + std::to_string(max_len));
     need(!tie_weights || src_vocab == tgt_vocab, "tie_weights needs one shared vocabulary, got src_vocab " +
                                                      std::to_string(src_vocab) + " and tgt_vocab " + std::to_string(tgt_vocab));
+}
+
+int64_t TransformerConfig::parameter_count() const {
+    // In long double: exact for every count below 2^64 on x86-64 and ARM64 Linux, and sizes read
+    // from a file that would overflow int64_t give a huge number instead of a wrapped one.
+    const long double D = d_model, F = d_ff, N = layers, V_src = src_vocab, V_tgt = tgt_vocab;
+    const long double linear = D * D + D;                         // a (D, D) Linear: weight and bias
+    const long double norm = 2 * D;                               // LayerNorm: gain and bias
+    const long double feed_forward = (D * F + F) + (F * D + D);    // w_1 (F, D), w_2 (D, F)
+    const long double encoder_layer = 4 * linear + feed_forward + 2 * norm;   // self-attention: w_q, w_k, w_v, w_o
+    const long double decoder_layer = 8 * linear + feed_forward + 3 * norm;   // self- and source attention
+    const long double stacks = N * (encoder_layer + decoder_layer) + 2 * norm; // each stack's final LayerNorm
+    // embeddings (V, D) each, the generator's (V_tgt, D) weight and its bias; one shared matrix when tied
+    const long double vocab = tie_weights ? V_src * D + V_tgt : V_src * D + V_tgt * D + (V_tgt * D + V_tgt);
+    const long double total = stacks + vocab;
+    return total >= 0x1p63L ? INT64_MAX : static_cast<int64_t>(total);
 }
 
 // ---------------------------------------------------------------- building blocks

@@ -38,6 +38,10 @@ struct TransformerConfig {
                               // (section 3.4); needs one shared vocabulary: src_vocab == tgt_vocab
 
     void validate() const;    // throws std::invalid_argument naming the bad field
+    // The number of floats in the model's parameters (Transformer(cfg).num_parameters()), from
+    // the sizes alone, without building it: a checkpoint's config is checked against the weights
+    // its file holds before any allocation. INT64_MAX when the count does not fit in 64 bits.
+    int64_t parameter_count() const;
 };   // stored in a checkpoint as JSON: models/checkpoint.h
 
 // Token embeddings scaled by sqrt(D) (section 3.4), so they are not drowned by the positional encoding.

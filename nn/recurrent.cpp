@@ -42,8 +42,6 @@ Tensor recurrent_init(const Shape& shape, int64_t Hd) {
     return t;
 }
 
-int64_t gate_count(CellKind kind) { return kind == CellKind::rnn_tanh ? 1 : kind == CellKind::gru ? 3 : 4; }
-
 // n tensors of one shape -> one tensor with a new dim of size n at `dim` (torch.stack).
 Tensor stack(const std::vector<Tensor>& ts, int64_t dim) {
     std::vector<Tensor> parts;
@@ -94,6 +92,8 @@ CellKind cell_kind_from_name(const std::string& name) {
     if (name == "rnn") return CellKind::rnn_tanh;
     throw std::invalid_argument("unknown recurrent cell '" + name + "' (gru, lstm or rnn)");
 }
+
+int64_t gate_count(CellKind kind) { return kind == CellKind::rnn_tanh ? 1 : kind == CellKind::gru ? 3 : 4; }
 
 // ---------------------------------------------------------------- one step of each cell
 

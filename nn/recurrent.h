@@ -121,6 +121,8 @@ struct RecurrentOutput {
 enum class CellKind { rnn_tanh, gru, lstm };
 // "gru", "lstm", "rnn" (the tanh RNN); throws std::invalid_argument listing them for any other name.
 CellKind cell_kind_from_name(const std::string& name);
+// G, the gates stacked in a cell's weights: 1 (tanh RNN), 3 (GRU: r, z, n), 4 (LSTM: i, f, g, o).
+int64_t gate_count(CellKind kind);
 
 // One cell's four parameters inside a layer: handles to the tensors named_parameters() lists.
 struct CellWeights {

@@ -111,6 +111,29 @@ TEST_CASE("checkpoint metadata: the config as JSON, and errors that name the fil
                          Contains("'c.safetensors': metadata 'config' is not JSON: json: "), std::runtime_error);
 }
 
+TEST_CASE("TransformerConfig::parameter_count: the built model's num_parameters, from the sizes alone") {
+    for (int64_t layers : {1, 2, 3})
+        for (bool tie : {false, true})
+            for (bool pre_norm : {true, false}) {
+                // sizes all different, so a D for an F or a V_src for a V_tgt shows
+                const TransformerConfig cfg{.src_vocab = 13, .tgt_vocab = tie ? 13 : 11, .layers = layers, .d_model = 6, .d_ff = 10,
+                                            .heads = 3, .dropout = 0.0f, .pre_norm = pre_norm, .tie_weights = tie};
+                CAPTURE(layers);
+                CAPTURE(tie);
+                CHECK(cfg.parameter_count() == Transformer(cfg).num_parameters());
+            }
+    // sizes no model could have: counted, not built, and a count past 2^63 stays at INT64_MAX instead of wrapping
+    const TransformerConfig deep{.layers = 1'000'000'000, .d_model = 512, .d_ff = 2048, .heads = 8};
+    CHECK(deep.parameter_count() > 1'000'000'000'000'000);
+    const TransformerConfig wide{.d_model = int64_t{1} << 40, .d_ff = int64_t{1} << 40, .heads = 1};
+    CHECK(wide.parameter_count() == std::numeric_limits<int64_t>::max());
+    // max_len is no parameter, so validate() bounds it: the positional table is max_len x D floats
+    CHECK_NOTHROW(TransformerConfig{.max_len = int64_t{1} << 20}.validate());
+    CHECK_THROWS_WITH_AS(TransformerConfig{.max_len = (int64_t{1} << 20) + 1}.validate(),
+                         "TransformerConfig: max_len must be in [1, 1048576] (the positional table is max_len x d_model floats), got 1048577",
+                         std::invalid_argument);
+}
+
 TEST_CASE("Transformer: shapes through every module, parameter names") {
     manual_seed(1);
     Transformer model(tiny());

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -379,6 +380,37 @@ TEST_CASE("RNNSeq2Seq: with attention it learns to copy 12 symbols that one cont
     INFO("exact match with attention " << with << "/100, without " << without << "/100");
     CHECK(with >= 90);
     CHECK(with - without >= 50);
+}
+
+TEST_CASE("RNNSeq2SeqConfig::parameter_count: the built model's num_parameters, for every kind of model") {
+    struct Kind {   // what the decoder's first layer and the attention add
+        bool attention;
+        nn::Score score;
+        models::Context context;
+    };
+    const Kind kinds[] = {{false, nn::Score::additive, models::Context::initial_state},
+                          {false, nn::Score::additive, models::Context::every_step},
+                          {true, nn::Score::dot, models::Context::initial_state},
+                          {true, nn::Score::cosine, models::Context::initial_state},
+                          {true, nn::Score::additive, models::Context::initial_state}};
+    int checked = 0;
+    for (const Kind& k : kinds)
+        for (nn::CellKind cell : {nn::CellKind::rnn_tanh, nn::CellKind::gru, nn::CellKind::lstm})
+            for (bool bidirectional : {false, true})
+                for (int64_t layers : {1, 2, 3}) {
+                    // sizes all different, so an E for an Hd or a V_src for a V_tgt shows
+                    const RNNSeq2SeqConfig cfg{.src_vocab = 11, .tgt_vocab = 7, .embed = 5, .hidden = 3, .layers = layers, .cell = cell,
+                                               .bidirectional = bidirectional, .attention = k.attention, .score = k.score,
+                                               .context = k.context};
+                    CAPTURE(cfg.describe());
+                    CHECK(cfg.parameter_count() == RNNSeq2Seq(cfg).num_parameters());
+                    checked++;
+                }
+    CHECK(checked == 90);
+    // counted, not built: sizes no model could have give a number (INT64_MAX past 2^63), at once
+    CHECK(RNNSeq2SeqConfig{.hidden = 1'000'000'000}.parameter_count() > 1'000'000'000'000'000'000);
+    CHECK(RNNSeq2SeqConfig{.embed = int64_t{1} << 40, .hidden = int64_t{1} << 40}.parameter_count() ==
+          std::numeric_limits<int64_t>::max());
 }
 
 TEST_CASE("checkpoints remember the model's kind: an RNN model saves, loads, and is refused as a Transformer") {
