@@ -115,14 +115,38 @@ RNNSeq2SeqConfig rnn_config_from_json(const json::Value& v) {
 
 // ---------------------------------------------------------------- any model
 
-std::unique_ptr<Seq2Seq> model_from_metadata(const nn::Metadata& metadata, const std::string& file) {
+// The F32 values a file holds: every parameter of the model it is a checkpoint of is one of them.
+static int64_t f32_values(const autograd::io::SafetensorsFile& file) {
+    int64_t n = 0;
+    for (const autograd::io::TensorRecord& t : file.tensors)
+        if (t.dtype == "F32") n += static_cast<int64_t>(t.bytes.size() / 4);
+    return n;
+}
+
+std::unique_ptr<Seq2Seq> model_from_metadata(const autograd::io::SafetensorsFile& file, const std::string& path) {
+    const nn::Metadata& metadata = file.metadata;
     // checkpoints written before the recurrent models have no "model": they hold a Transformer
-    const std::string kind = metadata.count("model") ? read_metadata(metadata, "model", file, [](const json::Value& v) {
+    const std::string kind = metadata.count("model") ? read_metadata(metadata, "model", path, [](const json::Value& v) {
         return v.as_string();
     }) : "transformer";
-    if (kind == "transformer") return std::make_unique<Transformer>(read_metadata(metadata, "config", file, config_from_json));
-    if (kind == "rnn") return std::make_unique<RNNSeq2Seq>(read_metadata(metadata, "config", file, rnn_config_from_json));
-    throw std::runtime_error("'" + file + "': metadata 'model' is '" + kind + "', not a model this program knows (transformer, rnn)");
+    // the config's sizes against the file's bytes, before a single parameter is allocated
+    const auto check_fits = [&](int64_t count) {
+        const int64_t held = f32_values(file);
+        if (count > held)
+            throw std::runtime_error("'" + path + "': metadata 'config' describes a model of " + std::to_string(count) +
+                                     " parameters, but the file holds only " + std::to_string(held) + " F32 values");
+    };
+    if (kind == "transformer") {
+        const TransformerConfig cfg = read_metadata(metadata, "config", path, config_from_json);
+        check_fits(cfg.parameter_count());
+        return std::make_unique<Transformer>(cfg);
+    }
+    if (kind == "rnn") {
+        const RNNSeq2SeqConfig cfg = read_metadata(metadata, "config", path, rnn_config_from_json);
+        check_fits(cfg.parameter_count());
+        return std::make_unique<RNNSeq2Seq>(cfg);
+    }
+    throw std::runtime_error("'" + path + "': metadata 'model' is '" + kind + "', not a model this program knows (transformer, rnn)");
 }
 
 json::Object model_to_metadata(const Seq2Seq& model) {

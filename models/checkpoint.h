@@ -10,8 +10,8 @@
 //
 //   nn::save(model, path, models::to_metadata({{"config", models::config_to_json(model.cfg)}, {"seq_len", 10}}));
 //   const SafetensorsFile f = autograd::io::load_safetensors(path);
-//   models::Transformer same(models::read_metadata(f.metadata, "config", path, models::config_from_json));
-//   nn::load_parameters(same, f, path);
+//   std::unique_ptr<models::Seq2Seq> same = models::model_from_metadata(f, path);
+//   nn::load_parameters(*same, f, path);
 //
 // The mapping lives here rather than in transformer.h, so that file stays the paper.
 #pragma once
@@ -44,9 +44,14 @@ RNNSeq2SeqConfig rnn_config_from_json(const json::Value& v);   // every key need
 
 // Any model a checkpoint may hold: metadata "model" names its kind ("transformer", "rnn"; a file
 // without it holds a Transformer) and "config" its config. model_from_metadata builds the model
-// (its parameters are then read with nn::load_parameters); model_to_metadata gives the two
-// entries for a model; model_kind its name.
-std::unique_ptr<Seq2Seq> model_from_metadata(const nn::Metadata& metadata, const std::string& file);
+// from file.metadata (its parameters are then read with nn::load_parameters); model_to_metadata
+// gives the two entries for a model; model_kind its name.
+// A config can name any sizes, but the file's tensors cannot lie about how many bytes they hold:
+// a config whose model has more parameters than the file holds F32 values is refused before the
+// model is built, so no file makes the program allocate far beyond its own size:
+// "'c.safetensors': metadata 'config' describes a model of 4000000000000 parameters, but the
+// file holds only 1234 F32 values".
+std::unique_ptr<Seq2Seq> model_from_metadata(const autograd::io::SafetensorsFile& file, const std::string& path);
 json::Object model_to_metadata(const Seq2Seq& model);
 const char* model_kind(const Seq2Seq& model);
 

@@ -134,6 +134,118 @@ TEST_CASE("TransformerConfig::parameter_count: the built model's num_parameters,
                          std::invalid_argument);
 }
 
+// A checkpoint file in memory: metadata "model" and "config", and these F32 weights.
+static autograd::io::SafetensorsFile checkpoint_of(const char* kind, const models::json::Value& config,
+                                                   std::vector<autograd::io::TensorRecord> tensors) {
+    return {models::to_metadata({{"model", kind}, {"config", config}}), std::move(tensors)};
+}
+
+TEST_CASE("a checkpoint whose config needs more parameters than its file holds is refused before the model is built") {
+    namespace json = models::json;
+    const std::string path = "crafted.safetensors";   // only named in messages: the files are in memory
+    auto error_building = [&](const autograd::io::SafetensorsFile& f) {
+        try {
+            models::model_from_metadata(f, path);
+        } catch (const std::runtime_error& e) {
+            return std::string(e.what());
+        }
+        return std::string();
+    };
+    manual_seed(7);
+    const TransformerConfig cfg = tiny();
+    const int64_t n = Transformer(cfg).num_parameters();
+    Transformer model(cfg);
+    const autograd::io::SafetensorsFile exact = checkpoint_of("transformer", models::config_to_json(cfg), nn::parameter_records(model));
+    CHECK(error_building(exact) == "");
+    // one float short: a bias one element shorter
+    autograd::io::SafetensorsFile short_one = exact;
+    for (autograd::io::TensorRecord& r : short_one.tensors)
+        if (r.name == "generator.proj.bias") {
+            r.bytes.resize(r.bytes.size() - 4);
+            r.shape = {6};
+        }
+    CHECK(error_building(short_one) == "'crafted.safetensors': metadata 'config' describes a model of " + std::to_string(n) +
+                                           " parameters, but the file holds only " + std::to_string(n - 1) + " F32 values");
+    // other dtypes are no parameters (load_parameters wants F32), extra F32 tensors (optimizer state) may come along
+    autograd::io::SafetensorsFile with_ids = short_one;
+    const int32_t id = 5;
+    with_ids.tensors.push_back(autograd::io::i32_record("step", {1}, &id));
+    CHECK(error_building(with_ids).find("holds only " + std::to_string(n - 1) + " F32 values") != std::string::npos);
+    autograd::io::SafetensorsFile with_state = exact;
+    const float moment = 0.5f;
+    with_state.tensors.push_back(autograd::io::f32_record("optim.m", {1}, &moment));
+    CHECK(error_building(with_state) == "");
+
+    // A larger config than the weights, still small enough to build: if this is not refused, the
+    // absurd sizes below must not be tried (they would allocate terabytes).
+    json::Value twice = models::config_to_json(cfg);
+    for (auto& [key, value] : twice.as_object())
+        if (key == "d_model") value = json::Value(32);
+    REQUIRE(error_building(checkpoint_of("transformer", twice, nn::parameter_records(model))).find("describes a model of") !=
+            std::string::npos);
+
+    // absurd sizes beside three floats: refused at once, without allocating
+    const float w[3] = {1, 2, 3};
+    auto crafted = [&](const char* kind, json::Value config, const char* key, double value) {
+        for (auto& [k, v] : config.as_object())
+            if (k == key) v = json::Value(value);
+        return checkpoint_of(kind, config, {autograd::io::f32_record("w", {3}, w)});
+    };
+    const json::Value tf = models::config_to_json(TransformerConfig{.src_vocab = 7, .tgt_vocab = 7, .layers = 1, .d_model = 4, .d_ff = 4, .heads = 1});
+    const json::Value rnn = models::config_to_json(models::RNNSeq2SeqConfig{.src_vocab = 7, .tgt_vocab = 7, .embed = 4, .hidden = 4});
+    struct Absurd {   // not a structured binding: CAPTURE's lambda captures it
+        const char* kind;
+        const json::Value& config;
+        const char* key;
+        double value;
+    };
+    for (const Absurd& a : {Absurd{"transformer", tf, "layers", 1e9}, Absurd{"transformer", tf, "d_model", 1e9},
+                            Absurd{"transformer", tf, "d_ff", 1e9}, Absurd{"transformer", tf, "src_vocab", 1e9},
+                            Absurd{"transformer", tf, "d_model", 9007199254740992.0}, Absurd{"rnn", rnn, "layers", 1e9},
+                            Absurd{"rnn", rnn, "hidden", 1e9}, Absurd{"rnn", rnn, "embed", 1e9}, Absurd{"rnn", rnn, "tgt_vocab", 1e9}}) {
+        CAPTURE(std::string(a.kind) + " " + a.key);
+        const std::string msg = error_building(crafted(a.kind, a.config, a.key, a.value));
+        CHECK(msg.rfind("'crafted.safetensors': metadata 'config' describes a model of ", 0) == 0);
+        CHECK(msg.find("but the file holds only 3 F32 values") != std::string::npos);
+    }
+    CHECK(error_building(crafted("transformer", tf, "max_len", 1e9)) ==
+          "'crafted.safetensors': metadata 'config': TransformerConfig: max_len must be in [1, 1048576] (the positional table is "
+          "max_len x d_model floats), got 1000000000");
+}
+
+TEST_CASE("the fuzz seeds of crafted checkpoints load as files, and are refused as models") {
+    // tests/fuzz/corpus/safetensors/checkpoint_*.bin: valid safetensors files whose metadata asks for
+    // a model far larger than their weights (layers = 10^9, d_model = 2^53, ...). The fuzz target
+    // checks them as files; here each one must also be refused by model_from_metadata.
+    namespace fs = std::filesystem;
+    // with a broken check the seeds would allocate terabytes: a small config too large for its
+    // weights must be refused first
+    manual_seed(8);
+    Transformer model(tiny());
+    models::json::Value twice = models::config_to_json(tiny());
+    for (auto& [key, value] : twice.as_object())
+        if (key == "layers") value = models::json::Value(4);
+    REQUIRE_THROWS_AS(models::model_from_metadata(checkpoint_of("transformer", twice, nn::parameter_records(model)), "x"), std::runtime_error);
+    int seeds = 0;
+    for (const fs::directory_entry& e : fs::directory_iterator("tests/fuzz/corpus/safetensors")) {
+        const std::string name = e.path().filename().string();
+        if (name.rfind("checkpoint_", 0) != 0) continue;
+        CAPTURE(name);
+        seeds++;
+        const autograd::io::SafetensorsFile f = autograd::io::load_safetensors(e.path().string());
+        const std::string msg = [&] {
+            try {
+                models::model_from_metadata(f, name);
+            } catch (const std::runtime_error& ex) {
+                return std::string(ex.what());
+            }
+            return std::string();
+        }();
+        CHECK((msg.find("describes a model of") != std::string::npos || msg.find("max_len must be in") != std::string::npos));
+    }
+    CHECK(seeds >= 6);
+}
+
 TEST_CASE("Transformer: shapes through every module, parameter names") {
     manual_seed(1);
     Transformer model(tiny());

@@ -425,7 +425,7 @@ TEST_CASE("checkpoints remember the model's kind: an RNN model saves, loads, and
     RNNSeq2Seq model(cfg);
     nn::save(model, path, models::to_metadata(models::model_to_metadata(model)));
     const io::SafetensorsFile f = io::load_safetensors(path);
-    std::unique_ptr<models::Seq2Seq> loaded = models::model_from_metadata(f.metadata, path);
+    std::unique_ptr<models::Seq2Seq> loaded = models::model_from_metadata(f, path);
     nn::load_parameters(*loaded, f, path);
     auto* rnn = dynamic_cast<RNNSeq2Seq*>(loaded.get());
     REQUIRE(rnn != nullptr);
@@ -439,8 +439,8 @@ TEST_CASE("checkpoints remember the model's kind: an RNN model saves, loads, and
     // read as a Transformer's config: the keys say which model the file holds
     CHECK_THROWS_WITH_AS(models::read_metadata(f.metadata, "config", path, models::config_from_json),
                          doctest::Contains("unknown key"), std::runtime_error);
-    nn::Metadata wrong = f.metadata;
-    wrong["model"] = "\"lstm\"";
+    io::SafetensorsFile wrong = f;
+    wrong.metadata["model"] = "\"lstm\"";
     CHECK_THROWS_WITH_AS(models::model_from_metadata(wrong, path), doctest::Contains("metadata 'model' is 'lstm'"), std::runtime_error);
     std::filesystem::remove_all(dir);
 }

@@ -12,7 +12,7 @@ void save_model(const models::Seq2Seq& model, const std::string& path, const std
 
 SavedModel load_saved_model(const std::string& path) {
     const autograd::io::SafetensorsFile f = autograd::io::load_safetensors(path);
-    std::unique_ptr<models::Seq2Seq> model = models::model_from_metadata(f.metadata, path);
+    std::unique_ptr<models::Seq2Seq> model = models::model_from_metadata(f, path);   // checks the config against the weights first
     // an interrupted run's state (run_state.h) holds the optimizer's tensors too: its parameters are the model
     nn::load_parameters(*model, f, path, /*allow_unexpected=*/f.metadata.count("resume") > 0);
     return {std::move(model), f.metadata};

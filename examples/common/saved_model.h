@@ -24,8 +24,9 @@ struct SavedModel {
     nn::Metadata metadata;   // everything else the example wrote: its settings, vocabularies, ...
 };
 
-// Throws std::runtime_error naming the file: unreadable, no valid "model" or "config", missing or
-// mismatched weights (models/checkpoint.h, nn/serialization.h).
+// Throws std::runtime_error naming the file: unreadable, no valid "model" or "config", a config
+// larger than the weights the file holds, missing, mismatched or non-finite weights
+// (models/checkpoint.h, nn/serialization.h).
 SavedModel load_saved_model(const std::string& path);
 
 }  // namespace common
