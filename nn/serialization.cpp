@@ -1,5 +1,7 @@
 #include "nn/serialization.h"
 
+#include <cmath>
+#include <cstring>
 #include <set>
 
 #include "autograd/io/problems.h"
@@ -23,8 +25,20 @@ void save(const Module& module, const std::string& path, const Metadata& metadat
     save_safetensors(path, parameter_records(module), metadata);
 }
 
+// "NaN at element 17" for an F32 record's first value that is not finite (a checkpoint saved after
+// training diverged, or a corrupted file); "" when every value is finite.
+static std::string first_non_finite(const TensorRecord& r) {
+    for (size_t i = 0; i < r.bytes.size() / sizeof(float); i++) {
+        float x;
+        std::memcpy(&x, r.bytes.data() + i * sizeof(float), sizeof(float));
+        if (!std::isfinite(x))
+            return std::string(std::isnan(x) ? "NaN" : x > 0 ? "Inf" : "-Inf") + " at element " + std::to_string(i);
+    }
+    return "";
+}
+
 void load_parameters(Module& module, const SafetensorsFile& file, const std::string& path, bool allow_unexpected) {
-    // 1) check every name, dtype and shape, collecting all problems
+    // 1) check every name, dtype, shape and value, collecting all problems
     autograd::io::Problems problems("load: '" + path + "' does not fit this model");
     std::set<std::string> expected;
     auto params = module.named_parameters();
@@ -36,6 +50,8 @@ void load_parameters(Module& module, const SafetensorsFile& file, const std::str
         else if (r->shape != t.shape())
             problems.add("'" + name + "' has shape " + autograd::shape_str(r->shape) + " in the file but " +
                          autograd::shape_str(t.shape()) + " in the model");
+        else if (const std::string bad = first_non_finite(*r); !bad.empty())
+            problems.add("'" + name + "' holds " + bad);   // a model loaded with it would only ever output NaN
     }
     if (!allow_unexpected)
         for (const TensorRecord& r : file.tensors)

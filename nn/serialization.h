@@ -16,7 +16,8 @@ using Metadata = std::map<std::string, std::string>;
 void save(const Module& module, const std::string& path, const Metadata& metadata = {});
 
 // Checks everything before changing anything: every parameter present with its shape and dtype
-// F32, no unexpected names (unless allow_unexpected, e.g. optimizer state stored alongside).
+// F32 and finite values (a NaN or Inf is named with its place: "'w_q.weight' holds NaN at element
+// 17"), no unexpected names (unless allow_unexpected, e.g. optimizer state stored alongside).
 // On any problem throws std::runtime_error listing what is wrong; the module is left untouched.
 // Returns the file's metadata (training step, config, ...).
 Metadata load(Module& module, const std::string& path, bool allow_unexpected = false);

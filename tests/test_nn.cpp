@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -462,4 +463,50 @@ TEST_CASE("checkpoint: round trip, and each mismatch gets its own clear error") 
     std::filesystem::resize_file(path, std::filesystem::file_size(path) - 5);
     CHECK_THROWS_WITH_AS(nn::load(b, path), doctest::Contains("is beyond the data section"), std::runtime_error);
     std::filesystem::remove(path);
+}
+
+TEST_CASE("checkpoint: a NaN or Inf weight is refused with its tensor's name and element, and nothing is copied") {
+    manual_seed(14);
+    TwoLayer a, b;
+    const std::string path = "poisoned.safetensors";   // only named in the message: the file is in memory
+    // the file a's parameters make, with one float of record `name` replaced by x
+    auto file_with = [&](const std::string& name, size_t element, float x) {
+        autograd::io::SafetensorsFile f{{}, nn::parameter_records(a)};
+        for (autograd::io::TensorRecord& r : f.tensors)
+            if (r.name == name) std::memcpy(r.bytes.data() + element * sizeof(float), &x, sizeof(float));
+        return f;
+    };
+    const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+    const auto before = b.parameters()[0].to_vector();
+    auto error_loading = [&](const autograd::io::SafetensorsFile& f) {
+        try {
+            nn::load_parameters(b, f, path);
+        } catch (const std::runtime_error& e) {
+            return std::string(e.what());
+        }
+        return std::string();
+    };
+    CHECK(error_loading(file_with("first.weight", 7, nan)) ==
+          "load: 'poisoned.safetensors' does not fit this model (1 problem):\n  'first.weight' holds NaN at element 7");
+    CHECK(error_loading(file_with("norms.1.gain", 1, inf)) ==
+          "load: 'poisoned.safetensors' does not fit this model (1 problem):\n  'norms.1.gain' holds Inf at element 1");
+    CHECK(error_loading(file_with("second.weight", 0, -inf)) ==
+          "load: 'poisoned.safetensors' does not fit this model (1 problem):\n  'second.weight' holds -Inf at element 0");
+    // the first bad element of each tensor, with the other problems
+    autograd::io::SafetensorsFile both = file_with("first.bias", 3, nan);
+    for (autograd::io::TensorRecord& r : both.tensors)
+        if (r.name == "first.bias") std::memcpy(r.bytes.data(), &inf, sizeof(float));   // element 0 comes first
+    both.tensors.push_back(autograd::io::f32_record("extra", {1}, &nan));                 // not a parameter: unexpected, not scanned
+    const std::string msg = error_loading(both);
+    CHECK(msg.find("(2 problems)") != std::string::npos);
+    CHECK(msg.find("'first.bias' holds Inf at element 0") != std::string::npos);
+    CHECK(msg.find("unexpected tensor 'extra'") != std::string::npos);
+    CHECK(b.parameters()[0].to_vector() == before);   // nothing was copied
+    // the largest finite float, a subnormal and -0 are weights like any other
+    const float fine[3] = {std::numeric_limits<float>::max(), std::numeric_limits<float>::denorm_min(), -0.0f};
+    autograd::io::SafetensorsFile ok = file_with("first.bias", 0, fine[0]);
+    for (autograd::io::TensorRecord& r : ok.tensors)
+        if (r.name == "first.bias") std::memcpy(r.bytes.data() + sizeof(float), fine + 1, 2 * sizeof(float));
+    CHECK(error_loading(ok) == "");
+    CHECK(b.first->bias.at({0}) == std::numeric_limits<float>::max());
 }
