@@ -115,12 +115,19 @@ RNNSeq2SeqConfig rnn_config_from_json(const json::Value& v) {
 
 // ---------------------------------------------------------------- any model
 
-// The F32 values a file holds: every parameter of the model it is a checkpoint of is one of them.
-static int64_t f32_values(const autograd::io::SafetensorsFile& file) {
-    int64_t n = 0;
+// The F32 tensors a file holds and their values: every parameter of the model it is a checkpoint
+// of is one of them.
+struct F32Held {
+    int64_t tensors = 0, values = 0;
+};
+static F32Held f32_held(const autograd::io::SafetensorsFile& file) {
+    F32Held held;
     for (const autograd::io::TensorRecord& t : file.tensors)
-        if (t.dtype == "F32") n += static_cast<int64_t>(t.bytes.size() / 4);
-    return n;
+        if (t.dtype == "F32") {
+            held.tensors++;
+            held.values += static_cast<int64_t>(t.bytes.size() / 4);
+        }
+    return held;
 }
 
 std::unique_ptr<Seq2Seq> model_from_metadata(const autograd::io::SafetensorsFile& file, const std::string& path) {
@@ -129,21 +136,24 @@ std::unique_ptr<Seq2Seq> model_from_metadata(const autograd::io::SafetensorsFile
     const std::string kind = metadata.count("model") ? read_metadata(metadata, "model", path, [](const json::Value& v) {
         return v.as_string();
     }) : "transformer";
-    // the config's sizes against the file's bytes, before a single parameter is allocated
-    const auto check_fits = [&](int64_t count) {
-        const int64_t held = f32_values(file);
-        if (count > held)
+    // the config's sizes against the file's tensors and bytes, before a single parameter is allocated
+    const F32Held held = f32_held(file);
+    const auto check_fits = [&](int64_t count, int64_t tensors) {
+        if (count > held.values)
             throw std::runtime_error("'" + path + "': metadata 'config' describes a model of " + std::to_string(count) +
-                                     " parameters, but the file holds only " + std::to_string(held) + " F32 values");
+                                     " parameters, but the file holds only " + std::to_string(held.values) + " F32 values");
+        if (tensors > held.tensors)
+            throw std::runtime_error("'" + path + "': metadata 'config' describes a model of " + std::to_string(tensors) +
+                                     " parameter tensors, but the file holds only " + std::to_string(held.tensors) + " F32 tensors");
     };
     if (kind == "transformer") {
         const TransformerConfig cfg = read_metadata(metadata, "config", path, config_from_json);
-        check_fits(cfg.parameter_count());
+        check_fits(cfg.parameter_count(), cfg.parameter_tensors());
         return std::make_unique<Transformer>(cfg);
     }
     if (kind == "rnn") {
         const RNNSeq2SeqConfig cfg = read_metadata(metadata, "config", path, rnn_config_from_json);
-        check_fits(cfg.parameter_count());
+        check_fits(cfg.parameter_count(), cfg.parameter_tensors());
         return std::make_unique<RNNSeq2Seq>(cfg);
     }
     throw std::runtime_error("'" + path + "': metadata 'model' is '" + kind + "', not a model this program knows (transformer, rnn)");

@@ -47,10 +47,10 @@ RNNSeq2SeqConfig rnn_config_from_json(const json::Value& v);   // every key need
 // from file.metadata (its parameters are then read with nn::load_parameters); model_to_metadata
 // gives the two entries for a model; model_kind its name.
 // A config can name any sizes, but the file's tensors cannot lie about how many bytes they hold:
-// a config whose model has more parameters than the file holds F32 values is refused before the
-// model is built, so no file makes the program allocate far beyond its own size:
-// "'c.safetensors': metadata 'config' describes a model of 4000000000000 parameters, but the
-// file holds only 1234 F32 values".
+// a config whose model has more parameters than the file holds F32 values, or more parameter
+// tensors than it holds F32 tensors, is refused before the model is built, so no file makes the
+// program allocate far beyond its own size: "'c.safetensors': metadata 'config' describes a
+// model of 4000000000000 parameters, but the file holds only 1234 F32 values".
 std::unique_ptr<Seq2Seq> model_from_metadata(const autograd::io::SafetensorsFile& file, const std::string& path);
 json::Object model_to_metadata(const Seq2Seq& model);
 const char* model_kind(const Seq2Seq& model);

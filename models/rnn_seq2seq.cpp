@@ -62,6 +62,16 @@ int64_t RNNSeq2SeqConfig::parameter_count() const {
     return total >= 0x1p63L ? INT64_MAX : static_cast<int64_t>(total);
 }
 
+int64_t RNNSeq2SeqConfig::parameter_tensors() const {
+    // four per cell (weight_ih, weight_hh, bias_ih, bias_hh): L x dirs in the encoder, L in the
+    // decoder; two embeddings; the bridge's and the output layer's weight and bias; the attention's
+    // w_key (2), w_query and v (additive) or log_temperature (cosine)
+    const long double L = layers, dirs = bidirectional ? 2 : 1;
+    const long double soft_attention = !attention ? 0 : score == nn::Score::additive ? 4 : score == nn::Score::cosine ? 3 : 2;
+    const long double total = 4 * L * dirs + 4 * L + 2 + 2 + 2 + soft_attention;
+    return total >= 0x1p63L ? INT64_MAX : static_cast<int64_t>(total);
+}
+
 // ---------------------------------------------------------------- helpers
 
 namespace {

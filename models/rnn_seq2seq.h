@@ -55,6 +55,9 @@ struct RNNSeq2SeqConfig {
     // The number of floats in the model's parameters (RNNSeq2Seq(cfg).num_parameters()), from the
     // sizes alone, without building it. INT64_MAX when the count does not fit in 64 bits.
     int64_t parameter_count() const;
+    // The number of parameter tensors (RNNSeq2Seq(cfg).named_parameters().size()), as
+    // TransformerConfig::parameter_tensors.
+    int64_t parameter_tensors() const;
 };
 
 class RNNSeq2Seq : public Seq2Seq {

@@ -49,6 +49,14 @@ int64_t TransformerConfig::parameter_count() const {
     return total >= 0x1p63L ? INT64_MAX : static_cast<int64_t>(total);
 }
 
+int64_t TransformerConfig::parameter_tensors() const {
+    // a Linear and a LayerNorm have two tensors each: encoder layer 4 + 2 Linears and 2 norms,
+    // decoder layer 8 + 2 Linears and 3 norms, each stack a final norm; two embeddings and the
+    // generator's weight and bias, or one shared matrix and the bias
+    const long double total = static_cast<long double>(layers) * (2 * (6 + 2) + 2 * (10 + 3)) + 2 * 2 + (tie_weights ? 2 : 4);
+    return total >= 0x1p63L ? INT64_MAX : static_cast<int64_t>(total);
+}
+
 // ---------------------------------------------------------------- building blocks
 
 Embeddings::Embeddings(int64_t d, int64_t vocab) : d_model(d) {

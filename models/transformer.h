@@ -42,6 +42,10 @@ struct TransformerConfig {
     // the sizes alone, without building it: a checkpoint's config is checked against the weights
     // its file holds before any allocation. INT64_MAX when the count does not fit in 64 bits.
     int64_t parameter_count() const;
+    // The number of parameter tensors (Transformer(cfg).named_parameters().size()): each costs a
+    // few hundred bytes of bookkeeping however small, so a file must also list as many as its
+    // config asks for. Saturates like parameter_count().
+    int64_t parameter_tensors() const;
 };   // stored in a checkpoint as JSON: models/checkpoint.h
 
 // Token embeddings scaled by sqrt(D) (section 3.4), so they are not drowned by the positional encoding.

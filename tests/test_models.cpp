@@ -111,7 +111,7 @@ TEST_CASE("checkpoint metadata: the config as JSON, and errors that name the fil
                          Contains("'c.safetensors': metadata 'config' is not JSON: json: "), std::runtime_error);
 }
 
-TEST_CASE("TransformerConfig::parameter_count: the built model's num_parameters, from the sizes alone") {
+TEST_CASE("TransformerConfig::parameter_count and parameter_tensors: the built model's, from the sizes alone") {
     for (int64_t layers : {1, 2, 3})
         for (bool tie : {false, true})
             for (bool pre_norm : {true, false}) {
@@ -120,7 +120,9 @@ TEST_CASE("TransformerConfig::parameter_count: the built model's num_parameters,
                                             .heads = 3, .dropout = 0.0f, .pre_norm = pre_norm, .tie_weights = tie};
                 CAPTURE(layers);
                 CAPTURE(tie);
-                CHECK(cfg.parameter_count() == Transformer(cfg).num_parameters());
+                const Transformer model(cfg);
+                CHECK(cfg.parameter_count() == model.num_parameters());
+                CHECK(cfg.parameter_tensors() == static_cast<int64_t>(model.named_parameters().size()));
             }
     // sizes no model could have: counted, not built, and a count past 2^63 stays at INT64_MAX instead of wrapping
     const TransformerConfig deep{.layers = 1'000'000'000, .d_model = 512, .d_ff = 2048, .heads = 8};
@@ -208,6 +210,13 @@ TEST_CASE("a checkpoint whose config needs more parameters than its file holds i
         CHECK(msg.rfind("'crafted.safetensors': metadata 'config' describes a model of ", 0) == 0);
         CHECK(msg.find("but the file holds only 3 F32 values") != std::string::npos);
     }
+    // many layers of one float each, and the values for them in one tensor: a few hundred bytes
+    // of bookkeeping per parameter tensor against 4 in the file, so their number is checked too
+    const TransformerConfig thin{.src_vocab = 1, .tgt_vocab = 1, .layers = 2000, .d_model = 1, .d_ff = 1, .heads = 1};
+    const std::vector<float> values(static_cast<size_t>(thin.parameter_count()), 0.5f);
+    CHECK(error_building(checkpoint_of("transformer", models::config_to_json(thin),
+                                       {autograd::io::f32_record("all", {thin.parameter_count()}, values.data())})) ==
+          "'crafted.safetensors': metadata 'config' describes a model of 84008 parameter tensors, but the file holds only 1 F32 tensors");
     CHECK(error_building(crafted("transformer", tf, "max_len", 1e9)) ==
           "'crafted.safetensors': metadata 'config': TransformerConfig: max_len must be in [1, 1048576] (the positional table is "
           "max_len x d_model floats), got 1000000000");

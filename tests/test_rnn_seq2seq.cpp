@@ -382,7 +382,7 @@ TEST_CASE("RNNSeq2Seq: with attention it learns to copy 12 symbols that one cont
     CHECK(with - without >= 50);
 }
 
-TEST_CASE("RNNSeq2SeqConfig::parameter_count: the built model's num_parameters, for every kind of model") {
+TEST_CASE("RNNSeq2SeqConfig::parameter_count and parameter_tensors: the built model's, for every kind of model") {
     struct Kind {   // what the decoder's first layer and the attention add
         bool attention;
         nn::Score score;
@@ -403,7 +403,9 @@ TEST_CASE("RNNSeq2SeqConfig::parameter_count: the built model's num_parameters, 
                                                .bidirectional = bidirectional, .attention = k.attention, .score = k.score,
                                                .context = k.context};
                     CAPTURE(cfg.describe());
-                    CHECK(cfg.parameter_count() == RNNSeq2Seq(cfg).num_parameters());
+                    const RNNSeq2Seq model(cfg);
+                    CHECK(cfg.parameter_count() == model.num_parameters());
+                    CHECK(cfg.parameter_tensors() == static_cast<int64_t>(model.named_parameters().size()));
                     checked++;
                 }
     CHECK(checked == 90);
