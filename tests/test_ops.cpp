@@ -213,6 +213,11 @@ TEST_CASE("matmul: 2-D, batched, broadcast batch dims, transposes") {
     CHECK_GRAD([](V x) { return matmul(x[0], x[1]); }, param({2, 3, 4}), param({4, 5}));      // x @ W
     CHECK_GRAD([](V x) { return matmul(x[0], x[1]); }, param({2, 1, 3, 4}), param({3, 4, 2}));  // batch broadcast
     CHECK_GRAD([](V x) { return matmul(x[0], x[1]); }, param({4, 3}), param({2, 2, 3, 5}));
+    // broadcast batch dims where every size differs (above, batch (2, 1) against (3,) gives a 3
+    // beside M = 3, and (2, 2) batches mirror each other): a batch stride on the wrong side shows here
+    CHECK_GRAD([](V x) { return matmul(x[0], x[1]); }, param({5, 1, 3, 4}), param({2, 4, 7}));      // -> (5, 2, 3, 7)
+    CHECK_GRAD([](V x) { return matmul(x[0], x[1]); }, param({3, 4}), param({5, 2, 4, 7}));         // -> (5, 2, 3, 7)
+    CHECK_GRAD([](V x) { return matmul(x[0], x[1], true, true); }, param({5, 1, 4, 3}), param({2, 7, 4}));
     for (bool ta : {false, true})
         for (bool tb : {false, true}) {
             CAPTURE(ta);
@@ -257,6 +262,14 @@ TEST_CASE("shape ops") {
     CHECK_GRAD([](V x) { return cat({x[0], x[1]}, 0); }, param({2, 3}), param({1, 3}));
     CHECK_GRAD([](V x) { return narrow(x[0], 1, 1, 2); }, param({2, 4, 3}));
     CHECK_GRAD([](V x) { return slice(x[0], -1, 1, 3); }, param({2, 4}));
+    // the same ops where every size differs (above, the 2s of (2, 3, 2), a narrowed (2, 2, 3) or a
+    // sliced (2, 2) line up, so a stride taken from the wrong dim could pass unseen)
+    CHECK_GRAD([](V x) { return cat({x[0], x[1]}, 1); }, param({2, 3, 5}), param({2, 7, 5}));
+    CHECK_GRAD([](V x) { return cat({x[0], x[1], x[0]}, 2); }, param({2, 3, 5}), param({2, 3, 7}));
+    CHECK_GRAD([](V x) { return narrow(x[0], 1, 1, 3); }, param({2, 5, 7}));
+    CHECK_GRAD([](V x) { return narrow(x[0], 2, 2, 4); }, param({2, 5, 7}));
+    CHECK_GRAD([](V x) { return narrow(x[0], 0, 1, 2); }, param({3, 5, 7}));
+    CHECK_GRAD([](V x) { return slice(x[0], -1, 2, 6); }, param({3, 7}));
 
     const Tensor t = Tensor::arange(24).reshape({2, 3, 4});
     const Tensor p = permute(t, {2, 0, 1});
@@ -290,6 +303,51 @@ TEST_CASE("index_select gathers rows by integer ids; repeated ids accumulate") {
     CHECK_THROWS_WITH_AS(index_select(table, 0, Tokens({5}, {1})), doctest::Contains("id 5"), std::out_of_range);
     CHECK_THROWS_WITH_AS(index_select(table, 0, Tokens({-1}, {1})), doctest::Contains("id -1 at position 0 is out of range [0, 5)"),
                          std::out_of_range);
+}
+
+TEST_CASE("index_select backward: fewer or more ids than rows, repeated ids, along each dim of a 3-D tensor") {
+    manual_seed(10);
+    using V = const std::vector<Tensor>&;
+    // a (3, 5, 2): every size differs, and no ids count below equals the size of the dim it gathers
+    const std::vector<std::pair<int64_t, Tokens>> cases = {
+        {0, Tokens({2, 2, 0, 2}, {4})},                                     // 4 ids of 3 rows, id 2 three times, row 1 never
+        {0, Tokens({1, 2, 1, 0, 2, 2, 1, 0}, {2, 4})},                      // ids (2, 4) -> out (2, 4, 5, 2)
+        {0, Tokens({2}, {1})},                                              // one id of 3
+        {1, Tokens({4, 0, 4, 4}, {4})},                                     // 4 ids of 5 rows
+        {1, Tokens({3, 0, 4, 3, 1, 2, 3, 4, 0, 3, 2, 1, 4}, {13})},         // 13 ids of 5
+        {1, Tokens({4, 1, 4, 4, 0, 1}, {3, 2})},                            // ids (3, 2) -> out (3, 3, 2, 2)
+        {2, Tokens({1, 1, 0, 1, 1}, {5})},                                  // 5 ids of 2
+        {-1, Tokens({0, 0, 0}, {3})},                                       // the last dim, counted from the end
+    };
+    for (const auto& c : cases) {
+        const int64_t dim = c.first;
+        const Tokens ids = c.second;   // copies: CAPTURE and the lambda capture them
+        CAPTURE(dim);
+        CAPTURE(shape_str(ids.shape));
+        CHECK_GRAD([=](V x) { return index_select(x[0], dim, ids); }, param({3, 5, 2}));
+    }
+    // by hand, with upstream gradient 0, 1, 2, ... in the output's flat order: row r receives the
+    // sum of the output rows that gathered it, and a row never gathered gets exactly 0
+    auto grad_of = [](int64_t dim, const Tokens& ids) {
+        Tensor a = Tensor::zeros({3, 5, 2}).requires_grad_();
+        const Tensor y = index_select(a, dim, ids);
+        y.backward(Tensor::arange(static_cast<float>(y.numel())).reshape(y.shape()));
+        return a.grad().to_vector();
+    };
+    // dim 0, ids {2, 2, 0, 2}: out (4, 5, 2), output row j holds upstream values 10j .. 10j + 9;
+    // row 2 gets rows 0, 1 and 3: 0 + 10 + 30 + 3k = 40 + 3k; row 0 gets row 2: 20 + k; row 1 nothing
+    std::vector<float> dim0(30, 0.0f);
+    for (int k = 0; k < 10; k++) {
+        dim0[0 * 10 + k] = 20.0f + k;
+        dim0[2 * 10 + k] = 40.0f + 3.0f * k;
+    }
+    CHECK(grad_of(0, Tokens({2, 2, 0, 2}, {4})) == dim0);
+    // dim 1, ids {4, 0, 4, 4}: out (3, 4, 2), output [o, j] holds 8o + 2j and 8o + 2j + 1;
+    // a[o, 4] gets j = 0, 2, 3: (24o + 10, 24o + 13); a[o, 0] gets j = 1: (8o + 2, 8o + 3)
+    const std::vector<float> dim1 = {2, 3, 0, 0, 0, 0, 0, 0, 10, 13,       // o = 0: rows 0..4 of (5, 2)
+                                     10, 11, 0, 0, 0, 0, 0, 0, 34, 37,     // o = 1
+                                     18, 19, 0, 0, 0, 0, 0, 0, 58, 61};    // o = 2
+    CHECK(grad_of(1, Tokens({4, 0, 4, 4}, {4})) == dim1);
 }
 
 TEST_CASE("softmax and log_softmax: gradcheck, stability, masked rows, equal to the composition of primitives") {
@@ -367,7 +425,7 @@ TEST_CASE("every op's backward adds into an existing gradient instead of overwri
         {"reshape", [](V x) { return reshape(x[0], {2, 6}); }}, {"permute", [](V x) { return permute(x[0], {1, 0}); }},
         {"unsqueeze", [](V x) { return unsqueeze(x[0], 0); }},  {"narrow", [](V x) { return narrow(x[0], 1, 1, 2); }},
         {"cat", [](V x) { return cat({x[0], x[0]}, 0); }},
-        {"index_select", [](V x) { return index_select(x[0], 0, Tokens({2, 0, 2}, {3})); }},
+        {"index_select", [](V x) { return index_select(x[0], 0, Tokens({2, 0, 2, 2, 1}, {5})); }},   // 5 ids of 3 rows
         {"masked_fill", [](V x) { return masked_fill(x[0], Mask({0, 1, 0, 0}, {1, 4}), -1.0f); }},
         {"softmax", [](V x) { return softmax(x[0]); }}, {"log_softmax", [](V x) { return log_softmax(x[0]); }},
     };
