@@ -246,7 +246,7 @@ void save_safetensors(const std::string& path, const std::vector<TensorRecord>& 
                                  "': " + std::strerror(err));
     }
     if (int err = write_file_contents(fd, header, tensors); err != 0) {
-        ::unlink(tmp.c_str());
+        ::unlink(tmp.c_str());   // nothing half-written stays behind
         throw std::runtime_error(cannot + std::strerror(err));
     }
 
@@ -254,7 +254,7 @@ void save_safetensors(const std::string& path, const std::vector<TensorRecord>& 
     //    mix, and of two saves racing to one path the last rename wins whole
     if (::rename(tmp.c_str(), target.c_str()) != 0) {
         const int err = errno;
-        ::unlink(tmp.c_str());
+        ::unlink(tmp.c_str());   // nor a whole file under a name no loader reads
         throw std::runtime_error(cannot + "cannot rename the temporary file '" + tmp + "' to '" + target +
                                  "': " + std::strerror(err));
     }
