@@ -101,7 +101,10 @@ std::string u8(const std::string& name, int begin, int end) {
 // "{e1,e2,...}"
 std::string header_of(const std::vector<std::string>& entries) {
     std::string h = "{";
-    for (size_t i = 0; i < entries.size(); i++) h += (i ? "," : "") + entries[i];
+    for (size_t i = 0; i < entries.size(); i++) {
+        if (i) h += ',';
+        h += entries[i];
+    }
     return h + "}";
 }
 
@@ -696,7 +699,9 @@ TEST_CASE("safetensors: a new file gets the permissions of any new file, 0666 le
     const float w[2] = {1, 2};
     for (const mode_t mask : {mode_t(022), mode_t(077), mode_t(002), mode_t(0)}) {
         CAPTURE(mask);
-        const std::string path = dir.file("x" + std::to_string(mask) + ".safetensors");
+        std::string name = "x";                 // (appended, not "x" + ...: g++ 12 -O3 warns there)
+        name += std::to_string(mask);
+        const std::string path = dir.file(name + ".safetensors");
         const mode_t saved = ::umask(mask);
         autograd::io::save_safetensors(path, {autograd::io::f32_record("w", {2}, w)}, {});
         autograd::io::save_safetensors(path, {autograd::io::f32_record("w", {2}, w)}, {});   // replacing: a new file again
