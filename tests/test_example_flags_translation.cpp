@@ -944,7 +944,7 @@ TEST_CASE("translation --model rnn / rnn-attention and their flags: each reaches
         CHECK((params(r) != params(rnn) || loss(r) != loss(rnn)));
     }
     // refused: flags of another kind of model, and those that do nothing for the recurrent ones
-    for (const auto& [args, message] : std::vector<std::pair<std::vector<std::string>, std::string>>{
+    for (const auto& refused : std::vector<std::pair<std::vector<std::string>, std::string>>{
              {{"--model", "rnn", "--heads", "2"}, "--heads applies to --model transformer, not to --model rnn"},
              {{"--model", "rnn", "--score", "dot"}, "--score applies to --model rnn-attention, not to --model rnn"},
              {{"--model", "rnn-attention", "--context", "every_step"}, "--context applies to --model rnn"},
@@ -954,7 +954,8 @@ TEST_CASE("translation --model rnn / rnn-attention and their flags: each reaches
              {{"--model", "gru"}, "--model must be transformer, rnn or rnn-attention, not 'gru'"},
              {{"--model", "rnn-attention", "--score", "cos"}, "unknown attention score 'cos' (dot, cosine or additive)"},
              {{"--model", "rnn", "--cell", "GRU"}, "unknown recurrent cell 'GRU' (gru, lstm or rnn)"}}) {
-        CAPTURE(message);
+        const auto& [args, message] = refused;
+        CAPTURE(refused.second);   // (not message: clang 14 cannot capture a structured binding)
         std::vector<std::string> a = without(without(without(tiny_run(c, {}), "--d-model"), "--heads"), "--d-ff");
         a.insert(a.end(), args.begin(), args.end());
         const ExampleRun r = run_example("translation", a);
