@@ -228,7 +228,9 @@ Tensor RNNSeq2Seq::logits(const Tokens& src, const Tokens& tgt_in, const Mask& s
         outputs.push_back(decode_step(squeeze(narrow(gi_prev, 1, t, 1), 1), state, enc, w.w_extra, &weights));   // (B, Hd + X)
         if (weights.defined()) alphas.push_back(weights);                                                     // (B, S)
     }
-    if (!alphas.empty()) last_attention = stack(alphas, 1);                                                   // (B, T, S)
+    // (B, T, S), for pictures; the shards of a data-parallel step run this side by side, and only
+    // shard 0 writes the member they share, as MultiHeadAttention does
+    if (!alphas.empty() && autograd::current_shard() <= 0) last_attention = stack(alphas, 1);
     // 3) every step's next-word scores in one product
     const Tensor o = nn::dropout(stack(outputs, 1), cfg.dropout, is_training());                               // (B, T, Hd + X)
     return out->forward(o);                                                                                    // (B, T, V)

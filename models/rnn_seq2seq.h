@@ -93,7 +93,8 @@ public:
     std::shared_ptr<nn::SoftAttention> attention;             // with attention only
     std::shared_ptr<nn::ModuleList<nn::RecurrentCell>> cells; // L decoder cells
     std::shared_ptr<nn::Linear> out;                          // (V, Hd [+ extra]): the scores of the next word
-    Tensor last_attention;   // (B, T, S): alpha of the last logits() call, for pictures (attention only)
+    Tensor last_attention;   // (B, T, S): alpha of the last logits() call, for pictures (attention only;
+                             // in a data-parallel step, shard 0's rows: autograd/data_parallel.h)
 
 private:
     int64_t extra_size() const;   // the width of extra_i: 0, Hd (C) or dirs*Hd (C_i)

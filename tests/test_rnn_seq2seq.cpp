@@ -15,11 +15,13 @@
 #include "autograd/autograd.h"
 #include "examples/data/copy_task_data.h"
 #include "models/checkpoint.h"
+#include "models/data_parallel.h"
 #include "models/decoding.h"
 #include "models/rnn_seq2seq.h"
 #include "nn/nn.h"
 #include "optim/optim.h"
 #include "tests/gradcheck_helpers.h"
+#include "tests/thread_count.h"
 
 using namespace autograd;
 using models::RNNSeq2Seq;
@@ -415,6 +417,34 @@ TEST_CASE("RNNSeq2SeqConfig::parameter_count and parameter_tensors: the built mo
     CHECK(RNNSeq2SeqConfig{.hidden = 1'000'000'000}.parameter_count() > 1'000'000'000'000'000'000);
     CHECK(RNNSeq2SeqConfig{.embed = int64_t{1} << 40, .hidden = int64_t{1} << 40}.parameter_count() ==
           std::numeric_limits<int64_t>::max());
+}
+
+TEST_CASE("RNNSeq2Seq::last_attention in a data-parallel step: shard 0's rows, whichever shard ends last") {
+    // The shards of models::sum_over_shards run logits() side by side on one model, so a member
+    // they all assigned would race (two threads writing one shared_ptr: a crash, now and then).
+    // Only shard 0 writes it, as MultiHeadAttention does. On 1 thread the shards run in order,
+    // and a write of shard 1 would come last and stay: its 2 rows instead of shard 0's 3.
+    Rng rng(61);
+    const models::Batch b = data::make_copy_batch(rng, 7, 5, 4);   // 5 rows: shards of 3 and 2
+    for (int threads : {1, 2}) {
+        CAPTURE(threads);
+        ThreadCount tc(threads);
+        manual_seed(60);
+        RNNSeq2Seq model(small(true));
+        model.train();
+        models::sum_over_shards(b, 2, [&](const models::Batch& part) {
+            const Tensor loss = nn::cross_entropy(model.logits(part.src, part.tgt_in, part.src_mask), part.tgt_out) * part.share;
+            loss.backward();
+            return loss.item();
+        });
+        REQUIRE(model.last_attention.defined());
+        const Tensor kept = model.last_attention;   // (3, 3, 4)
+        REQUIRE(kept.shape() == Shape{3, 3, 4});
+        NoGradGuard no_grad;   // shard 0's rows alone (no dropout: the same alpha)
+        const models::Batch first = models::split_batch(b, 2)[0];
+        model.logits(first.src, first.tgt_in, first.src_mask);
+        CHECK(same_bits(kept, model.last_attention));
+    }
 }
 
 TEST_CASE("checkpoints remember the model's kind: an RNN model saves, loads, and is refused as a Transformer") {
