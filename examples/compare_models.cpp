@@ -23,6 +23,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <sstream>
@@ -117,6 +118,12 @@ Options parse_options(int argc, char** argv) {
         o.lengths.push_back(L);
     }
     common::apply_training_flags(p, o.train);   // --threads
+    if (!o.plot.empty()) {   // before the first step: a folder that cannot be made or written fails now, not after the runs
+        std::error_code ec;
+        std::filesystem::create_directories(o.plot, ec);
+        if (ec) p.fail("--plot " + o.plot + ": cannot make that folder: " + ec.message());
+        common::check_output_path(p, "--plot", (std::filesystem::path(o.plot) / "exact_match.svg").string());
+    }
     return o;
 }
 

@@ -8,6 +8,8 @@
 
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <regex>
 #include <sstream>
 #include <string>
@@ -393,4 +395,15 @@ TEST_CASE("compare_models --plot: exact match against length, a line per system;
         CAPTURE(row);
         CHECK(cells[4 * row] + cells[4 * row + 1] + cells[4 * row + 2] + cells[4 * row + 3] == doctest::Approx(1.0).epsilon(0.003));
     }
+}
+
+TEST_CASE("compare_models --plot: a folder that cannot be made is refused before anything trains") {
+    const std::filesystem::path dir = example_scratch_dir("compare-plot-bad");
+    std::ofstream(dir / "a-file") << "x";   // a file where the folder's parent should be
+    const std::string bad = (dir / "a-file" / "figures").string();
+    const ExampleRun r = run_example("compare_models", small_run({"--plot", bad}));
+    std::filesystem::remove_all(dir);
+    CHECK(r.status == 2);
+    CHECK(r.err.find("--plot " + bad + ": cannot make that folder") != std::string::npos);
+    CHECK(r.out.find("compare models:") == std::string::npos);   // no header: nothing ran
 }
