@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <iterator>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -44,6 +45,7 @@ public:
         return std::make_unique<Rows>(src, V_);
     }
     int64_t tgt_vocab() const override { return V_; }
+    int64_t max_len() const override { return std::numeric_limits<int64_t>::max(); }
 
 private:
     struct Rows : models::NextTokens {
