@@ -703,6 +703,110 @@ TEST_CASE("docs/06 exercise 3: dropout without the 1/(1-p): gradcheck passes, th
     CHECK(ones == 7534);
 }
 
+// ---------------------------------------------------------------- docs/06a: the recurrent encoder-decoder
+
+TEST_CASE("docs/06a exercise 1: a GRU layer's parameters, G Hd (I + Hd) + 2 G Hd; the r and z biases come in redundant pairs, b_hn does not") {
+    // E = 64 into Hd = 128: 3·128·(64 + 128) + 6·128 = 74,496; the LSTM's four gates 99,328; both ways, twice
+    CHECK(nn::GRU({.input_size = 64, .hidden_size = 128}).num_parameters() == 74496);
+    CHECK(nn::LSTM({.input_size = 64, .hidden_size = 128}).num_parameters() == 99328);
+    CHECK(nn::GRU({.input_size = 64, .hidden_size = 128, .bidirectional = true}).num_parameters() == 2 * 74496);
+    // Only b_ir + b_hr and b_iz + b_hz reach r and z: their gradients are equal. b_hn sits inside
+    // r ⊙ (W_hn h + b_hn), so its gradient is r ⊙ (that of b_in), and differs. Both paths agree.
+    for (bool fused : {true, false}) {
+        CAPTURE(fused);
+        FusedKernelsGuard guard(fused);
+        manual_seed(6);
+        nn::GRUCell cell(2, 3);
+        const Tensor x = Tensor::randn({4, 2}), h = Tensor::randn({4, 3});
+        sum(cell.forward(x, h) * Tensor::randn({4, 3})).backward();
+        const std::vector<float> gi = cell.bias_ih.grad().to_vector(), gh = cell.bias_hh.grad().to_vector();
+        for (int k = 0; k < 6; k++) CHECK(gi[k] == doctest::Approx(gh[k]).epsilon(1e-6));   // r's and z's
+        int differ = 0;
+        for (int k = 6; k < 9; k++) differ += std::fabs(gi[k] - gh[k]) > 1e-4;                // n's
+        CHECK(differ == 3);
+    }
+}
+
+namespace ex06a {
+
+// The chapter's numbers: the query q = [1, 0]; the encoder's states h1 = [1, 0], h2 = [0, 1],
+// h3 = [1, 1], used as their own keys (W_k = I, b_k = 0).
+nn::SoftAttention::Output attend(nn::Score score, const std::vector<uint8_t>& real) {
+    nn::SoftAttention a(score, 2, 2, 2);
+    a.w_key->weight.data()[0] = 1, a.w_key->weight.data()[1] = 0, a.w_key->weight.data()[2] = 0, a.w_key->weight.data()[3] = 1;
+    a.w_key->bias.data()[0] = a.w_key->bias.data()[1] = 0;
+    if (score == nn::Score::cosine) a.log_temperature.data()[0] = 0;   // tau = 1
+    const Tensor q = Tensor::from_vector({1, 0}, {1, 2});
+    const Tensor h = Tensor::from_vector({1, 0, 0, 1, 1, 1}, {1, 3, 2});
+    return a.forward(q, a.keys(h), h, Mask(real, {1, 1, 3}));
+}
+
+void check_row(const Tensor& t, const std::vector<double>& text) {
+    REQUIRE(t.numel() == static_cast<int64_t>(text.size()));
+    for (size_t i = 0; i < text.size(); i++) {
+        CAPTURE(i);
+        CHECK(std::fabs(t.data()[i] - text[i]) <= 0.5e-4 + 1e-6);
+    }
+}
+
+}  // namespace ex06a
+
+TEST_CASE("docs/06a exercise 2: soft attention by hand: dot, cosine at tau = 1, a padded position, and the cosine's ceiling") {
+    using namespace ex06a;
+    const nn::SoftAttention::Output dot = attend(nn::Score::dot, {1, 1, 1});
+    check_row(dot.weights, {0.4223, 0.1554, 0.4223});   // softmax([1, 0, 1])
+    check_row(dot.context, {0.8446, 0.5777});
+    const nn::SoftAttention::Output cosine = attend(nn::Score::cosine, {1, 1, 1});
+    check_row(cosine.weights, {0.4730, 0.1740, 0.3529});   // softmax([1, 0, 0.7071])
+    check_row(cosine.context, {0.8260, 0.5270});
+    const nn::SoftAttention::Output padded = attend(nn::Score::dot, {1, 1, 0});
+    check_row(padded.weights, {0.7311, 0.2689, 0.0});   // softmax([1, 0]), and h3 gets exactly 0
+    check_row(padded.context, {0.7311, 0.2689});
+    CHECK(padded.weights.data()[2] == 0.0f);
+    // At tau = 1 the best a cosine can do over S = 3 positions is cos = 1 on one and -1 on the
+    // others: e / (e + 2 e^-1) = e^2 / (e^2 + 2) = 0.7870. At the starting tau = 10: 1 - 4e-9.
+    const double e2 = std::exp(2.0);
+    CHECK(e2 / (e2 + 2) == doctest::Approx(0.7870).epsilon(1e-4));
+    nn::SoftAttention a(nn::Score::cosine, 2, 2, 2);
+    a.w_key->weight.data()[0] = 1, a.w_key->weight.data()[1] = 0, a.w_key->weight.data()[2] = 0, a.w_key->weight.data()[3] = 1;
+    a.w_key->bias.data()[0] = a.w_key->bias.data()[1] = 0;
+    a.log_temperature.data()[0] = 0;
+    const Tensor h = Tensor::from_vector({1, 0, -1, 0, -1, 0}, {1, 3, 2});
+    const nn::SoftAttention::Output best = a.forward(Tensor::from_vector({1, 0}, {1, 2}), a.keys(h), h, Mask());
+    check_row(best.weights, {0.7870, 0.1065, 0.1065});
+}
+
+namespace ex06a {
+
+// The textbook GRU (Cho et al. 2014, and many courses): the reset gate scales h before the hidden
+// product, n = tanh(W_in x + b_in + W_hn (r ⊙ h) + b_hn). PyTorch's (nn::gru_step) scales the
+// product: n = tanh(W_in x + b_in + r ⊙ (W_hn h + b_hn)).
+Tensor textbook_gru_step(const Tensor& gi, const Tensor& h, const Tensor& w_hh, const Tensor& b_hh) {
+    const int64_t Hd = h.size(1);
+    const Tensor gh_rz = nn::linear(h, narrow(w_hh, 0, 0, 2 * Hd), narrow(b_hh, 0, 0, 2 * Hd));            // (B, 2Hd)
+    const Tensor r = sigmoid(narrow(gi, 1, 0, Hd) + narrow(gh_rz, 1, 0, Hd));                             // (B, Hd)
+    const Tensor z = sigmoid(narrow(gi, 1, Hd, Hd) + narrow(gh_rz, 1, Hd, Hd));                           // (B, Hd)
+    const Tensor n = tanh(narrow(gi, 1, 2 * Hd, Hd) + nn::linear(r * h, narrow(w_hh, 0, 2 * Hd, Hd), narrow(b_hh, 0, 2 * Hd, Hd)));
+    return (1.0f - z) * n + z * h;                                                                          // (B, Hd)
+}
+
+}  // namespace ex06a
+
+TEST_CASE("docs/06a exercise 3: the textbook GRU passes gradcheck and gives other numbers than PyTorch's") {
+    FusedKernelsGuard plain(false);
+    manual_seed(63);
+    const Tensor gi = Tensor::randn({2, 9}), w = Tensor::randn({9, 3}), b = Tensor::randn({9});
+    Tensor h = Tensor::randn({2, 3}).requires_grad_();
+    // a consistent forward: its backward is right, so gradcheck has nothing to say
+    CHECK(gradcheck([&](const std::vector<Tensor>& v) { return ex06a::textbook_gru_step(gi, v[0], w, b); }, {h}).ok);
+    // but it is another function: only a check of the values (the torch fixtures of
+    // tests/test_recurrent.cpp) tells the two conventions apart
+    const Tensor ours = nn::gru_step(gi, h, w, b), textbook = ex06a::textbook_gru_step(gi, h, w, b);
+    double largest = 0;
+    for (int64_t i = 0; i < ours.numel(); i++) largest = std::max(largest, double(std::fabs(ours.data()[i] - textbook.data()[i])));
+    CHECK(largest > 0.01);
+}
+
 // ---------------------------------------------------------------- docs/07: attention
 
 namespace ex07 {
