@@ -5,7 +5,7 @@
 # make sanitize   run the test suite under AddressSanitizer + UndefinedBehaviorSanitizer
 # make OPENMP=0 test   the same suite built without OpenMP (serial; in build-noomp/)
 # make fuzz / make fuzz-run   libFuzzer targets (needs clang), see tests/fuzz/README.md
-# make figures   redraw every figure of docs/ from the current code (under 2 minutes; docs/figures/)
+# make figures   redraw every figure of docs/ from the current code (about 3.5 minutes; docs/figures/)
 # make figures-check   render every SVG of docs/ (needs rsvg-convert, Debian's librsvg2-bin)
 # make docs-check     every link in README.md and docs/ resolves, every code name they cite exists
 # make mutate    plant each mistake of tests/mutations.txt in turn and report those the suite
@@ -166,23 +166,29 @@ sanitize:
 	$(MAKE) $(SAN_FLAGS) TEST_SRCS="$(SAN_TEST_SRCS)" TEST_ARGS='--test-case-exclude="$(SAN_SKIP)"' test
 	@echo "sanitize: the suite and its example runs are clean"
 
-# Every figure of docs/, from today's code, in under 2 minutes on 2 idle cores: the copy task
+# Every figure of docs/, from today's code, in about 3.5 minutes on 2 idle cores: the copy task
 # trained with its defaults (600 steps, seed 1) and the translation example for 2 epochs (seed 1)
 # draw their loss curves, the translation model its attention heatmap and a beam-search tree,
-# the copy-task model its attention; make_figures draws the rest from the code they show,
-# bench_decoding the key/value-cache picture and bench_gemm the GEMM's blocking. Fixed seeds give the same numbers for any thread
-# count. attention_layer_graph.svg needs Graphviz.
+# the copy-task model its attention; compare_models (four of docs/06a's systems, copy task, seed
+# 1, 80 s) its exact match against length and its attention maps; make_figures draws the rest
+# from the code they show, bench_decoding the key/value-cache picture and bench_gemm the GEMM's
+# blocking. Fixed seeds give the same numbers for any thread count. attention_layer_graph.svg
+# needs Graphviz.
 FIGURES := docs/figures
 FIGURE_RUNS := build/figures
 FIGURE_TRANSLATION_EPOCHS := 2
-figures: examples/make_figures examples/copy_task examples/translation examples/attention_by_hand $(BUILD)/bench/bench_decoding \
-         $(BUILD)/bench/bench_gemm
+figures: examples/make_figures examples/copy_task examples/translation examples/attention_by_hand examples/compare_models \
+         $(BUILD)/bench/bench_decoding $(BUILD)/bench/bench_gemm
 	@mkdir -p $(FIGURES) $(FIGURE_RUNS)
 	./examples/copy_task --plot $(FIGURES)/copy_task_loss.svg --save $(FIGURE_RUNS)/copy.safetensors > $(FIGURE_RUNS)/copy_task.log
 	./examples/translation --epochs $(FIGURE_TRANSLATION_EPOCHS) --plot $(FIGURES)/translation_loss.svg \
 	    --save $(FIGURE_RUNS)/translation.safetensors > $(FIGURE_RUNS)/translation.log
 	./examples/translation --load $(FIGURE_RUNS)/translation.safetensors --attention $(FIGURES)/attention_heatmap.svg \
 	    --translate "the brave dog does not see the old cat ." > /dev/null 2> $(FIGURE_RUNS)/attention.log
+	./examples/compare_models --models rnn,rnn-every-step,rnn-additive,transformer --plot $(FIGURE_RUNS)/compare \
+	    > $(FIGURE_RUNS)/compare_models.log 2> /dev/null
+	cp $(FIGURE_RUNS)/compare/exact_match.svg $(FIGURES)/compare_exact_match.svg
+	cp $(FIGURE_RUNS)/compare/attention.svg $(FIGURES)/compare_attention.svg
 	./examples/make_figures --out $(FIGURES) --copy-model $(FIGURE_RUNS)/copy.safetensors \
 	    --translation-model $(FIGURE_RUNS)/translation.safetensors
 	./$(BUILD)/bench/bench_decoding --cache-picture $(FIGURES)/kv_cache.svg

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -19,6 +20,7 @@
 #include "models/transformer.h"
 #include "nn/nn.h"
 #include "optim/optim.h"
+#include "tests/run_example.h"
 
 using namespace autograd;
 
@@ -283,6 +285,40 @@ TEST_CASE("docs/06: modules and parameters, Linear and Embedding backward, dropo
         const Tensor x = Tensor::ones({4});
         CHECK(nn::dropout(x, 0.1f, false).data() == x.data());   // evaluation: x itself
     }
+}
+
+// docs/06a's table of exact matches comes from the default run of examples/compare_models (2.5
+// minutes, bench/RESULTS.md). Each of its rows trains alone from the same seed and batches, so
+// any one cell can be rerun: here the L = 10 column of the plain LSTM encoder-decoder and of the
+// one with additive attention (8 s), the column where the two part. (Those two numbers, 0.0% and
+// 100%, do not move with the rounding of another instruction set; the cells in between might.)
+TEST_CASE("docs/06a: the table's L = 10 cells of rnn and rnn-additive are what compare_models prints") {
+    const std::string chapter = read_whole_file("docs/06a-recurrent-encoder-decoder.md");
+    // the row of a system: "| `name`: ... | L=5 | L=10 | L=20 | L=40 |" -> its L = 10 cell, in %
+    auto quoted_l10 = [&](const std::string& name) {
+        const size_t row = chapter.find("| `" + name + "`:");
+        REQUIRE(row != std::string::npos);
+        size_t cell = row;
+        for (int bar = 0; bar < 2; bar++) cell = chapter.find('|', cell + 1);   // past the name and the L = 5 cell
+        return std::stod(chapter.substr(cell + 1));
+    };
+    const ExampleRun r = run_example("compare_models", {"--models", "rnn,rnn-additive", "--lengths", "10"});
+    REQUIRE(r.status == 0);
+    // the printed row: "name params L loss exact% token% align% ms/step"
+    auto printed_exact = [&](const std::string& name) {
+        const size_t at = r.out.find("\n" + name + " ");
+        REQUIRE(at != std::string::npos);
+        std::istringstream row(r.out.substr(at + 1));
+        std::string who;
+        double params = 0, L = 0, loss = 0, exact = -1;
+        row >> who >> params >> L >> loss >> exact;
+        CHECK(L == 10);
+        return exact;
+    };
+    CHECK(quoted_l10("rnn") == 0.0);
+    CHECK(quoted_l10("rnn-additive") == 100.0);
+    CHECK(printed_exact("rnn") == quoted_l10("rnn"));
+    CHECK(printed_exact("rnn-additive") == quoted_l10("rnn-additive"));
 }
 
 TEST_CASE("docs/07: the attention_by_hand walk-through") {
