@@ -12,12 +12,14 @@
 
 #include "autograd/autograd.h"
 #include "autograd/data_parallel.h"
+#include "autograd/kernels/busy_cores.h"
 #include "autograd/kernels/threads.h"
 #include "examples/data/copy_task_data.h"
 #include "models/batch.h"
 #include "models/data_parallel.h"
 #include "models/transformer.h"
 #include "nn/nn.h"
+#include "tests/hooks.h"
 #include "tests/thread_count.h"
 
 using namespace autograd;
@@ -142,6 +144,38 @@ TEST_CASE("for_each_shard: shards run side by side on 2 threads, each with the c
     CHECK(grad == std::vector<char>{false, false});
     CHECK(current_shard() == -1);
     CHECK(kernels::max_threads() == 2);
+}
+
+TEST_CASE("for_each_shard: a shard team that waits for a late thread is seen as busy cores, and the next shards run on the calling thread") {
+    // As beside another busy program: shard 1 takes 3 ms longer than shard 0 (its thread off its
+    // core), in teams that fill two windows of kernels/busy_cores.h. The team's wait at its end
+    // decides "busy"; the shards then run one after the other on the calling thread, as the
+    // kernels do, until the backoff ends.
+    if (!kernels::kOpenMP) {
+        MESSAGE("skipped: built without OpenMP (make OPENMP=0), so there is only one thread");
+        return;
+    }
+    ThreadCount tc(2);
+    kernels::test_hooks::busy_cores_state().reset();
+    kernels::test_hooks::set_busy_cores_watch(true);
+    const int64_t window = kernels::BusyCores::kWindowMs * 1000000;
+    for (int64_t filled = 0; filled <= 2 * window && !kernels::cores_busy(); filled += 3000000)
+        for_each_shard(2, [&](int s) {
+            if (s == 1) {
+                const int64_t until = kernels::now_ns() + 3000000;
+                while (kernels::now_ns() < until) {}
+            }
+        });
+    const bool busy = kernels::cores_busy();
+    std::vector<std::thread::id> ids(2);
+    for_each_shard(2, [&](int s) { ids[s] = std::this_thread::get_id(); });
+    const int64_t spells = kernels::serial_spells();
+    kernels::test_hooks::busy_cores_state().reset();
+    kernels::test_hooks::set_busy_cores_watch(false);
+    CHECK(busy);
+    CHECK(spells >= 1);
+    CHECK(ids[0] == std::this_thread::get_id());   // both on the calling thread (the backoff is 50 ms)
+    CHECK(ids[1] == std::this_thread::get_id());
 }
 
 TEST_CASE("for_each_shard: errors") {

@@ -2,6 +2,8 @@
 
 #include <chrono>
 
+#include "autograd/kernels/threads.h"
+
 namespace autograd::kernels {
 
 namespace {
@@ -18,7 +20,10 @@ bool cores_busy() { return g_watch.load(std::memory_order_relaxed) && g_busy_cor
 void report_team(int64_t start_ns, const int64_t* arrive_ns, const int64_t* barrier_ns, const int64_t* finish_ns, int threads) {
     if (threads < 2 || !g_watch.load(std::memory_order_relaxed)) return;
     const int64_t end = now_ns();
+    const int64_t spells = g_busy_cores.serial_spells();
     g_busy_cores.report(end, end - start_ns, team_wait_ns(arrive_ns, barrier_ns, finish_ns, threads));
+    // Serial from now on for a while: the team's threads would spin idle beside the one that works
+    if (g_busy_cores.serial_spells() != spells) release_idle_threads();
 }
 
 int64_t serial_spells() { return g_busy_cores.serial_spells(); }

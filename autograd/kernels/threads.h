@@ -70,4 +70,14 @@ inline void set_max_active_levels([[maybe_unused]] int n) {   // omp_set_max_act
 #endif
 }
 
+// Ends the runtime's idle threads (omp_pause_resource_all, OpenMP 5.0); the next team starts new
+// ones. An idle OpenMP thread spins for a while before it sleeps (libgomp: 300,000 pauses, which in
+// a virtual machine can take longer than a training step; libomp: 200 ms), taking CPU time from
+// the thread that works while the cores are busy. Nothing inside a parallel region, or without OpenMP.
+inline void release_idle_threads() {
+#ifdef _OPENMP
+    if (!omp_in_parallel()) omp_pause_resource_all(omp_pause_soft);
+#endif
+}
+
 }  // namespace autograd::kernels
