@@ -869,6 +869,35 @@ TEST_CASE("eval::translate_ids: --beam 0 is greedy, --beam K keeps K, and a beam
     }
 }
 
+TEST_CASE("eval::decoding_batches: every sentence once, similar lengths together, long ones in batches whose scores fit those of 100 x 64 tokens") {
+    // 250 sentences of 10 tokens, 7 of 300, one of 512, shuffled
+    std::vector<std::vector<int32_t>> srcs;
+    for (int i = 0; i < 250; i++) srcs.push_back(std::vector<int32_t>(10, 3));
+    for (int i = 0; i < 7; i++) srcs.push_back(std::vector<int32_t>(300, 3));
+    srcs.push_back(std::vector<int32_t>(512, 3));
+    std::swap(srcs[3], srcs[252]), std::swap(srcs[0], srcs[257]);
+    for (int beam : {0, 4}) {
+        CAPTURE(beam);
+        const std::vector<std::vector<size_t>> batches = eval::decoding_batches(srcs, beam);
+        std::vector<int> seen(srcs.size(), 0);
+        std::vector<size_t> sizes_of_300;
+        for (const std::vector<size_t>& b : batches) {
+            REQUIRE(!b.empty());
+            size_t longest = 0, shortest = SIZE_MAX;
+            for (size_t i : b) seen[i]++, longest = std::max(longest, srcs[i].size()), shortest = std::min(shortest, srcs[i].size());
+            CHECK((longest == shortest || b.size() < (beam > 0 ? 50u : 100u)));   // a batch mixes lengths only where it ends early
+            CHECK(b.size() <= (beam > 0 ? 50u : 100u));
+            if (longest == 300) sizes_of_300.push_back(b.size());
+            if (longest == 512) CHECK(b.size() == 1);
+            // the budget: rows x S x S (x beam) <= 100 x 64 x 64, unless one sentence alone is more
+            CHECK((b.size() == 1 || int64_t(b.size()) * int64_t(longest * longest) * std::max(beam, 1) <= 100 * 64 * 64));
+        }
+        CHECK(std::count(seen.begin(), seen.end(), 1) == static_cast<long>(srcs.size()));
+        // 409,600 / 90,000 = 4 rows of 300 tokens at a time (beam 4: one); 10 tokens fill whole batches
+        CHECK(sizes_of_300 == (beam > 0 ? std::vector<size_t>(7, 1) : std::vector<size_t>{4, 3}));
+    }
+}
+
 // The copy task decodes through eval::exact_match: --beam K (0: greedy), no eos and alpha 0
 // (docs/14), --no-kv-cache the path. Expected, for each sequence the function draws (the same
 // draws from a generator in the same state): greedy by the textbook, a narrow beam by the plain

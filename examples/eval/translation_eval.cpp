@@ -2,7 +2,9 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <numeric>
 #include <stdexcept>
 
 #include "examples/common/heatmap_terminal.h"
@@ -36,14 +38,29 @@ double mean_loss(models::Seq2Seq& model, const std::vector<data::Example>& examp
     return tokens ? total / tokens : 0.0;
 }
 
+std::vector<std::vector<size_t>> decoding_batches(const std::vector<std::vector<int32_t>>& srcs, int beam) {
+    // A batch of 100 sentences of 64 tokens: the score matrices a batch may hold, per head and layer.
+    constexpr int64_t kScoreBudget = 100 * 64 * 64;
+    const size_t most = beam > 0 ? 50 : 100;
+    std::vector<size_t> order(srcs.size());
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return srcs[a].size() < srcs[b].size(); });
+    std::vector<std::vector<size_t>> batches;
+    for (size_t i : order) {   // shortest first, so sentence i is the longest of the batch it joins
+        const int64_t S = std::max<int64_t>(1, static_cast<int64_t>(srcs[i].size()));
+        // rows x S x S scores in the encoder's self-attention, each sentence beam times in the decoder's
+        const int64_t rows = static_cast<int64_t>(batches.empty() ? 0 : batches.back().size()) + 1;
+        if (batches.empty() || batches.back().size() == most || rows * S * S * std::max(beam, 1) > kScoreBudget) batches.emplace_back();
+        batches.back().push_back(i);
+    }
+    return batches;
+}
+
 std::vector<std::vector<int32_t>> translate_ids(models::Seq2Seq& model, const std::vector<std::vector<int32_t>>& srcs,
                                                 int beam, int64_t max_len, bool kv_cache, int64_t* positions) {
     model.eval();
     std::vector<std::vector<int32_t>> out(srcs.size());
-    std::vector<data::Example> by_length(srcs.size());
-    for (size_t i = 0; i < srcs.size(); i++) by_length[i].src = srcs[i];
-    // Sentences of similar length decode together (little padding); out[] keeps the input order.
-    for (const auto& idx : data::length_batches(by_length, beam > 0 ? 50 : 100)) {
+    for (const auto& idx : decoding_batches(srcs, beam)) {   // out[] keeps the input order
         std::vector<std::vector<int32_t>> rows;
         for (size_t i : idx) rows.push_back(srcs[i]);
         const Tokens src = models::pad_rows(rows, Vocab::PAD);   // (B, S)

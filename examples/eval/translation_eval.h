@@ -15,6 +15,13 @@ namespace eval {
 // batches of similar length: of about batch_tokens tokens, or (batch_tokens 0) of `batch` pairs.
 double mean_loss(models::Seq2Seq& model, const std::vector<data::Example>& examples, int batch, int batch_tokens = 0);
 
+// The batches translate_ids decodes, as indices into srcs: sentences of similar length together
+// (little padding), at most 100 (beam search: 50), and fewer when they are long, so that a batch's
+// attention scores, rows x S x S per head (x beam), stay within those of 100 sentences of 64
+// tokens: a test set with a few sentences of hundreds of tokens decodes in the memory of a short
+// one (one sentence of 512 tokens is a batch alone).
+std::vector<std::vector<size_t>> decoding_batches(const std::vector<std::vector<int32_t>>& srcs, int beam);
+
 // Source id sequences -> output id sequences (<bos> ... [<eos>]), at most max_len ids each, in
 // the input order: greedy (beam == 0) or beam search, in batches of sentences of similar length.
 // kv_cache = false decodes by recomputing the whole prefix every step (models/decoding.h); with
