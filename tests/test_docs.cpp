@@ -427,6 +427,11 @@ TEST_CASE("docs/10: the copy task's model has 667,275 parameters") {
     CHECK(attention + ffn + 2 * norm == 132480);       // encoder layer
     CHECK(2 * attention + ffn + 3 * norm == 198784);   // decoder layer
     CHECK(2 * (132480 + 198784) + 2 * norm + 2 * 11 * D + D * 11 + 11 == 667275);
+    // tied: one V x D matrix for both embeddings and the generator, whose bias stays: V D + V
+    cfg.tie_weights = true;
+    CHECK(models::Transformer(cfg).num_parameters() == 664459);
+    CHECK(2 * (132480 + 198784) + 2 * norm + 11 * D + 11 == 664459);
+    CHECK(cfg.parameter_count() == 664459);
 }
 
 TEST_CASE("docs/11: cross-entropy with label smoothing, V = 4, and the H(q) floors") {

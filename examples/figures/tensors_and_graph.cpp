@@ -252,7 +252,7 @@ void ab_graph(const std::string& path) {
     for (const Edge& e : edges)
         if (e.from == &a.node())
             shares += shares.empty() ? number(e.sent) : e.sent < 0 ? " + (" + number(e.sent) + ")" : " + " + number(e.sent);
-    c.text(30, 375, "a feeds two ops, so two red arrows leave it, and its grad is their sum (the += of every backward): da = " +
+    c.text(30, 375, "a feeds two ops, so two red arrows come back into it, and its grad is their sum (the += of every backward): da = " +
                         shares + " = " + number(a.grad().item()), 12, "start", "#222");
     common::write_text_file(path, c.svg());
     wrote(path);
