@@ -51,6 +51,13 @@ inline std::string shell_quote(const std::string& s) {
     return q + "'";
 }
 
+// The lines of a program's output (its newlines).
+inline int count_lines(const std::string& text) {
+    int n = 0;
+    for (char c : text) n += c == '\n';
+    return n;
+}
+
 inline std::string read_whole_file(const std::filesystem::path& p) {
     std::ifstream f(p, std::ios::binary);
     std::ostringstream s;
@@ -131,4 +138,14 @@ inline ExampleRun interrupt_example(const std::string& name, const std::vector<s
     r.err = read_whole_file(err);
     std::filesystem::remove_all(dir);
     return r;
+}
+
+// A bad flag stops the program before it runs: exit status 2, nothing on stdout, one line on
+// stderr that says what was wrong.
+inline void check_refused_in_one_line(const ExampleRun& r, const std::string& message) {
+    INFO(r.err);
+    CHECK(r.status == 2);
+    CHECK(r.out.empty());
+    CHECK(count_lines(r.err) == 1);
+    CHECK(r.err.find(message) != std::string::npos);
 }

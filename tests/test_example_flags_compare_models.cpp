@@ -69,22 +69,6 @@ std::string without_threads_and_timings(const std::string& out) {
     return without_timings(std::regex_replace(out, std::regex(R"(\| \d threads)"), ""));
 }
 
-int count_lines(const std::string& text) {
-    int n = 0;
-    for (char c : text) n += c == '\n';
-    return n;
-}
-
-// A bad flag stops the program before it runs: exit status 2, nothing on stdout, one line on
-// stderr that says what was wrong.
-void check_refused_in_one_line(const ExampleRun& r, const std::string& message) {
-    INFO(r.err);
-    CHECK(r.status == 2);
-    CHECK(r.out.empty());
-    CHECK(count_lines(r.err) == 1);
-    CHECK(r.err.find(message) != std::string::npos);
-}
-
 int count_of(const std::string& text, const std::string& what) {
     int n = 0;
     for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) n++;

@@ -117,22 +117,6 @@ std::string without_timings(const std::string& out) {
     return std::regex_replace(s, std::regex(R"(decoding: [0-9.]+ s, [0-9.a-z]+ tokens/s)"), "decoding: <time>");
 }
 
-int count_lines(const std::string& text) {
-    int n = 0;
-    for (char c : text) n += c == '\n';
-    return n;
-}
-
-// A bad flag stops the program before it runs: exit status 2, nothing on stdout, one line on
-// stderr that says what was wrong.
-void check_refused_in_one_line(const ExampleRun& r, const std::string& message) {
-    INFO(r.err);
-    CHECK(r.status == 2);
-    CHECK(r.out.empty());
-    CHECK(count_lines(r.err) == 1);
-    CHECK(r.err.find(message) != std::string::npos);
-}
-
 // ---- answers worked out without copy_task ----
 
 // The encoder-decoder Transformer's parameters, counted from the paper's architecture (every
