@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <map>
 #include <memory>
@@ -18,6 +19,7 @@
 
 #include "autograd/autograd.h"
 #include "autograd/kernels/gemm.h"
+#include "autograd/kernels/gemm_bf16.h"
 #include "autograd/kernels/gemm_micro_kernel.h"         // the micro-kernels' blocks (chapter 15)
 #include <doctest/doctest.h>
 #include "examples/data/attention_by_hand_numbers.h"   // the walk-through's Q, K, V (chapters 7 and 8)
@@ -1941,4 +1943,98 @@ TEST_CASE("docs/15 exercise 3: the fused Linear's backward without the dropout s
     // (the planted mistake exercise-15-relu-mask-without-the-dropout-scale in tests/mutations.txt makes
     // this slip in linear_backward, and "linear: fused equals plain, with and without bias, ReLU and
     // dropout" in tests/test_kernels.cpp catches it)
+}
+
+// ---------------------------------------------------------------- docs/16: mixed precision
+
+namespace ex16 {
+uint32_t float_bits(float x) {
+    uint32_t u;
+    std::memcpy(&u, &x, sizeof u);
+    return u;
+}
+}  // namespace ex16
+
+TEST_CASE("docs/16 exercise 1: 0.3, -3.3 and 2.0078125 rounded to bf16 by hand") {
+    using ex16::float_bits;
+    // 0.3: 0x3E99999A, the dropped half 0x999A is above 0x8000: up, to 0x3E9A = 0.30078125
+    CHECK(float_bits(0.3f) == 0x3E99999Au);
+    CHECK(kernels::bf16_bits(0.3f) == 0x3E9A);
+    CHECK(kernels::round_to_bf16(0.3f) == 0.30078125f);
+    CHECK((0.30078125 - double(0.3f)) / double(0.3f) == doctest::Approx(0.0026).epsilon(0.01));
+    // -3.3: 0xC0533333, the dropped half 0x3333 below 0x8000: the top half as it is, -3.296875
+    CHECK(float_bits(-3.3f) == 0xC0533333u);
+    CHECK(kernels::bf16_bits(-3.3f) == 0xC053);
+    CHECK(kernels::round_to_bf16(-3.3f) == -3.296875f);
+    CHECK(std::fabs(-3.296875 - double(-3.3f)) / 3.3 == doctest::Approx(0.00095).epsilon(0.01));
+    // 2.0078125 = 2 + 2^-7: 0x40008000, the dropped half exactly 0x8000, a tie; the kept half's
+    // last bit is 0 (even), so it stays: 2.0, off by 2^-8 / (1 + 2^-8) of itself, as 1.00390625 is
+    CHECK(2.0078125f == 2.0f + std::ldexp(1.0f, -7));
+    CHECK(float_bits(2.0078125f) == 0x40008000u);
+    CHECK(kernels::bf16_bits(2.0078125f) == 0x4000);
+    CHECK(kernels::round_to_bf16(2.0078125f) == 2.0f);
+    CHECK(kernels::round_to_bf16(2.0f + 3 * std::ldexp(1.0f, -7)) == 2.03125f);   // the next tie goes up, to 0x4002
+    CHECK(0.0078125 / 2.0078125 == doctest::Approx(std::ldexp(1.0, -8) / (1 + std::ldexp(1.0, -8))).epsilon(1e-12));
+    CHECK(0.0078125 / 2.0078125 == doctest::Approx(0.003891).epsilon(1e-3));
+}
+
+TEST_CASE("docs/16 exercise 2: the relative error bound 2^-8, at any scale, and 2^-7 for a product") {
+    // every float of [1, 2) and of [2^-20, 2^-19): the same largest relative error, just above each binade's start
+    for (int e : {0, -20}) {
+        CAPTURE(e);
+        const float lo = std::ldexp(1.0f, e), hi = std::ldexp(1.0f, e + 1);
+        double worst = 0;
+        float where = 0;
+        for (float x = lo; x < hi; x = std::nextafter(x, hi)) {
+            const double error = std::fabs(double(kernels::round_to_bf16(x)) - x) / x;
+            if (error > worst) worst = error, where = x;
+        }
+        CHECK(worst < std::ldexp(1.0, -8));
+        CHECK(worst == doctest::Approx(std::ldexp(1.0, -8) / (1 + std::ldexp(1.0, -8))).epsilon(1e-9));
+        CHECK(where == lo * 1.00390625f);   // 1 + 2^-8, scaled: the first tie, rounded down to even
+    }
+    // a product of two rounded inputs: (1 + e1)(1 + e2) - 1 with |e| <= 2^-8, at most 2^-7 + 2^-16
+    CHECK(std::pow(1 + std::ldexp(1.0, -8), 2) - 1 == std::ldexp(1.0, -7) + std::ldexp(1.0, -16));
+    CHECK(std::ldexp(1.0, -7) + std::ldexp(1.0, -16) == doctest::Approx(0.00783).epsilon(1e-3));
+    // 1.00390625 squared: each input rounds to 1, so gemm_bf16 gives 1; gemm gives the exact 1.0078277...
+    const float a = 1.00390625f;
+    float c16 = -1, c32 = -1;
+    kernels::gemm_bf16(false, false, 1, 1, 1, &a, 1, &a, 1, &c16, 1, false);
+    kernels::gemm(false, false, 1, 1, 1, &a, 1, &a, 1, &c32, 1, false);
+    CHECK(c16 == 1.0f);
+    CHECK(c32 == 1.0078277587890625f);
+    CHECK((double(c32) - c16) / c32 == doctest::Approx(0.00777).epsilon(1e-3));
+}
+
+TEST_CASE("docs/16 exercise 3: 4096 products summed in fp32 give 41; kept in bf16, the sum stops at 4") {
+    const int K = 4096;
+    const std::vector<float> a(K, 0.01f), b(K, 1.0f);
+    // the inputs: 0.01 rounds to 0x3C24 = 0.010009765625 = 41 / 4096; 1 is exact; the products are exact
+    CHECK(kernels::bf16_bits(0.01f) == 0x3C24);
+    CHECK(kernels::round_to_bf16(0.01f) == 0.010009765625f);
+    CHECK(0.010009765625 * 4096 == 41.0);
+    // fp32 accumulation (gemm_bf16): every partial sum is 41 j / 4096, exact in fp32, in any order
+    float c = -1;
+    kernels::gemm_bf16(false, false, 1, 1, K, a.data(), K, b.data(), 1, &c, 1, false);
+    CHECK(c == 41.0f);
+    kernels::gemm_bf16_reference(false, false, 1, 1, K, a.data(), K, b.data(), 1, &c, 1, false);
+    CHECK(c == 41.0f);
+    // the same inputs unrounded, in fp32 (gemm): 40.96 up to the sum's rounding; bf16's inputs cost 0.1%
+    kernels::gemm(false, false, 1, 1, K, a.data(), K, b.data(), 1, &c, 1, false);
+    CHECK(c == doctest::Approx(40.96).epsilon(1e-4));
+    // a bf16 running sum, rounded after every addition: in [4, 8) bf16's neighbours are 2^-5 = 0.03125
+    // apart, and 0.0100 is below half of that, so s + 0.0100 rounds back to s
+    const float term = kernels::round_to_bf16(0.01f) * 1.0f;
+    float s = 0.0f;
+    int stalled_at = -1;
+    for (int k = 0; k < K; k++) {
+        const float next = kernels::round_to_bf16(s + term);
+        if (next == s && stalled_at < 0) stalled_at = k;
+        s = next;
+    }
+    CHECK(s == 4.0f);
+    CHECK(stalled_at == 350);   // 350 terms reach 4.0; the other 3,746 are lost
+    CHECK(kernels::round_to_bf16(4.0f + term) == 4.0f);
+    CHECK(term < std::ldexp(1.0f, -5) / 2);
+    CHECK((41.0 - s) / 41.0 == doctest::Approx(0.90).epsilon(0.01));
 }
