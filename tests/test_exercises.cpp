@@ -1,4 +1,4 @@
-// The answer key of the exercises at the end of the chapters of docs/ (Part I). Each TEST_CASE
+// The answer key of the exercises at the end of the chapters of docs/. Each TEST_CASE
 // is named after the exercise it answers, "docs/NN exercise K: ...", and checks the answer the
 // chapter gives: a number the learner computes, or, for an exercise that breaks something on
 // purpose, that the check the chapter names does catch the broken version (the broken code is
@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <map>
 #include <memory>
@@ -17,6 +18,9 @@
 #include <vector>
 
 #include "autograd/autograd.h"
+#include "autograd/kernels/gemm.h"
+#include "autograd/kernels/gemm_bf16.h"
+#include "autograd/kernels/gemm_micro_kernel.h"         // the micro-kernels' blocks (chapter 15)
 #include <doctest/doctest.h>
 #include "examples/data/attention_by_hand_numbers.h"   // the walk-through's Q, K, V (chapters 7 and 8)
 #include "examples/data/bpe.h"
@@ -1770,4 +1774,267 @@ TEST_CASE("docs/14 exercise 3: the length penalty forgotten: every alpha ranks b
     // (the planted mistake exercise-14-length-penalty-forgotten in tests/mutations.txt makes this
     // slip in beam_search_batch; "beam search: the length penalty alpha changes the winner, to the
     // one a brute force over every hypothesis picks" in tests/test_decoding.cpp catches it)
+}
+
+// ---------------------------------------------------------------- docs/15: making it fast
+
+namespace ex15 {
+
+// g = dL/dz of a Linear with ReLU and dropout, rebuilt from its output y as linear_backward does:
+// dy * s where y > 0 (the unit on and kept), 0 elsewhere. forget_scale is exercise 3's slip: 1
+// where s belongs.
+std::vector<float> relu_dropout_grad(const std::vector<float>& dy, const std::vector<float>& y, float s, bool forget_scale) {
+    std::vector<float> g(dy.size());
+    for (size_t i = 0; i < g.size(); i++) g[i] = dy[i] * (y[i] > 0.0f ? (forget_scale ? 1.0f : s) : 0.0f);
+    return g;
+}
+
+// From z = x W^T + b: dx = g W (R, in), dW = g^T x (out, in), db = the column sums of g (out).
+struct LinearGrads {
+    std::vector<float> dx, dw, db;
+};
+LinearGrads linear_grads(const std::vector<float>& g, const std::vector<float>& x, const std::vector<float>& w, int64_t R,
+                         int64_t in, int64_t out) {
+    LinearGrads r{std::vector<float>(R * in, 0.0f), std::vector<float>(out * in, 0.0f), std::vector<float>(out, 0.0f)};
+    for (int64_t i = 0; i < R; i++)
+        for (int64_t o = 0; o < out; o++) {
+            r.db[o] += g[i * out + o];
+            for (int64_t k = 0; k < in; k++) {
+                r.dx[i * in + k] += g[i * out + o] * w[o * in + k];
+                r.dw[o * in + k] += g[i * out + o] * x[i * in + k];
+            }
+        }
+    return r;
+}
+
+}  // namespace ex15
+
+TEST_CASE("docs/15 exercise 1: the flops of a Linear layer and of a D = 128 step, and its floor") {
+    // (a) the first feed-forward Linear of an encoder layer: 800 rows, 128 -> 512
+    const double forward = 2.0 * 800 * 128 * 512, backward = 2 * forward;   // dx = dy W and dW = dy^T x
+    CHECK(forward == 104857600.0);
+    CHECK(backward == 209715200.0);
+    CHECK((forward + backward) / 1e9 == doctest::Approx(0.315).epsilon(1e-3));
+    CHECK((forward + backward) / 450e9 * 1e3 == doctest::Approx(0.70).epsilon(5e-3));   // ms at 450 GFLOP/s
+    // (b) the chapter's per-token counts, in multiply-adds
+    const int64_t D = 128, F = 512, S = 800, T = 720, V = 11, B = 80, H = 8, Dk = 16, L = 10;
+    const int64_t encoder = 2 * (4 * D * D + 2 * D * F) * S;
+    const int64_t decoder = 2 * (4 * D * D * T + 2 * D * D * T + 2 * D * D * S + 2 * D * F * T);
+    CHECK(encoder == 314572800);
+    CHECK(decoder == 382730240);
+    CHECK(encoder + decoder == 697303040);
+    // ... the same count from the model's own Linear layers: each weight (out, in) on the rows it reads
+    models::TransformerConfig cfg{.src_vocab = V, .tgt_vocab = V, .layers = 2, .d_model = D, .d_ff = F, .heads = H};
+    const models::Transformer model(cfg);
+    int64_t layers = 0, generator = 0, linears = 0;
+    for (const auto& [name, p] : model.named_parameters()) {
+        CAPTURE(name);
+        if (p.dim() != 2 || name.starts_with("src_embed") || name.starts_with("tgt_embed")) continue;   // lookups, not products
+        const bool source_rows = name.starts_with("encoder.") || name.find("src_attn.w_k.") != std::string::npos ||
+                                 name.find("src_attn.w_v.") != std::string::npos;
+        const int64_t macs = p.numel() * (source_rows ? S : T);
+        if (name.starts_with("generator.")) generator += macs;
+        else layers += macs;
+        linears++;
+    }
+    CHECK(linears == 2 * 6 + 2 * 10 + 1);   // per encoder layer 4 projections + 2 feed-forward, per decoder layer 8 + 2, the generator
+    CHECK(layers == encoder + decoder);
+    CHECK(generator == 1013760);
+    CHECK(double(generator) / double(layers) == doctest::Approx(0.0015).epsilon(0.05));
+    // attention's own products, QK^T and PV, B H T S Dk multiply-adds each, per layer
+    const int64_t attention = 2 * (2 * B * H * L * L * Dk + 2 * B * H * (L - 1) * (L - 1) * Dk + 2 * B * H * (L - 1) * L * Dk);
+    CHECK(attention == 11100160);
+    CHECK(double(attention) / double(layers) == doctest::Approx(0.016).epsilon(0.01));
+    const int64_t step_forward = layers + generator + attention;
+    CHECK(step_forward == 709416960);
+    const double step_flops = 3.0 * 2.0 * double(step_forward);   // forward, and backward's two products per product
+    CHECK(step_flops / 1e9 == doctest::Approx(4.257).epsilon(1e-3));
+    // (c) the floor at 450 GFLOP/s, against the table's 14.3 ms
+    const double floor_ms = step_flops / 450e9 * 1e3;
+    CHECK(floor_ms == doctest::Approx(9.46).epsilon(1e-3));
+    CHECK(floor_ms / 14.3 == doctest::Approx(0.66).epsilon(0.01));
+    // --paper, for the chapter's floor: 67 GFLOP of Linears, 149 ms at 450 GFLOP/s, 81% of 184.2 ms
+    const int64_t Dp = 512, Fp = 2048;
+    const double paper = 6.0 * double(2 * (4 * Dp * Dp + 2 * Dp * Fp) * S + 2 * (4 * Dp * Dp * T + 2 * Dp * Dp * T + 2 * Dp * Dp * S + 2 * Dp * Fp * T));
+    CHECK(paper / 1e9 == doctest::Approx(67).epsilon(0.005));
+    CHECK(paper / 450e9 * 1e3 == doctest::Approx(149).epsilon(0.005));
+    CHECK(paper / 450e9 * 1e3 / 184.2 == doctest::Approx(0.81).epsilon(0.005));
+}
+
+TEST_CASE("docs/15 exercise 2: the packed pieces of the GEMM blocking, from the micro-kernels' constants") {
+    // the exercise's constants, held to the structs this build contains
+    struct Sizes { int MR, NR, KC, MC, NC; };
+    const Sizes avx2{6, 16, 512, 192, 4096}, avx512{12, 32, 512, 192, 4096};
+#if defined(__AVX2__) && defined(__FMA__)
+    using kernels::gemm_driver::Avx2Fma;
+    CHECK((Avx2Fma::MR == avx2.MR && Avx2Fma::NR == avx2.NR && Avx2Fma::KC == avx2.KC && Avx2Fma::MC == avx2.MC &&
+           Avx2Fma::NC == avx2.NC));
+#endif
+#if defined(__AVX512F__)
+    using kernels::gemm_driver::Avx512;
+    CHECK((Avx512::MR == avx512.MR && Avx512::NR == avx512.NR && Avx512::KC == avx512.KC && Avx512::MC == avx512.MC &&
+           Avx512::NC == avx512.NC));
+#endif
+    CHECK(std::string(kernels::gemm_kernel_name(kernels::GemmKernel::avx2_fma)) == "AVX2+FMA (6 x 16 tile)");
+    CHECK(std::string(kernels::gemm_kernel_name(kernels::GemmKernel::avx512)) == "AVX-512 (12 x 32 tile)");
+    const auto kb = [](int64_t floats) { return double(floats) * sizeof(float) / 1024; };
+    // both: the A block and the B panel
+    CHECK(avx2.MC * avx2.KC == 98304);
+    CHECK(kb(avx2.MC * avx2.KC) == 384);
+    CHECK(avx2.KC * avx2.NC == 2097152);
+    CHECK(kb(avx2.KC * avx2.NC) == 8 * 1024);
+    // Avx2Fma's slivers: 12 KB of A, 32 KB of B (the AVX2 machine's whole L1d)
+    CHECK(avx2.MR * avx2.KC == 3072);
+    CHECK(kb(avx2.MR * avx2.KC) == 12);
+    CHECK(avx2.KC * avx2.NR == 8192);
+    CHECK(kb(avx2.KC * avx2.NR) == 32);
+    // Avx512's: 24 KB of A, 64 KB of B, more than its 48 KB L1d; 16 A slivers per block reuse it
+    CHECK(avx512.MR * avx512.KC == 6144);
+    CHECK(kb(avx512.MR * avx512.KC) == 24);
+    CHECK(avx512.KC * avx512.NR == 16384);
+    CHECK(kb(avx512.KC * avx512.NR) == 64);
+    CHECK(kb(avx512.KC * avx512.NR) > 48);
+    CHECK(avx512.MC / avx512.MR == 16);
+    // --paper's FFN 2 forward on AVX-512: M = 800, N = 512, K = 2048
+    const int M = 800, N = 512, K = 2048;
+    const int slices = (K + avx512.KC - 1) / avx512.KC, tile_rows = (M + avx512.MR - 1) / avx512.MR, tile_cols = (N + avx512.NR - 1) / avx512.NR;
+    CHECK(slices == 4);
+    CHECK(tile_rows == 67);
+    CHECK(M - (tile_rows - 1) * avx512.MR == 8);   // the last tile row: 8 rows
+    CHECK(tile_cols == 16);
+    CHECK(tile_rows * tile_cols == 1072);
+    CHECK(slices * tile_rows * tile_cols == 4288);
+    CHECK(avx512.MR * avx512.NR * avx512.KC == 196608);
+}
+
+TEST_CASE("docs/15 exercise 3: the fused Linear's backward without the dropout scale: gradients 1 - p times the right ones") {
+    const int64_t R = 7, in = 5, out = 6;   // odd and different: a transpose slip cannot hide
+    for (float p : {0.5f, 0.0f}) {
+        CAPTURE(p);
+        manual_seed(11);
+        Tensor x = param({R, in}), w = param({out, in}), b = param({out});
+        const Tensor up = param({R, out});   // the upstream gradient dy
+        manual_seed(12);                      // the dropout draws
+        FusedKernelsGuard fused(true);
+        const Tensor y = nn::linear(x, w, b, nn::Activation::relu, p, /*training=*/true);   // fused kernels on: linear_forward
+        sum(y * up).backward();
+        const std::vector<float> dy = up.to_vector(), yv = y.to_vector();
+        const float s = 1.0f / (1.0f - p);
+        const ex15::LinearGrads right = ex15::linear_grads(ex15::relu_dropout_grad(dy, yv, s, false), x.to_vector(), w.to_vector(), R, in, out);
+        const ex15::LinearGrads slip = ex15::linear_grads(ex15::relu_dropout_grad(dy, yv, s, true), x.to_vector(), w.to_vector(), R, in, out);
+        // the library's fused backward is the right one
+        const std::vector<float> dx = x.grad().to_vector(), dw = w.grad().to_vector(), db = b.grad().to_vector();
+        for (size_t i = 0; i < dx.size(); i++) CHECK(dx[i] == doctest::Approx(right.dx[i]).epsilon(1e-5));
+        for (size_t i = 0; i < dw.size(); i++) CHECK(dw[i] == doctest::Approx(right.dw[i]).epsilon(1e-5));
+        for (size_t i = 0; i < db.size(); i++) CHECK(db[i] == doctest::Approx(right.db[i]).epsilon(1e-5));
+        // the slip: every gradient 1 - p times the right one (half at p = 0.5), nothing changed at p = 0
+        int kept = 0, changed = 0;
+        for (float v : yv) kept += v > 0.0f;
+        for (size_t i = 0; i < dx.size(); i++) {
+            CHECK(slip.dx[i] == doctest::Approx((1.0f - p) * right.dx[i]).epsilon(1e-6));
+            changed += slip.dx[i] != right.dx[i];
+        }
+        for (size_t i = 0; i < dw.size(); i++) CHECK(slip.dw[i] == doctest::Approx((1.0f - p) * right.dw[i]).epsilon(1e-6));
+        for (size_t i = 0; i < db.size(); i++) CHECK(slip.db[i] == doctest::Approx((1.0f - p) * right.db[i]).epsilon(1e-6));
+        CHECK(kept > 0);
+        if (p > 0.0f) CHECK(changed > 0);
+        else CHECK(changed == 0);
+    }
+    // (the planted mistake exercise-15-relu-mask-without-the-dropout-scale in tests/mutations.txt makes
+    // this slip in linear_backward, and "linear: fused equals plain, with and without bias, ReLU and
+    // dropout" in tests/test_kernels.cpp catches it)
+}
+
+// ---------------------------------------------------------------- docs/16: mixed precision
+
+namespace ex16 {
+uint32_t float_bits(float x) {
+    uint32_t u;
+    std::memcpy(&u, &x, sizeof u);
+    return u;
+}
+}  // namespace ex16
+
+TEST_CASE("docs/16 exercise 1: 0.3, -3.3 and 2.0078125 rounded to bf16 by hand") {
+    using ex16::float_bits;
+    // 0.3: 0x3E99999A, the dropped half 0x999A is above 0x8000: up, to 0x3E9A = 0.30078125
+    CHECK(float_bits(0.3f) == 0x3E99999Au);
+    CHECK(kernels::bf16_bits(0.3f) == 0x3E9A);
+    CHECK(kernels::round_to_bf16(0.3f) == 0.30078125f);
+    CHECK((0.30078125 - double(0.3f)) / double(0.3f) == doctest::Approx(0.0026).epsilon(0.01));
+    // -3.3: 0xC0533333, the dropped half 0x3333 below 0x8000: the top half as it is, -3.296875
+    CHECK(float_bits(-3.3f) == 0xC0533333u);
+    CHECK(kernels::bf16_bits(-3.3f) == 0xC053);
+    CHECK(kernels::round_to_bf16(-3.3f) == -3.296875f);
+    CHECK(std::fabs(-3.296875 - double(-3.3f)) / 3.3 == doctest::Approx(0.00095).epsilon(0.01));
+    // 2.0078125 = 2 + 2^-7: 0x40008000, the dropped half exactly 0x8000, a tie; the kept half's
+    // last bit is 0 (even), so it stays: 2.0, off by 2^-8 / (1 + 2^-8) of itself, as 1.00390625 is
+    CHECK(2.0078125f == 2.0f + std::ldexp(1.0f, -7));
+    CHECK(float_bits(2.0078125f) == 0x40008000u);
+    CHECK(kernels::bf16_bits(2.0078125f) == 0x4000);
+    CHECK(kernels::round_to_bf16(2.0078125f) == 2.0f);
+    CHECK(kernels::round_to_bf16(2.0f + 3 * std::ldexp(1.0f, -7)) == 2.03125f);   // the next tie goes up, to 0x4002
+    CHECK(0.0078125 / 2.0078125 == doctest::Approx(std::ldexp(1.0, -8) / (1 + std::ldexp(1.0, -8))).epsilon(1e-12));
+    CHECK(0.0078125 / 2.0078125 == doctest::Approx(0.003891).epsilon(1e-3));
+}
+
+TEST_CASE("docs/16 exercise 2: the relative error bound 2^-8, at any scale, and 2^-7 for a product") {
+    // every float of [1, 2) and of [2^-20, 2^-19): the same largest relative error, just above each binade's start
+    for (int e : {0, -20}) {
+        CAPTURE(e);
+        const float lo = std::ldexp(1.0f, e), hi = std::ldexp(1.0f, e + 1);
+        double worst = 0;
+        float where = 0;
+        for (float x = lo; x < hi; x = std::nextafter(x, hi)) {
+            const double error = std::fabs(double(kernels::round_to_bf16(x)) - x) / x;
+            if (error > worst) worst = error, where = x;
+        }
+        CHECK(worst < std::ldexp(1.0, -8));
+        CHECK(worst == doctest::Approx(std::ldexp(1.0, -8) / (1 + std::ldexp(1.0, -8))).epsilon(1e-9));
+        CHECK(where == lo * 1.00390625f);   // 1 + 2^-8, scaled: the first tie, rounded down to even
+    }
+    // a product of two rounded inputs: (1 + e1)(1 + e2) - 1 with |e| <= 2^-8, at most 2^-7 + 2^-16
+    CHECK(std::pow(1 + std::ldexp(1.0, -8), 2) - 1 == std::ldexp(1.0, -7) + std::ldexp(1.0, -16));
+    CHECK(std::ldexp(1.0, -7) + std::ldexp(1.0, -16) == doctest::Approx(0.00783).epsilon(1e-3));
+    // 1.00390625 squared: each input rounds to 1, so gemm_bf16 gives 1; gemm gives the exact 1.0078277...
+    const float a = 1.00390625f;
+    float c16 = -1, c32 = -1;
+    kernels::gemm_bf16(false, false, 1, 1, 1, &a, 1, &a, 1, &c16, 1, false);
+    kernels::gemm(false, false, 1, 1, 1, &a, 1, &a, 1, &c32, 1, false);
+    CHECK(c16 == 1.0f);
+    CHECK(c32 == 1.0078277587890625f);
+    CHECK((double(c32) - c16) / c32 == doctest::Approx(0.00777).epsilon(1e-3));
+}
+
+TEST_CASE("docs/16 exercise 3: 4096 products summed in fp32 give 41; kept in bf16, the sum stops at 4") {
+    const int K = 4096;
+    const std::vector<float> a(K, 0.01f), b(K, 1.0f);
+    // the inputs: 0.01 rounds to 0x3C24 = 0.010009765625 = 41 / 4096; 1 is exact; the products are exact
+    CHECK(kernels::bf16_bits(0.01f) == 0x3C24);
+    CHECK(kernels::round_to_bf16(0.01f) == 0.010009765625f);
+    CHECK(0.010009765625 * 4096 == 41.0);
+    // fp32 accumulation (gemm_bf16): every partial sum is 41 j / 4096, exact in fp32, in any order
+    float c = -1;
+    kernels::gemm_bf16(false, false, 1, 1, K, a.data(), K, b.data(), 1, &c, 1, false);
+    CHECK(c == 41.0f);
+    kernels::gemm_bf16_reference(false, false, 1, 1, K, a.data(), K, b.data(), 1, &c, 1, false);
+    CHECK(c == 41.0f);
+    // the same inputs unrounded, in fp32 (gemm): 40.96 up to the sum's rounding; bf16's inputs cost 0.1%
+    kernels::gemm(false, false, 1, 1, K, a.data(), K, b.data(), 1, &c, 1, false);
+    CHECK(c == doctest::Approx(40.96).epsilon(1e-4));
+    // a bf16 running sum, rounded after every addition: in [4, 8) bf16's neighbours are 2^-5 = 0.03125
+    // apart, and 0.0100 is below half of that, so s + 0.0100 rounds back to s
+    const float term = kernels::round_to_bf16(0.01f) * 1.0f;
+    float s = 0.0f;
+    int stalled_at = -1;
+    for (int k = 0; k < K; k++) {
+        const float next = kernels::round_to_bf16(s + term);
+        if (next == s && stalled_at < 0) stalled_at = k;
+        s = next;
+    }
+    CHECK(s == 4.0f);
+    CHECK(stalled_at == 350);   // 350 terms reach 4.0; the other 3,746 are lost
+    CHECK(kernels::round_to_bf16(4.0f + term) == 4.0f);
+    CHECK(term < std::ldexp(1.0f, -5) / 2);
+    CHECK((41.0 - s) / 41.0 == doctest::Approx(0.90).epsilon(0.01));
 }
