@@ -17,9 +17,11 @@
 #include "autograd/kernels/gemm_bf16.h"
 #include <doctest/doctest.h>
 #include "examples/data/attention_by_hand_numbers.h"
+#include "examples/eval/compare_eval.h"
 #include "models/transformer.h"
 #include "nn/nn.h"
 #include "optim/optim.h"
+#include "tests/graph_work.h"
 #include "tests/run_example.h"
 
 using namespace autograd;
@@ -412,6 +414,99 @@ TEST_CASE("docs/07: the attention_by_hand walk-through") {
             for (int s = 0; s < T; s++) formula_out[t][d] += w[d / 2][t][s] * V[s][d];
     check_quote(two_out, formula_out);
     check_rows(two.out, two_out);
+}
+
+// docs/07's Table 1 for this project's layers, counted on their graphs (tests/graph_work.h): the
+// multiply-adds of n tokens of width d and the products that wait for each other, for one layer
+// of each kind, and for the two models whose training steps bench/RESULTS.md times
+// ("Recurrent against Transformer": compare_models' transformer and rnn-additive, B = 32).
+TEST_CASE("docs/07: Table 1 counted: multiply-adds and sequential products of attention and recurrent layers") {
+    FusedKernelsGuard plain(false);   // every product a "matmul" node
+    manual_seed(1);
+    const int64_t d = 64;
+    nn::LSTM lstm({.input_size = d, .hidden_size = d});
+    nn::GRU gru({.input_size = d, .hidden_size = d});
+    nn::RNN rnn({.input_size = d, .hidden_size = d});
+    nn::MultiHeadAttention attention(d, /*heads=*/4, /*dropout=*/0.0f);
+    for (int64_t n : {5, 10, 40}) {
+        CAPTURE(n);
+        const Tensor x = Tensor::randn({1, n, d});   // (1, n, d)
+        const Work l = count_work(lstm.forward(x).output), g = count_work(gru.forward(x).output),
+                   r = count_work(rnn.forward(x).output), a = count_work(attention.forward(x, x, x));
+        // the table's rows: each weight of a recurrent layer is one multiply-add per token, G (d + d) d
+        CHECK(l.multiply_adds == 8 * n * d * d);
+        CHECK(g.multiply_adds == 6 * n * d * d);
+        CHECK(r.multiply_adds == 2 * n * d * d);
+        CHECK(a.multiply_adds == 4 * n * d * d + 2 * n * n * d);   // W_q, W_k, W_v, W_o; then Q K^T and A V
+        // one state product per step, in a chain; W_q, Q K^T, A V, W_o whatever n is
+        CHECK(l.sequential_products == n);
+        CHECK(g.sequential_products == n);
+        CHECK(r.sequential_products == n);
+        CHECK(a.sequential_products == 4);
+    }
+    // the crossovers at d = 64: 4 n d^2 + 2 n^2 d against 6 n d^2 (GRU) at n = d, 8 n d^2 (LSTM) at n = 2d
+    struct Crossing { int64_t n; int vs_gru, vs_lstm; };   // the sign of attention's count minus the layer's
+    for (const Crossing c : {Crossing{d - 1, -1, -1}, Crossing{d, 0, -1}, Crossing{2 * d, 1, 0}, Crossing{2 * d + 1, 1, 1}}) {
+        CAPTURE(c.n);
+        const Tensor x = Tensor::randn({1, c.n, d});
+        const int64_t a = count_work(attention.forward(x, x, x)).multiply_adds;
+        const auto sign = [](int64_t v) { return v > 0 ? 1 : v < 0 ? -1 : 0; };
+        CHECK(sign(a - count_work(gru.forward(x).output).multiply_adds) == c.vs_gru);
+        CHECK(sign(a - count_work(lstm.forward(x).output).multiply_adds) == c.vs_lstm);
+    }
+    // at L = 40 the n^2 part is 2 n^2 d / (4 n d^2 + 2 n^2 d) = n / (2d + n) of the attention's work
+    CHECK(40.0 / (2 * 64 + 40) == doctest::Approx(0.238).epsilon(0.002));
+
+    // the whole models of the timing, one forward of a copy-task batch of B = 32 at L = 10, 20, 40
+    // (S = L, T = L - 1), in millions of multiply-adds, and their chains of products
+    struct Quote { int64_t L; double transformer_m; int64_t transformer_chain; double rnn_m; int64_t rnn_chain; };
+    for (const Quote q : {Quote{10, 26.2, 13, 24.9, 48}, Quote{20, 56.2, 13, 52.0, 98}, Quote{40, 123.6, 13, 109.2, 198}}) {
+        CAPTURE(q.L);
+        Work w[2];
+        int i = 0;
+        for (const char* name : {"transformer", "rnn-additive"}) {
+            const std::unique_ptr<models::Seq2Seq> m = eval::make_system(name, 11);
+            Rng rng(1);
+            const models::Batch b = eval::make_task_batch(eval::Task::copy, rng, 11, 32, q.L);
+            REQUIRE(b.src.size(1) == q.L);
+            REQUIRE(b.tgt_in.size(1) == q.L - 1);
+            w[i++] = count_work(m->logits(b.src, b.tgt_in, b.src_mask, b.tgt_mask));
+        }
+        CHECK(std::fabs(w[0].multiply_adds / 1e6 - q.transformer_m) <= 0.05);
+        CHECK(std::fabs(w[1].multiply_adds / 1e6 - q.rnn_m) <= 0.05);
+        CHECK(w[0].sequential_products == q.transformer_chain);
+        CHECK(w[1].sequential_products == q.rnn_chain);
+        CHECK(w[1].sequential_products == q.L + 4 * (q.L - 1) + 2);   // S + 4T + 2
+    }
+    // the ratios the chapter quotes: L = 40 over L = 10, and the RNN's work over the Transformer's at L = 40
+    CHECK(123.6 / 26.2 == doctest::Approx(4.7).epsilon(0.01));
+    CHECK(109.2 / 24.9 == doctest::Approx(4.4).epsilon(0.01));
+    CHECK(109.2 / 123.6 == doctest::Approx(0.88).epsilon(0.01));
+
+    // the times beside them are bench/RESULTS.md's (ms per step, 1 thread), and the chapter's rows
+    // are the counts above with those times
+    const std::string results = read_whole_file("bench/RESULTS.md"), chapter = read_whole_file("docs/07-attention.md");
+    const size_t section = results.find("## Recurrent against Transformer");
+    REQUIRE(section != std::string::npos);
+    struct Row { const char* L; const char* chapter_counts; };
+    std::vector<double> transformer_ms, rnn_ms;
+    for (const Row r : {Row{"10", "26.2 M | 13 | 24.9 M | 48"}, Row{"20", "56.2 M | 13 | 52.0 M | 98"}, Row{"40", "123.6 M | 13 | 109.2 M | 198"}}) {
+        CAPTURE(r.L);
+        // RESULTS.md: "| L | transformer 1 thread | transformer 2 threads | rnn-additive 1 thread | ... |"
+        const size_t at = results.find(std::string("\n| ") + r.L + " | ", section);
+        REQUIRE(at != std::string::npos);
+        std::vector<std::string> cells;
+        std::istringstream line(results.substr(at + 3, results.find('\n', at + 1) - at - 3));
+        for (std::string cell; std::getline(line, cell, '|');) cells.push_back(cell.substr(cell.find_first_not_of(' ')));
+        REQUIRE(cells.size() >= 4);
+        const std::string t1 = cells[1].substr(0, cells[1].find(' ')), r1 = cells[3].substr(0, cells[3].find(' '));
+        transformer_ms.push_back(std::stod(t1));
+        rnn_ms.push_back(std::stod(r1));
+        CHECK(chapter.find(std::string("| ") + r.L + " | " + r.chapter_counts + " | " + t1 + " / " + r1 + " |") != std::string::npos);
+    }
+    CHECK(rnn_ms[2] / transformer_ms[2] == doctest::Approx(3.5).epsilon(0.01));   // "takes 3.5 times as long"
+    CHECK(transformer_ms[2] / transformer_ms[0] == doctest::Approx(4.5).epsilon(0.01));
+    CHECK(rnn_ms[2] / rnn_ms[0] == doctest::Approx(5.0).epsilon(0.01));
 }
 
 TEST_CASE("docs/10: the copy task's model has 667,275 parameters") {

@@ -26,6 +26,7 @@
 #include "nn/nn.h"
 #include "optim/optim.h"
 #include "tests/gradcheck_helpers.h"                   // param (a random leaf), CHECK_GRAD
+#include "tests/graph_work.h"                          // count_work: multiply-adds and sequential products
 
 using namespace autograd;
 
@@ -965,6 +966,33 @@ TEST_CASE("docs/07 exercise 3: the variance of q . k is Dk; scaled, it is 1") {
     const Tensor scores = matmul(q, k, false, true);                               // (250, 1, S)
     CHECK(std::fabs(mean(max(softmax(scores), -1)).item() - 0.876) < 0.0005);
     CHECK(std::fabs(mean(max(softmax(scores / 8.0f), -1)).item() - 0.367) < 0.0005);
+}
+
+TEST_CASE("docs/07 exercise 4: where self-attention gets dearer than a recurrent layer, d = 512") {
+    // (a) per layer of width d, n tokens: attention 4 n d^2 + 2 n^2 d; GRU 6 n d^2; LSTM 8 n d^2
+    const auto attention = [](double n, double d) { return 4 * n * d * d + 2 * n * n * d; };
+    const double d = 512;
+    CHECK(attention(512, d) == 6 * 512 * d * d);    // equal to the GRU's at n = d
+    CHECK(attention(513, d) > 6 * 513 * d * d);
+    CHECK(attention(1024, d) == 8 * 1024 * d * d);  // equal to the LSTM's at n = 2d
+    CHECK(attention(1025, d) > 8 * 1025 * d * d);
+    CHECK(attention(1023, d) < 8 * 1023 * d * d);
+    // (b) a 50-token sentence: the n^2 part's share, n / (2d + n)
+    CHECK(2 * 50 * 50 * d / attention(50, d) == doctest::Approx(50.0 / 1074).epsilon(1e-12));
+    CHECK(50.0 / 1074 == doctest::Approx(0.047).epsilon(0.01));
+    // the same crossings counted on the layers' graphs at d = 16 (n = d and n = 2d), and the
+    // sequential products of n = 50 tokens
+    FusedKernelsGuard plain(false);
+    manual_seed(4);
+    const int64_t w = 16;
+    nn::GRU gru({.input_size = w, .hidden_size = w});
+    nn::LSTM lstm({.input_size = w, .hidden_size = w});
+    nn::MultiHeadAttention mha(w, /*heads=*/2, /*dropout=*/0.0f);
+    const Tensor x16 = Tensor::randn({1, w, w}), x32 = Tensor::randn({1, 2 * w, w}), x50 = Tensor::randn({1, 50, w});
+    CHECK(count_work(mha.forward(x16, x16, x16)).multiply_adds == count_work(gru.forward(x16).output).multiply_adds);
+    CHECK(count_work(mha.forward(x32, x32, x32)).multiply_adds == count_work(lstm.forward(x32).output).multiply_adds);
+    CHECK(count_work(lstm.forward(x50).output).sequential_products == 50);
+    CHECK(count_work(mha.forward(x50, x50, x50)).sequential_products == 4);
 }
 
 // ---------------------------------------------------------------- docs/08: masks
