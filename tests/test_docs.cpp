@@ -16,6 +16,7 @@
 #include "autograd/kernels/dropout.h"
 #include "autograd/kernels/gemm_bf16.h"
 #include <doctest/doctest.h>
+#include "examples/common/kept_epochs.h"
 #include "examples/data/attention_by_hand_numbers.h"
 #include "examples/eval/compare_eval.h"
 #include "models/transformer.h"
@@ -611,6 +612,102 @@ TEST_CASE("docs/12: the Noam table and Adam without bias correction") {
     CHECK(ratio(10) == doctest::Approx(1.52).epsilon(0.005));
     CHECK(ratio(194) > 1.01);
     CHECK(ratio(195) <= 1.01);
+}
+
+// docs/12's worked example of checkpoint averaging, run through the code the translation example
+// runs: optim::SGD takes the steps, common::KeptEpochs keeps the last K epochs' parameters and
+// averages them. The model is two numbers w = (w1, w2), the weight of a Linear(2, 1) without bias;
+// the loss L(w) = (w1^2 + 4 w2^2) / 2 has its minimum at 0, and each step's gradient carries
+// noise, as a minibatch's does: the step's loss is L(w) + xi . w with xi ~ N(0, I).
+namespace docs12 {
+
+constexpr double curvature[2] = {1.0, 4.0};   // a1, a2: L(w) = (a1 w1^2 + a2 w2^2) / 2
+constexpr double lr = 0.1;
+constexpr int epochs = 10, steps_per_epoch = 10;
+
+double loss_at(const float* w) { return 0.5 * (curvature[0] * w[0] * w[0] + curvature[1] * w[1] * w[1]); }
+
+// The mean loss, over draws of the noise, of the mean of the last K checkpoints once the iterates
+// have forgotten their start: in dimension i, w <- rho w - lr xi with rho = 1 - lr a_i, so
+// Var(w) = lr^2 / (1 - rho^2) and checkpoints E steps apart have correlation rho^E; the mean of K
+// of them has Var(w) (sum over p, q of rho^(E |p - q|)) / K^2.
+double expected_loss_of_mean(int K) {
+    double total = 0.0;
+    for (double a : curvature) {
+        const double rho = 1.0 - lr * a, var = lr * lr / (1.0 - rho * rho);
+        double pairs = 0.0;
+        for (int p = 0; p < K; p++)
+            for (int q = 0; q < K; q++) pairs += std::pow(rho, steps_per_epoch * std::abs(p - q));
+        total += 0.5 * a * var * pairs / (K * K);
+    }
+    return total;
+}
+
+// One run from w = (2, 2) with the noise of `seed`: the loss of the last checkpoint
+// (K = 1) and of the mean of the last K, for each K of Ks.
+std::vector<double> run(uint64_t seed, const std::vector<int>& Ks) {
+    nn::Linear model(2, 1, {.bias = false});   // w = model.weight (1, 2)
+    model.weight.data()[0] = model.weight.data()[1] = 2.0f;   // L = 10 at the start
+    const Tensor a = Tensor::from_vector({float(curvature[0]), float(curvature[1])}, {1, 2});
+    optim::SGD opt(model.parameters(), {.lr = float(lr)});
+    std::vector<common::KeptEpochs> kept;
+    for (int K : Ks) kept.emplace_back(K);
+    manual_seed(seed);
+    for (int epoch = 1; epoch <= epochs; epoch++) {
+        for (int step = 0; step < steps_per_epoch; step++) {
+            const Tensor& w = model.weight;
+            const Tensor xi = Tensor::randn({1, 2});              // the minibatch's noise
+            const Tensor loss = sum(0.5f * a * w * w + xi * w);   // its gradient: a w + xi
+            opt.zero_grad();
+            loss.backward();
+            opt.step();
+        }
+        for (common::KeptEpochs& k : kept) k.add(model, epoch, loss_at(model.weight.data()));   // "validation": L itself
+    }
+    std::vector<double> losses;
+    for (const common::KeptEpochs& k : kept) {
+        nn::Linear probe(2, 1, {.bias = false});
+        k.average_last_into(probe);
+        losses.push_back(loss_at(probe.weight.data()));
+    }
+    return losses;
+}
+
+}  // namespace docs12
+
+TEST_CASE("docs/12: averaging the last checkpoints of noisy SGD on a quadratic") {
+    using namespace docs12;
+    // the quoted means over seeds 1..200: the last checkpoint, the mean of the last 2, 5 and 10
+    const std::vector<int> Ks = {1, 2, 5, 10};
+    std::vector<double> mean(Ks.size(), 0.0);
+    int beaten = 0;   // runs in which the mean of the last 5 is below the last checkpoint
+    const int runs = 200;
+    for (uint64_t seed = 1; seed <= runs; seed++) {
+        const std::vector<double> r = run(seed, Ks);
+        for (size_t i = 0; i < Ks.size(); i++) mean[i] += r[i] / runs;
+        beaten += r[2] < r[0];
+    }
+    const double quoted_mean[] = {0.053, 0.033, 0.015, 0.015};
+    for (size_t i = 0; i < Ks.size(); i++) {
+        CAPTURE(Ks[i]);
+        CHECK(mean[i] == doctest::Approx(quoted_mean[i]).epsilon(0.04));   // quoted with 2 digits
+    }
+    CHECK(mean[0] / mean[2] == doctest::Approx(3.5).epsilon(0.03));   // "cut the loss 3.5 times, not 5"
+    CHECK(beaten >= 145);   // "three runs in four" (150 here)
+    CHECK(beaten <= 155);
+    // the formula's, for checkpoints far from the start: 0.058, 0.033, 0.015, and 0.008 for K = 10,
+    // which the runs miss because their first checkpoints are still on the way down
+    const double quoted_formula[] = {0.058, 0.033, 0.015, 0.008};
+    for (size_t i = 0; i < Ks.size(); i++) CHECK(expected_loss_of_mean(Ks[i]) == doctest::Approx(quoted_formula[i]).epsilon(0.03));
+    CHECK(expected_loss_of_mean(1) == doctest::Approx(lr / 2 * (1 / (2 - lr * 1.0) + 1 / (2 - lr * 4.0))).epsilon(1e-12));
+    // the correlations of checkpoints 10 steps apart, and w1's descent at the first checkpoint
+    CHECK(std::pow(1 - lr * curvature[0], steps_per_epoch) == doctest::Approx(0.35).epsilon(0.01));
+    CHECK(std::pow(1 - lr * curvature[1], steps_per_epoch) == doctest::Approx(0.006).epsilon(0.01));
+    CHECK(2 * std::pow(1 - lr * curvature[0], steps_per_epoch) == doctest::Approx(0.70).epsilon(0.01));
+    // one run can go either way: seed 1's last checkpoint lands nearer the minimum than any mean
+    const std::vector<double> one = run(1, Ks);
+    CHECK(one[0] == doctest::Approx(0.0013).epsilon(0.04));
+    for (size_t i = 1; i < Ks.size(); i++) CHECK(one[i] > one[0]);
 }
 
 TEST_CASE("docs/16: bf16's rounding error, and Adam steps near w = 0.1") {
