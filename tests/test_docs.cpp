@@ -16,10 +16,13 @@
 #include "autograd/kernels/dropout.h"
 #include "autograd/kernels/gemm_bf16.h"
 #include <doctest/doctest.h>
+#include "examples/common/kept_epochs.h"
 #include "examples/data/attention_by_hand_numbers.h"
+#include "examples/eval/compare_eval.h"
 #include "models/transformer.h"
 #include "nn/nn.h"
 #include "optim/optim.h"
+#include "tests/graph_work.h"
 #include "tests/run_example.h"
 
 using namespace autograd;
@@ -414,6 +417,110 @@ TEST_CASE("docs/07: the attention_by_hand walk-through") {
     check_rows(two.out, two_out);
 }
 
+// docs/07's Table 1 for this project's layers, counted on their graphs (tests/graph_work.h): the
+// multiply-adds of n tokens of width d and the products that wait for each other, for one layer
+// of each kind, and for the two models whose training steps bench/RESULTS.md times
+// ("Recurrent against Transformer": compare_models' transformer and rnn-additive, B = 32).
+TEST_CASE("docs/07: Table 1 counted: multiply-adds and sequential products of attention and recurrent layers") {
+    FusedKernelsGuard plain(false);   // every product a "matmul" node
+    manual_seed(1);
+    const int64_t d = 64;
+    nn::LSTM lstm({.input_size = d, .hidden_size = d});
+    nn::GRU gru({.input_size = d, .hidden_size = d});
+    nn::RNN rnn({.input_size = d, .hidden_size = d});
+    nn::MultiHeadAttention attention(d, /*heads=*/4, /*dropout=*/0.0f);
+    for (int64_t n : {5, 10, 40}) {
+        CAPTURE(n);
+        const Tensor x = Tensor::randn({1, n, d});   // (1, n, d)
+        const Work l = count_work(lstm.forward(x).output), g = count_work(gru.forward(x).output),
+                   r = count_work(rnn.forward(x).output), a = count_work(attention.forward(x, x, x));
+        // the table's rows: each weight of a recurrent layer is one multiply-add per token, G (d + d) d
+        CHECK(l.multiply_adds == 8 * n * d * d);
+        CHECK(g.multiply_adds == 6 * n * d * d);
+        CHECK(r.multiply_adds == 2 * n * d * d);
+        CHECK(a.multiply_adds == 4 * n * d * d + 2 * n * n * d);   // W_q, W_k, W_v, W_o; then Q K^T and A V
+        // one state product per step, in a chain; W_q, Q K^T, A V, W_o whatever n is
+        CHECK(l.sequential_products == n);
+        CHECK(g.sequential_products == n);
+        CHECK(r.sequential_products == n);
+        CHECK(a.sequential_products == 4);
+    }
+    // the crossovers at d = 64: 4 n d^2 + 2 n^2 d against 6 n d^2 (GRU) at n = d, 8 n d^2 (LSTM) at n = 2d
+    struct Crossing { int64_t n; int vs_gru, vs_lstm; };   // the sign of attention's count minus the layer's
+    for (const Crossing c : {Crossing{d - 1, -1, -1}, Crossing{d, 0, -1}, Crossing{2 * d, 1, 0}, Crossing{2 * d + 1, 1, 1}}) {
+        CAPTURE(c.n);
+        const Tensor x = Tensor::randn({1, c.n, d});
+        const int64_t a = count_work(attention.forward(x, x, x)).multiply_adds;
+        const auto sign = [](int64_t v) { return v > 0 ? 1 : v < 0 ? -1 : 0; };
+        CHECK(sign(a - count_work(gru.forward(x).output).multiply_adds) == c.vs_gru);
+        CHECK(sign(a - count_work(lstm.forward(x).output).multiply_adds) == c.vs_lstm);
+    }
+    // at L = 40 the n^2 part is 2 n^2 d / (4 n d^2 + 2 n^2 d) = n / (2d + n) of the attention's work
+    CHECK(40.0 / (2 * 64 + 40) == doctest::Approx(0.238).epsilon(0.002));
+
+    // the whole models of the timing, one forward of a copy-task batch of B = 32 at L = 10, 20, 40
+    // (S = L, T = L - 1), in millions of multiply-adds, and their chains of products
+    struct Quote { int64_t L; double transformer_m; int64_t transformer_chain; double rnn_m; int64_t rnn_chain; };
+    for (const Quote q : {Quote{10, 26.2, 13, 24.9, 48}, Quote{20, 56.2, 13, 52.0, 98}, Quote{40, 123.6, 13, 109.2, 198}}) {
+        CAPTURE(q.L);
+        // every product has B times the rows at B sequences: counted at B = 1 (and at L = 10 also
+        // at B = 3, to see it), quoted for 32
+        Work w[2];
+        int i = 0;
+        for (const char* name : {"transformer", "rnn-additive"}) {
+            const std::unique_ptr<models::Seq2Seq> m = eval::make_system(name, 11);
+            const auto count = [&](int64_t B) {
+                Rng rng(1);
+                const models::Batch b = eval::make_task_batch(eval::Task::copy, rng, 11, B, q.L);
+                REQUIRE(b.src.size(1) == q.L);
+                REQUIRE(b.tgt_in.size(1) == q.L - 1);
+                return count_work(m->logits(b.src, b.tgt_in, b.src_mask, b.tgt_mask));
+            };
+            const Work one = count(1);
+            if (q.L == 10) {
+                const Work three = count(3);
+                CHECK(three.multiply_adds == 3 * one.multiply_adds);
+                CHECK(three.sequential_products == one.sequential_products);
+            }
+            w[i++] = {32 * one.multiply_adds, one.sequential_products};
+        }
+        CHECK(std::fabs(w[0].multiply_adds / 1e6 - q.transformer_m) <= 0.05);
+        CHECK(std::fabs(w[1].multiply_adds / 1e6 - q.rnn_m) <= 0.05);
+        CHECK(w[0].sequential_products == q.transformer_chain);
+        CHECK(w[1].sequential_products == q.rnn_chain);
+        CHECK(w[1].sequential_products == q.L + 4 * (q.L - 1) + 2);   // S + 4T + 2
+    }
+    // the ratios the chapter quotes: L = 40 over L = 10, and the RNN's work over the Transformer's at L = 40
+    CHECK(123.6 / 26.2 == doctest::Approx(4.7).epsilon(0.01));
+    CHECK(109.2 / 24.9 == doctest::Approx(4.4).epsilon(0.01));
+    CHECK(109.2 / 123.6 == doctest::Approx(0.88).epsilon(0.01));
+
+    // the times beside them are bench/RESULTS.md's (ms per step, 1 thread), and the chapter's rows
+    // are the counts above with those times
+    const std::string results = read_whole_file("bench/RESULTS.md"), chapter = read_whole_file("docs/07-attention.md");
+    const size_t section = results.find("## Recurrent against Transformer");
+    REQUIRE(section != std::string::npos);
+    struct Row { const char* L; const char* chapter_counts; };
+    std::vector<double> transformer_ms, rnn_ms;
+    for (const Row r : {Row{"10", "26.2 M | 13 | 24.9 M | 48"}, Row{"20", "56.2 M | 13 | 52.0 M | 98"}, Row{"40", "123.6 M | 13 | 109.2 M | 198"}}) {
+        CAPTURE(r.L);
+        // RESULTS.md: "| L | transformer 1 thread | transformer 2 threads | rnn-additive 1 thread | ... |"
+        const size_t at = results.find(std::string("\n| ") + r.L + " | ", section);
+        REQUIRE(at != std::string::npos);
+        std::vector<std::string> cells;
+        std::istringstream line(results.substr(at + 3, results.find('\n', at + 1) - at - 3));
+        for (std::string cell; std::getline(line, cell, '|');) cells.push_back(cell.substr(cell.find_first_not_of(' ')));
+        REQUIRE(cells.size() >= 4);
+        const std::string t1 = cells[1].substr(0, cells[1].find(' ')), r1 = cells[3].substr(0, cells[3].find(' '));
+        transformer_ms.push_back(std::stod(t1));
+        rnn_ms.push_back(std::stod(r1));
+        CHECK(chapter.find(std::string("| ") + r.L + " | " + r.chapter_counts + " | " + t1 + " / " + r1 + " |") != std::string::npos);
+    }
+    CHECK(rnn_ms[2] / transformer_ms[2] == doctest::Approx(3.5).epsilon(0.01));   // "takes 3.5 times as long"
+    CHECK(transformer_ms[2] / transformer_ms[0] == doctest::Approx(4.5).epsilon(0.01));
+    CHECK(rnn_ms[2] / rnn_ms[0] == doctest::Approx(5.0).epsilon(0.01));
+}
+
 TEST_CASE("docs/10: the copy task's model has 667,275 parameters") {
     models::TransformerConfig cfg;
     cfg.src_vocab = cfg.tgt_vocab = 11;
@@ -505,6 +612,102 @@ TEST_CASE("docs/12: the Noam table and Adam without bias correction") {
     CHECK(ratio(10) == doctest::Approx(1.52).epsilon(0.005));
     CHECK(ratio(194) > 1.01);
     CHECK(ratio(195) <= 1.01);
+}
+
+// docs/12's worked example of checkpoint averaging, run through the code the translation example
+// runs: optim::SGD takes the steps, common::KeptEpochs keeps the last K epochs' parameters and
+// averages them. The model is two numbers w = (w1, w2), the weight of a Linear(2, 1) without bias;
+// the loss L(w) = (w1^2 + 4 w2^2) / 2 has its minimum at 0, and each step's gradient carries
+// noise, as a minibatch's does: the step's loss is L(w) + xi . w with xi ~ N(0, I).
+namespace docs12 {
+
+constexpr double curvature[2] = {1.0, 4.0};   // a1, a2: L(w) = (a1 w1^2 + a2 w2^2) / 2
+constexpr double lr = 0.1;
+constexpr int epochs = 10, steps_per_epoch = 10;
+
+double loss_at(const float* w) { return 0.5 * (curvature[0] * w[0] * w[0] + curvature[1] * w[1] * w[1]); }
+
+// The mean loss, over draws of the noise, of the mean of the last K checkpoints once the iterates
+// have forgotten their start: in dimension i, w <- rho w - lr xi with rho = 1 - lr a_i, so
+// Var(w) = lr^2 / (1 - rho^2) and checkpoints E steps apart have correlation rho^E; the mean of K
+// of them has Var(w) (sum over p, q of rho^(E |p - q|)) / K^2.
+double expected_loss_of_mean(int K) {
+    double total = 0.0;
+    for (double a : curvature) {
+        const double rho = 1.0 - lr * a, var = lr * lr / (1.0 - rho * rho);
+        double pairs = 0.0;
+        for (int p = 0; p < K; p++)
+            for (int q = 0; q < K; q++) pairs += std::pow(rho, steps_per_epoch * std::abs(p - q));
+        total += 0.5 * a * var * pairs / (K * K);
+    }
+    return total;
+}
+
+// One run from w = (2, 2) with the noise of `seed`: the loss of the last checkpoint
+// (K = 1) and of the mean of the last K, for each K of Ks.
+std::vector<double> run(uint64_t seed, const std::vector<int>& Ks) {
+    nn::Linear model(2, 1, {.bias = false});   // w = model.weight (1, 2)
+    model.weight.data()[0] = model.weight.data()[1] = 2.0f;   // L = 10 at the start
+    const Tensor a = Tensor::from_vector({float(curvature[0]), float(curvature[1])}, {1, 2});
+    optim::SGD opt(model.parameters(), {.lr = float(lr)});
+    std::vector<common::KeptEpochs> kept;
+    for (int K : Ks) kept.emplace_back(K);
+    manual_seed(seed);
+    for (int epoch = 1; epoch <= epochs; epoch++) {
+        for (int step = 0; step < steps_per_epoch; step++) {
+            const Tensor& w = model.weight;
+            const Tensor xi = Tensor::randn({1, 2});              // the minibatch's noise
+            const Tensor loss = sum(0.5f * a * w * w + xi * w);   // its gradient: a w + xi
+            opt.zero_grad();
+            loss.backward();
+            opt.step();
+        }
+        for (common::KeptEpochs& k : kept) k.add(model, epoch, loss_at(model.weight.data()));   // "validation": L itself
+    }
+    std::vector<double> losses;
+    for (const common::KeptEpochs& k : kept) {
+        nn::Linear probe(2, 1, {.bias = false});
+        k.average_last_into(probe);
+        losses.push_back(loss_at(probe.weight.data()));
+    }
+    return losses;
+}
+
+}  // namespace docs12
+
+TEST_CASE("docs/12: averaging the last checkpoints of noisy SGD on a quadratic") {
+    using namespace docs12;
+    // the quoted means over seeds 1..200: the last checkpoint, the mean of the last 2, 5 and 10
+    const std::vector<int> Ks = {1, 2, 5, 10};
+    std::vector<double> mean(Ks.size(), 0.0);
+    int beaten = 0;   // runs in which the mean of the last 5 is below the last checkpoint
+    const int runs = 200;
+    for (uint64_t seed = 1; seed <= runs; seed++) {
+        const std::vector<double> r = run(seed, Ks);
+        for (size_t i = 0; i < Ks.size(); i++) mean[i] += r[i] / runs;
+        beaten += r[2] < r[0];
+    }
+    const double quoted_mean[] = {0.053, 0.033, 0.015, 0.015};
+    for (size_t i = 0; i < Ks.size(); i++) {
+        CAPTURE(Ks[i]);
+        CHECK(mean[i] == doctest::Approx(quoted_mean[i]).epsilon(0.04));   // quoted with 2 digits
+    }
+    CHECK(mean[0] / mean[2] == doctest::Approx(3.5).epsilon(0.03));   // "cut the loss 3.5 times, not 5"
+    CHECK(beaten >= 145);   // "three runs in four" (150 here)
+    CHECK(beaten <= 155);
+    // the formula's, for checkpoints far from the start: 0.058, 0.033, 0.015, and 0.008 for K = 10,
+    // which the runs miss because their first checkpoints are still on the way down
+    const double quoted_formula[] = {0.058, 0.033, 0.015, 0.008};
+    for (size_t i = 0; i < Ks.size(); i++) CHECK(expected_loss_of_mean(Ks[i]) == doctest::Approx(quoted_formula[i]).epsilon(0.03));
+    CHECK(expected_loss_of_mean(1) == doctest::Approx(lr / 2 * (1 / (2 - lr * 1.0) + 1 / (2 - lr * 4.0))).epsilon(1e-12));
+    // the correlations of checkpoints 10 steps apart, and w1's descent at the first checkpoint
+    CHECK(std::pow(1 - lr * curvature[0], steps_per_epoch) == doctest::Approx(0.35).epsilon(0.01));
+    CHECK(std::pow(1 - lr * curvature[1], steps_per_epoch) == doctest::Approx(0.006).epsilon(0.01));
+    CHECK(2 * std::pow(1 - lr * curvature[0], steps_per_epoch) == doctest::Approx(0.70).epsilon(0.01));
+    // one run can go either way: seed 1's last checkpoint lands nearer the minimum than any mean
+    const std::vector<double> one = run(1, Ks);
+    CHECK(one[0] == doctest::Approx(0.0013).epsilon(0.04));
+    for (size_t i = 1; i < Ks.size(); i++) CHECK(one[i] > one[0]);
 }
 
 TEST_CASE("docs/16: bf16's rounding error, and Adam steps near w = 0.1") {

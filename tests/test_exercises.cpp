@@ -22,6 +22,7 @@
 #include "autograd/kernels/gemm_bf16.h"
 #include "autograd/kernels/gemm_micro_kernel.h"         // the micro-kernels' blocks (chapter 15)
 #include <doctest/doctest.h>
+#include "examples/common/kept_epochs.h"               // checkpoint averaging (chapter 12)
 #include "examples/data/attention_by_hand_numbers.h"   // the walk-through's Q, K, V (chapters 7 and 8)
 #include "examples/data/bpe.h"
 #include "models/batch.h"
@@ -30,6 +31,7 @@
 #include "nn/nn.h"
 #include "optim/optim.h"
 #include "tests/gradcheck_helpers.h"                   // param (a random leaf), CHECK_GRAD
+#include "tests/graph_work.h"                          // count_work: multiply-adds and sequential products
 
 using namespace autograd;
 
@@ -971,6 +973,33 @@ TEST_CASE("docs/07 exercise 3: the variance of q . k is Dk; scaled, it is 1") {
     CHECK(std::fabs(mean(max(softmax(scores / 8.0f), -1)).item() - 0.367) < 0.0005);
 }
 
+TEST_CASE("docs/07 exercise 4: where self-attention gets dearer than a recurrent layer, d = 512") {
+    // (a) per layer of width d, n tokens: attention 4 n d^2 + 2 n^2 d; GRU 6 n d^2; LSTM 8 n d^2
+    const auto attention = [](double n, double d) { return 4 * n * d * d + 2 * n * n * d; };
+    const double d = 512;
+    CHECK(attention(512, d) == 6 * 512 * d * d);    // equal to the GRU's at n = d
+    CHECK(attention(513, d) > 6 * 513 * d * d);
+    CHECK(attention(1024, d) == 8 * 1024 * d * d);  // equal to the LSTM's at n = 2d
+    CHECK(attention(1025, d) > 8 * 1025 * d * d);
+    CHECK(attention(1023, d) < 8 * 1023 * d * d);
+    // (b) a 50-token sentence: the n^2 part's share, n / (2d + n)
+    CHECK(2 * 50 * 50 * d / attention(50, d) == doctest::Approx(50.0 / 1074).epsilon(1e-12));
+    CHECK(50.0 / 1074 == doctest::Approx(0.047).epsilon(0.01));
+    // the same crossings counted on the layers' graphs at d = 16 (n = d and n = 2d), and the
+    // sequential products of n = 50 tokens
+    FusedKernelsGuard plain(false);
+    manual_seed(4);
+    const int64_t w = 16;
+    nn::GRU gru({.input_size = w, .hidden_size = w});
+    nn::LSTM lstm({.input_size = w, .hidden_size = w});
+    nn::MultiHeadAttention mha(w, /*heads=*/2, /*dropout=*/0.0f);
+    const Tensor x16 = Tensor::randn({1, w, w}), x32 = Tensor::randn({1, 2 * w, w}), x50 = Tensor::randn({1, 50, w});
+    CHECK(count_work(mha.forward(x16, x16, x16)).multiply_adds == count_work(gru.forward(x16).output).multiply_adds);
+    CHECK(count_work(mha.forward(x32, x32, x32)).multiply_adds == count_work(lstm.forward(x32).output).multiply_adds);
+    CHECK(count_work(lstm.forward(x50).output).sequential_products == 50);
+    CHECK(count_work(mha.forward(x50, x50, x50)).sequential_products == 4);
+}
+
 // ---------------------------------------------------------------- docs/08: masks
 
 namespace ex08 {
@@ -1490,6 +1519,51 @@ TEST_CASE("docs/12 exercise 3: Adam without its bias correction: the step sizes,
     CHECK_FALSE(slip[0] == doctest::Approx(0.9).epsilon(1e-6));
     // (the planted mistake exercise-12-no-bias-correction in tests/mutations.txt makes this slip in
     // optim/adam.cpp, and that test catches it)
+}
+
+// A net of one input, two hidden ReLU units and one output: f(x) = w2 . relu(W1 x + b1) + b2.
+struct TinyNet : nn::Module {
+    std::shared_ptr<nn::Linear> hidden = register_module("hidden", std::make_shared<nn::Linear>(1, 2));
+    std::shared_ptr<nn::Linear> out = register_module("out", std::make_shared<nn::Linear>(2, 1));
+    // W1 = [[w1a], [w1b]], b1 = 0, w2 = [w2a, w2b], b2 = 0
+    TinyNet(float w1a, float w1b, float w2a, float w2b) {
+        hidden->weight.data()[0] = w1a, hidden->weight.data()[1] = w1b;
+        out->weight.data()[0] = w2a, out->weight.data()[1] = w2b;
+        hidden->bias.data()[0] = hidden->bias.data()[1] = out->bias.data()[0] = 0.0f;
+    }
+    float at(float x) const { return out->forward(relu(hidden->forward(Tensor::from_vector({x}, {1, 1})))).item(); }
+};
+
+TEST_CASE("docs/12 exercise 4: a net and its twin with the hidden units swapped compute one function; their average another") {
+    const TinyNet net(1, -1, 1, 2), twin(-1, 1, 2, 1);   // f(x) = relu(x) + 2 relu(-x), units swapped
+    for (float x : {1.0f, -1.0f, 3.0f}) {
+        CAPTURE(x);
+        CHECK(net.at(x) == twin.at(x));
+    }
+    CHECK(net.at(1) == 1.0f);
+    CHECK(net.at(-1) == 2.0f);
+    // averaged as --average-last 2 would: W1 = [[0], [0]], w2 = [1.5, 1.5], so f = 0 everywhere
+    common::KeptEpochs kept(2);
+    kept.add(net, 1, 1.0);
+    kept.add(twin, 2, 1.0);
+    TinyNet mean(9, 9, 9, 9);
+    kept.average_last_into(mean);
+    CHECK(mean.hidden->weight.data()[0] == 0.0f);
+    CHECK(mean.hidden->weight.data()[1] == 0.0f);
+    CHECK(mean.out->weight.data()[0] == 1.5f);
+    CHECK(mean.out->weight.data()[1] == 1.5f);
+    for (float x : {1.0f, -1.0f, 3.0f}) CHECK(mean.at(x) == 0.0f);
+    // two nearby points of one basin instead (the net, and the net moved a little): the mean
+    // computes nearly the same function: W1 = [[1.05], [-0.95]], w2 = [1, 2.1], so f(1) = 1.05 and
+    // f(-1) = 2.1 x 0.95 = 1.995, between the two nets' 1 and 1.1, and 2 and 1.98
+    const TinyNet moved(1.1f, -0.9f, 1.0f, 2.2f);
+    common::KeptEpochs near(2);
+    near.add(net, 1, 1.0);
+    near.add(moved, 2, 1.0);
+    TinyNet mean_near(9, 9, 9, 9);
+    near.average_last_into(mean_near);
+    CHECK(mean_near.at(1) == doctest::Approx(1.05 * 1.0).epsilon(1e-6));
+    CHECK(mean_near.at(-1) == doctest::Approx(0.95 * 2.1).epsilon(1e-6));
 }
 
 // ---------------------------------------------------------------- docs/13: tokenization
