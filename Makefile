@@ -5,7 +5,8 @@
 # make sanitize   run the test suite under AddressSanitizer + UndefinedBehaviorSanitizer
 # make OPENMP=0 test   the same suite built without OpenMP (serial; in build-noomp/)
 # make fuzz / make fuzz-run   libFuzzer targets (needs clang), see tests/fuzz/README.md
-# make figures   redraw every figure of docs/ from the current code (about 3.5 minutes; docs/figures/)
+# make figures   redraw every figure of docs/ from the current code (about 8 minutes; docs/figures/)
+# make figures-reproduce   make figures, then fail if a figure differs from the committed one
 # make figures-check   render every SVG of docs/ (needs rsvg-convert, Debian's librsvg2-bin)
 # make docs-check     every link in README.md and docs/ resolves, every code name they cite exists
 # make mutate    plant each mistake of tests/mutations.txt in turn and report those the suite
@@ -166,36 +167,61 @@ sanitize:
 	$(MAKE) $(SAN_FLAGS) TEST_SRCS="$(SAN_TEST_SRCS)" TEST_ARGS='--test-case-exclude="$(SAN_SKIP)"' test
 	@echo "sanitize: the suite and its example runs are clean"
 
-# Every figure of docs/, from today's code, in about 3.5 minutes on 2 idle cores: the copy task
-# trained with its defaults (600 steps, seed 1) and the translation example for 2 epochs (seed 1)
-# draw their loss curves, the translation model its attention heatmap and a beam-search tree,
-# the copy-task model its attention; compare_models (four of docs/06a's systems, copy task, seed
-# 1, 80 s) its exact match against length and its attention maps; make_figures draws the rest
-# from the code they show, bench_decoding the key/value-cache picture and bench_gemm the GEMM's
-# blocking. Fixed seeds give the same numbers for any thread count. attention_layer_graph.svg
-# needs Graphviz.
+# Every figure of docs/, from today's code: the copy task trained with its defaults (600 steps,
+# seed 1) and the translation example for 2 epochs (seed 1) draw their loss curves, the
+# translation model its attention heatmap and a beam-search tree, the copy-task model its
+# attention; compare_models (the five systems of docs/06a's table, copy task, seed 1) its exact match
+# against length and its attention maps (and, for a number of docs/06a, two of them on the reverse task); make_figures draws the rest from the code they show,
+# bench_decoding the key/value-cache picture and bench_gemm the GEMM's blocking.
+# attention_layer_graph.svg needs Graphviz. The logs of the runs stay in build/figures/, and
+# docs/quoted_numbers.txt checks the numbers docs/ quotes from them (tests/check_quoted_numbers.sh).
+#
+# One build draws them, whose arithmetic is the same on every x86-64 CPU: -march=x86-64-v2
+# (SSE4.2; GEMM's 128-bit micro-kernel, no fused multiply-adds), in build-x86-64-v2/ (CI's build
+# of that name). Fixed seeds give the same numbers for any thread count, but not for any
+# instruction set: a native build's fused multiply-adds and wider sums round differently, and a
+# trained model's curve drifts apart within a hundred steps. The x86-64-v2 build trains the same
+# weights, bit for bit, on an AVX-512 CPU and under qemu as an AVX2 (Haswell) or SSE4.2 (Nehalem)
+# one (bench/RESULTS.md, "The figures' build"). So on any x86-64 machine `make figures` redraws
+# the committed figures bit for bit (make figures-reproduce says whether it did: CI runs it); on
+# ARM it draws them from its own baseline build, in build-figures/, which rounds differently.
+# About 8 minutes on 2 idle cores.
 FIGURES := docs/figures
 FIGURE_RUNS := build/figures
+FIGURE_ARCH := $(if $(filter x86_64,$(call cpu_name,$(shell uname -m))),-march=x86-64-v2,)
+FIGURE_BUILD := $(if $(FIGURE_ARCH),build-x86-64-v2,build-figures)
 FIGURE_TRANSLATION_EPOCHS := 2
-figures: examples/make_figures examples/copy_task examples/translation examples/attention_by_hand examples/compare_models \
-         $(BUILD)/bench/bench_decoding $(BUILD)/bench/bench_gemm
+FB := $(FIGURE_BUILD)/bin
+figures:
+	$(MAKE) ARCH=$(FIGURE_ARCH) BUILD=$(FIGURE_BUILD) $(FB)/make_figures $(FB)/copy_task $(FB)/translation \
+	    $(FB)/attention_by_hand $(FB)/compare_models $(FIGURE_BUILD)/bench/bench_decoding $(FIGURE_BUILD)/bench/bench_gemm
 	@mkdir -p $(FIGURES) $(FIGURE_RUNS)
-	./examples/copy_task --plot $(FIGURES)/copy_task_loss.svg --save $(FIGURE_RUNS)/copy.safetensors > $(FIGURE_RUNS)/copy_task.log
-	./examples/translation --epochs $(FIGURE_TRANSLATION_EPOCHS) --plot $(FIGURES)/translation_loss.svg \
+	$(FB)/copy_task --plot $(FIGURES)/copy_task_loss.svg --save $(FIGURE_RUNS)/copy.safetensors > $(FIGURE_RUNS)/copy_task.log
+	$(FB)/translation --epochs $(FIGURE_TRANSLATION_EPOCHS) --plot $(FIGURES)/translation_loss.svg \
 	    --save $(FIGURE_RUNS)/translation.safetensors > $(FIGURE_RUNS)/translation.log
-	./examples/translation --load $(FIGURE_RUNS)/translation.safetensors --attention $(FIGURES)/attention_heatmap.svg \
-	    --translate "the brave dog does not see the old cat ." > /dev/null 2> $(FIGURE_RUNS)/attention.log
-	./examples/compare_models --models rnn,rnn-every-step,rnn-additive,transformer --plot $(FIGURE_RUNS)/compare \
+	$(FB)/translation --load $(FIGURE_RUNS)/translation.safetensors --attention $(FIGURES)/attention_heatmap.svg \
+	    --translate "the brave dog does not see the old cat ." > $(FIGURE_RUNS)/attention.log 2>&1
+	$(FB)/compare_models --models rnn,rnn-every-step,rnn-reversed,rnn-additive,transformer --plot $(FIGURE_RUNS)/compare \
 	    > $(FIGURE_RUNS)/compare_models.log 2> /dev/null
+	$(FB)/compare_models --task reverse --models rnn,rnn-reversed --lengths 10 > $(FIGURE_RUNS)/compare_reverse.log 2> /dev/null
 	cp $(FIGURE_RUNS)/compare/exact_match.svg $(FIGURES)/compare_exact_match.svg
 	cp $(FIGURE_RUNS)/compare/attention.svg $(FIGURES)/compare_attention.svg
-	./examples/make_figures --out $(FIGURES) --copy-model $(FIGURE_RUNS)/copy.safetensors \
-	    --translation-model $(FIGURE_RUNS)/translation.safetensors
-	./$(BUILD)/bench/bench_decoding --cache-picture $(FIGURES)/kv_cache.svg
-	./$(BUILD)/bench/bench_gemm --tile-picture $(FIGURES)/gemm_tile.svg
-	./examples/attention_by_hand --graph $(FIGURE_RUNS)/attention_layer_graph.dot > /dev/null
+	$(FB)/make_figures --out $(FIGURES) --copy-model $(FIGURE_RUNS)/copy.safetensors \
+	    --translation-model $(FIGURE_RUNS)/translation.safetensors > $(FIGURE_RUNS)/make_figures.log
+	./$(FIGURE_BUILD)/bench/bench_decoding --cache-picture $(FIGURES)/kv_cache.svg
+	./$(FIGURE_BUILD)/bench/bench_gemm --tile-picture $(FIGURES)/gemm_tile.svg
+	$(FB)/attention_by_hand --graph $(FIGURE_RUNS)/attention_layer_graph.dot > /dev/null
 	@if command -v dot > /dev/null; then dot -Tsvg $(FIGURE_RUNS)/attention_layer_graph.dot -o $(FIGURES)/attention_layer_graph.svg; \
 	 else echo "figures: no Graphviz 'dot': attention_layer_graph.svg left as it is"; fi
+	bash tests/check_quoted_numbers.sh $(FIGURE_RUNS)
+
+# make figures, then: are the figures the committed ones? (git says which differ.) CI runs it on
+# x86-64, where the figures build rounds the same on every CPU. Graphviz's drawing is left out:
+# another version of dot lays the same graph out differently.
+figures-reproduce: figures
+	@git diff --quiet -- $(FIGURES) ':!$(FIGURES)/attention_layer_graph.svg' || \
+	  { git --no-pager diff --stat -- $(FIGURES); echo "figures-reproduce: make figures drew other figures than the committed ones"; exit 1; }
+	@echo "figures-reproduce: make figures redrew the committed figures bit for bit"
 
 # Each SVG of docs/ renders (rsvg-convert, a developer tool: the project itself never needs it).
 figures-check:
@@ -212,14 +238,14 @@ docs-check:
 	bash tests/mutate.sh --check
 
 clean:
-	rm -rf $(BUILD) build-sanitize build-noomp build-fuzz $(EXAMPLES)
+	rm -rf $(BUILD) build-sanitize build-noomp build-fuzz build-figures $(EXAMPLES)
 
 # Mistakes planted one at a time (tests/mutations.txt): does the suite fail on each? A check of the
 # tests themselves, not part of make test. tests/mutate.sh NAME runs only the mutations named so.
 mutate:
 	tests/mutate.sh
 
-.PHONY: all test bench sanitize clean check-doctest docs-check figures figures-check mutate
+.PHONY: all test bench sanitize clean check-doctest docs-check figures figures-reproduce figures-check mutate
 .SECONDARY:
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -170,6 +170,7 @@ void beam_tree(const std::string& model_path, const std::string& sentence, const
     c.text(20, top + max_rows * row_h + 30, caption, 12, "start", "#222");
     common::write_text_file(path, c.svg());
     wrote(path);
+    std::printf("beam tree: %s\n", caption);   // for docs/quoted_numbers.txt: docs/14 tells this search
 }
 
 }  // namespace figures

@@ -314,6 +314,15 @@ void noam_schedule(const std::string& path) {
         }
         series.push_back(std::move(curve));
     }
+    // Beside them, the copy task's default, which is not Noam's: a linear warmup to 3e-3 in 100
+    // steps, then half a cosine down to 0 at its last step, 600 (docs/12 says why it ends at 0).
+    const optim::WarmupCosineSchedule cosine(opt, 3e-3f, 100, 600);
+    common::Series curve{"copy_task default (not Noam): warmup 100 to 3e-3, cosine to 0 at 600", {}, {}};
+    for (int64_t step = 1; step <= 600; step++) {
+        curve.x.push_back(static_cast<double>(step));
+        curve.y.push_back(cosine.lr_at(step));
+    }
+    series.push_back(std::move(curve));
     common::write_line_plot(path, "Noam schedule: lr = factor · D^-0.5 · min(step^-0.5, step · warmup^-1.5)", "step",
                             "learning rate", series);
     wrote(path);
