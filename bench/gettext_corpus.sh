@@ -10,7 +10,9 @@
 #
 # Each message: its msgid (English) and msgstr (German), escapes (\n, \t) turned into spaces,
 # runs of spaces squeezed; plural forms, untranslated and fuzzy entries, the catalog header, and
-# pairs seen before are left out.
+# pairs seen before are left out, and so are pairs with a side of more than 80 words (as corpus
+# cleaning for machine translation does, e.g. Moses' clean-corpus-n: a few catalogs hold whole
+# help pages as one message).
 set -euo pipefail
 out=${1:?usage: bench/gettext_corpus.sh OUT.tsv [PAIRS]}
 pairs=${2:-47000}
@@ -21,7 +23,7 @@ catalogs=(/usr/share/locale/de/LC_MESSAGES/*.mo)
 all=$(mktemp)
 trap 'rm -f "$all"' EXIT
 for mo in "${catalogs[@]}"; do
-    msgunfmt --no-wrap "$mo" 2> /dev/null || true
+    { msgunfmt --no-wrap "$mo" | msgconv --no-wrap -t UTF-8; } 2> /dev/null || true   # some catalogs are in Latin-1
 done | awk '
     function unquote(s) { sub(/^[^"]*"/, "", s); sub(/"[ \t]*$/, "", s); return s }
     function clean(s) {
@@ -40,7 +42,7 @@ done | awk '
     /^"/              { if (field == "id") id = id unquote($0); else if (field == "str") str = str unquote($0); next }
     /^$/              { flush(); next }
     END               { flush() }
-' | awk -F'\t' 'NF == 2 && $1 != "" && $2 != "" && !seen[$0]++' > "$all"
+' | awk -F'\t' 'NF == 2 && $1 != "" && $2 != "" && split($1, a, " ") <= 80 && split($2, b, " ") <= 80 && !seen[$0]++' > "$all"
 have=$(wc -l < "$all")
 # A fixed shuffle (awk's rand from seed 1): the same catalogs and awk give the same corpus.
 awk 'BEGIN { srand(1) } { printf "%.9f\t%s\n", rand(), $0 }' "$all" | sort -t "$(printf '\t')" -k1,1 |
