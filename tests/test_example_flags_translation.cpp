@@ -444,6 +444,12 @@ TEST_CASE("translation --tie-weights, --no-tie-weights: tied, both embeddings an
     CHECK(parameters({"--bpe", "100000", "--tie-weights"}) == tied);
     CHECK(parameters({"--bpe", "100000", "--no-tie-weights"}) == untied);
     CHECK(parameters({"--bpe", "0"}) == transformer_parameters(Vs, Vt, 16, 32, 1, false));
+    // --data without --bpe learns merges too (a quarter of the distinct words), so it ties as well
+    const ExampleRun automatic = run_example("translation", tiny_run(c, {}));
+    REQUIRE(automatic.status == 0);
+    const long long Va = number_matching(automatic.out, R"(vocab (\d+) source)");
+    CHECK(number_matching(automatic.out, R"(vocab \d+ source, (\d+) target)") == Va);
+    CHECK(number_matching(automatic.out, R"((\d+) parameters)") == transformer_parameters(Va, Va, 16, 32, 1, true));
 
     const ExampleRun words_tied = run_example("translation", tiny_run(c, {"--bpe", "0", "--tie-weights"}));
     CHECK(words_tied.status == 2);

@@ -24,8 +24,8 @@ Translation parse_translation(int argc, char** argv) {
           "the distinct training words, between 500 and 32000; the toy corpus stays word level (its 770 words are "
           "all frequent)").min(-1);
     p.flag("--tie-weights", &o.train.model.tie_weights,
-           "one matrix for both embeddings and the pre-softmax projection (paper, section 3.4); the default with --bpe, "
-           "whose vocabulary is shared");
+           "one matrix for both embeddings and the pre-softmax projection (paper, section 3.4); the default with subwords "
+           "(--data, or --bpe N), whose vocabulary is shared");
     p.flag("--no-tie-weights", &o.no_tie_weights, "separate embedding and projection matrices even with --bpe");
     p.add("--max-len", &o.corpus.max_len, "skip training pairs longer than this many tokens").range(1, 1000);
     p.add("--epochs", &o.epochs,
@@ -79,7 +79,7 @@ Translation parse_translation(int argc, char** argv) {
     if (o.train.model_kind != "transformer" && (p.given("--tie-weights") || p.given("--no-tie-weights") || o.no_kv_cache))
         p.fail(std::string(p.given("--tie-weights") ? "--tie-weights" : p.given("--no-tie-weights") ? "--no-tie-weights" : "--no-kv-cache") +
                " applies to --model transformer, not to the recurrent models");
-    m.tie_weights = o.corpus.bpe > 0 && !o.no_tie_weights;
+    m.tie_weights = o.corpus.bpe != 0 && !o.no_tie_weights;   // learned merges (--bpe N, or the default with --data): one vocabulary
     m.max_len = std::max(512, o.corpus.max_len + 2);   // positions: bos + max_len tokens + eos
     common::apply_training_flags(p, o.train);
     return o;
