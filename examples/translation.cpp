@@ -6,6 +6,7 @@
 //   ./examples/translation --load translation.safetensors --translate "the dog sees the cat ."
 //   ./examples/translation --load translation.safetensors --attention attention.svg --translate "..."
 //   echo "the cat eats the egg ." | ./examples/translation --load translation.safetensors --stdin
+//   ./examples/translation --load translation.safetensors --sample --top-k 5 --seed 7 --translate "..."
 //
 // main() is the training loop; the flags are in examples/options/translation_options.h, the data
 // is prepared in examples/data/translation_data.h, and examples/eval/translation_eval.h scores and
@@ -98,8 +99,22 @@ std::string path_name(const Options& o) {
     return o.train.bf16 ? path + ", bf16 products" : path;
 }
 
-// BLEU and exact match on the test split, greedy and (with --beam) beam search. `what` names the
-// model scored ("test": the best epoch's; "averaged test": --average-last).
+// The decoder the test score and the translations use: "beam 4", "greedy", or "sample T 0.8, top-k 5".
+std::string decoder_name(const Options& o) {
+    if (!o.sample) return o.beam > 0 ? "beam " + std::to_string(o.beam) : "greedy";
+    char name[96];
+    std::snprintf(name, sizeof name, "sample T %g", o.sampling.temperature);
+    std::string s = name;
+    if (o.sampling.top_k > 0) s += ", top-k " + std::to_string(o.sampling.top_k);
+    if (o.sampling.top_p < 1.0f) {
+        std::snprintf(name, sizeof name, ", top-p %g", o.sampling.top_p);
+        s += name;
+    }
+    return s;
+}
+
+// BLEU and exact match on the test split, greedy and (with --beam or --sample) beam search or
+// sampling. `what` names the model scored ("test": the best epoch's; "averaged test": --average-last).
 void report_test(models::Seq2Seq& model, const data::TranslationData& d, const Options& o, const common::TrainingLog& log,
                  const common::MemoryReport& memory, const std::string& what = "test") {
     const char* w = what.c_str();
@@ -109,19 +124,21 @@ void report_test(models::Seq2Seq& model, const data::TranslationData& d, const O
     for (size_t i = 0; i < std::min<size_t>(3, d.text.test.size()); i++)
         std::printf("  src: %s\n  ref: %s\n  out: %s\n", d.text.test[i].src.c_str(), d.text.test[i].tgt.c_str(),
                     greedy.hypotheses[i].c_str());
-    const eval::Score final_score = o.beam > 0 ? eval::score(model, d.codec, d.text.test, o.beam, o.bleu_lowercase, !o.no_kv_cache) : greedy;
-    if (o.beam > 0) memory.phase(what + " beam");
-    if (o.beam > 0)
-        std::printf("%s beam %d: BLEU %.1f, exact match %.1f%%  [%s]\n", w, o.beam, final_score.bleu.score, final_score.exact,
+    const bool other = o.beam > 0 || o.sample;   // a decoder besides greedy
+    const eval::Score final_score = other ? eval::score(model, d.codec, d.text.test, o.beam, o.bleu_lowercase, !o.no_kv_cache,
+                                                        o.sample ? &o.sampling : nullptr) : greedy;
+    if (other) memory.phase(what + (o.sample ? " sample" : " beam"));
+    if (other)
+        std::printf("%s %s: BLEU %.1f, exact match %.1f%%  [%s]\n", w, decoder_name(o).c_str(), final_score.bleu.score, final_score.exact,
                     data::to_string(final_score.bleu).c_str());
     std::printf("%s BLEU by source length: %s\ntotal %.0f s\n", w, eval::describe(final_score.by_length).c_str(), log.seconds());
     // the decoding's work, on stderr beside the progress: --no-kv-cache recomputes every prefix
     std::fprintf(stderr, "%s decoding: %lld decoder positions (%s)\n", w,
-                 (long long)(greedy.decoder_positions + (o.beam > 0 ? final_score.decoder_positions : 0)), path_name(o).c_str());
+                 (long long)(greedy.decoder_positions + (other ? final_score.decoder_positions : 0)), path_name(o).c_str());
     // The signature says which BLEU this is (sacreBLEU 2.x's notation): one reference, case,
     // tokenizer, smoothing. The score is against the references as written.
     std::printf("%s BLEU: %.1f (%s), exact match: %.1f%%  [signature: %s]\n", w, final_score.bleu.score,
-                o.beam > 0 ? ("beam " + std::to_string(o.beam)).c_str() : "greedy", final_score.exact,
+                decoder_name(o).c_str(), final_score.exact,
                 data::bleu_signature({.lowercase = o.bleu_lowercase}).c_str());
 }
 
@@ -148,7 +165,8 @@ int translate_with_checkpoint(const Options& o) {
         texts.push_back(lines[i]);
     }
     int64_t positions = 0;
-    const std::vector<std::string> out = eval::translate(model, codec, texts, o.beam, !o.no_kv_cache, o.attention, &positions);
+    const std::vector<std::string> out = eval::translate(model, codec, texts, o.beam, !o.no_kv_cache, o.attention, &positions,
+                                                         o.sample ? &o.sampling : nullptr);
     size_t next = 0;
     for (const std::string& line : lines) std::printf("%s\n", line.empty() ? "" : out[next++].c_str());
     std::fprintf(stderr, "decoding: %lld decoder positions (%s)\n", (long long)positions, path_name(o).c_str());

@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <numeric>
 #include <stdexcept>
+#include <string>
 
 #include "autograd/frozen_weights.h"
 #include "models/batch.h"
@@ -13,9 +16,13 @@ namespace models {
 using autograd::NoGradGuard;
 using autograd::shape_str;
 
-Tokens greedy_decode(Seq2Seq& model, const Tokens& src, const Mask& src_mask, const GreedyOptions& opt) {
-    if (src.dim() != 2) throw std::invalid_argument("greedy_decode: src must be (B, S), got " + shape_str(src.shape));
-    if (opt.max_len < 1) throw std::invalid_argument("greedy_decode: max_len must be >= 1, got " + std::to_string(opt.max_len));
+// Greedy's and sampling's loop: every row starts with bos and gets one token per step, the one
+// `choose(log_probs (B, V), t)` picks for it (B,); once a row has produced eos it gets pad.
+template <class Choose>
+static Tokens decode_token_by_token(Seq2Seq& model, const Tokens& src, const Mask& src_mask, const GreedyOptions& opt,
+                                    const std::string& who, Choose choose) {
+    if (src.dim() != 2) throw std::invalid_argument(who + ": src must be (B, S), got " + shape_str(src.shape));
+    if (opt.max_len < 1) throw std::invalid_argument(who + ": max_len must be >= 1, got " + std::to_string(opt.max_len));
     NoGradGuard no_grad;
     autograd::FrozenWeightsGuard frozen_weights;   // no weight changes while decoding: bf16 products pack each once
     const int64_t B = src.size(0);
@@ -27,7 +34,7 @@ Tokens greedy_decode(Seq2Seq& model, const Tokens& src, const Mask& src_mask, co
     std::vector<bool> done(B, false);
     Tokens newest = Tokens::full({B, 1}, opt.bos);                                         // (B, 1)
     for (int64_t t = 1; t < opt.max_len; t++) {
-        const Tokens next = autograd::argmax(next_log_probs->append(newest), -1);         // (B,)
+        const Tokens next = choose(next_log_probs->append(newest), t);                    // (B,)
         bool all_done = true;
         for (int64_t b = 0; b < B; b++) {
             rows[b].push_back(done[b] ? opt.pad : next[b]);
@@ -38,6 +45,82 @@ Tokens greedy_decode(Seq2Seq& model, const Tokens& src, const Mask& src_mask, co
         if (all_done) break;
     }
     return pad_rows(rows, opt.pad);                       // (B, L)
+}
+
+Tokens greedy_decode(Seq2Seq& model, const Tokens& src, const Mask& src_mask, const GreedyOptions& opt) {
+    // the single most likely next token of every row
+    return decode_token_by_token(model, src, src_mask, opt, "greedy_decode",
+                                 [](const Tensor& log_probs, int64_t) { return autograd::argmax(log_probs, -1); });
+}
+
+// The options a reader can get wrong, each named with its value ("%g": 0.5, not 0.500000).
+static void check_sampling(const SampleOptions& opt, const std::string& who) {
+    const auto fail = [&](const char* what, double value) {
+        char got[32];
+        std::snprintf(got, sizeof got, "%g", value);
+        throw std::invalid_argument(who + ": " + what + ", got " + got);
+    };
+    if (!(opt.temperature > 0.0f)) fail("temperature must be > 0", opt.temperature);   // (NaN too)
+    if (opt.top_k < 0) fail("top_k must be >= 0 (0: every token)", opt.top_k);
+    if (!(opt.top_p > 0.0f && opt.top_p <= 1.0f)) fail("top_p must be in (0, 1] (1: every token)", opt.top_p);
+}
+
+std::vector<double> sampling_probs(const float* z, int64_t V, const SampleOptions& opt) {
+    check_sampling(opt, "sampling_probs");
+    // the tokens from the most likely down (ties: the lower id first, as argmax), sorted only as
+    // far as top_k and top_p need
+    const int64_t k = opt.top_k > 0 ? std::min<int64_t>(opt.top_k, V) : V;
+    std::vector<int32_t> order(V);
+    std::iota(order.begin(), order.end(), 0);
+    const auto more_likely = [z](int32_t a, int32_t b) { return z[a] != z[b] ? z[a] > z[b] : a < b; };
+    if (opt.top_p < 1.0f) std::sort(order.begin(), order.end(), more_likely);
+    else if (k < V) std::partial_sort(order.begin(), order.begin() + k, order.end(), more_likely);
+    // 1) p_i ∝ exp(z_i / T) over the k best, 0 for the others. Subtracting the largest z first
+    //    changes no p (it cancels in the normalisation) and keeps exp from overflowing at small T.
+    const double z_max = *std::max_element(z, z + V);
+    std::vector<double> p(V, 0.0);
+    double sum = 0.0;
+    for (int64_t j = 0; j < k; j++) sum += p[order[j]] = std::exp((z[order[j]] - z_max) / opt.temperature);
+    for (int64_t j = 0; j < k; j++) p[order[j]] /= sum;   // renormalised over the k kept
+    // 2) the nucleus: the fewest most likely tokens whose probability reaches top_p, renormalised
+    if (opt.top_p < 1.0f) {
+        double mass = 0.0;
+        int64_t n = 0;
+        while (n < k && mass < opt.top_p) mass += p[order[n++]];
+        for (int64_t j = n; j < k; j++) p[order[j]] = 0.0;
+        for (int64_t j = 0; j < n; j++) p[order[j]] /= mass;
+    }
+    return p;
+}
+
+int32_t sample_token(const std::vector<double>& p, float u) {
+    double cumulative = 0.0;
+    int32_t last = 0;   // the last token with any probability
+    for (size_t i = 0; i < p.size(); i++) {
+        if (p[i] == 0.0) continue;   // cut by top_k or top_p: never drawn, even at u = 0
+        cumulative += p[i];
+        last = static_cast<int32_t>(i);
+        if (u < cumulative) return last;
+    }
+    return last;   // u at or above the total, which rounding can leave a hair under 1
+}
+
+Tokens sample_decode(Seq2Seq& model, const Tokens& src, const Mask& src_mask, const SampleOptions& opt) {
+    check_sampling(opt, "sample_decode");
+    // One 64-bit seed per call; draw (b, t) is a hash of it and b * max_len + t (counter_uniform,
+    // as dropout's draws): no generator state passes from row to row or from thread to thread.
+    const uint64_t seed = opt.rng ? opt.rng->next_u64() : opt.seed;
+    const GreedyOptions steps{.max_len = opt.max_len, .bos = opt.bos, .eos = opt.eos, .pad = opt.pad, .kv_cache = opt.kv_cache,
+                              .positions = opt.positions};
+    return decode_token_by_token(model, src, src_mask, steps, "sample_decode", [&](const Tensor& log_probs, int64_t t) {
+        const int64_t B = log_probs.size(0), V = log_probs.size(1);                       // (B, V)
+        Tokens next = Tokens::full({B}, 0);                                                // (B,)
+        for (int64_t b = 0; b < B; b++) {
+            const float u = autograd::counter_uniform(seed, static_cast<uint64_t>(b * opt.max_len + t));
+            next[b] = sample_token(sampling_probs(log_probs.data() + b * V, V, opt), u);
+        }
+        return next;
+    });
 }
 
 static double length_normalized(double log_prob, size_t len, float alpha) {

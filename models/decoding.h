@@ -1,8 +1,8 @@
-// Turning a trained model into output sequences: greedy decoding and beam search, each for a
-// batch of sentences at once, for every model of models/ (the Seq2Seq interface, models/seq2seq.h:
+// Turning a trained model into output sequences: greedy decoding, sampling and beam search, each
+// for a batch of sentences at once, for every model of models/ (the Seq2Seq interface, models/seq2seq.h:
 // the decoder's state grows by a token per step and reorders with the hypotheses).
 //
-// Both produce one token per step. The Transformer does it in one of two ways (the options' kv_cache):
+// All three produce one token per step. The Transformer does it in one of two ways (the options' kv_cache):
 //   recomputing (kv_cache = false): run the whole decoder over the whole prefix and keep its last
 //     position. The simplest thing that is correct; a step costs O(t) decoder passes of a
 //     position, a whole output of T tokens O(T^2).
@@ -16,6 +16,7 @@
 #pragma once
 #include <vector>
 
+#include "autograd/random.h"
 #include "models/seq2seq.h"
 
 namespace models {
@@ -33,6 +34,42 @@ struct GreedyOptions {
 // src (B, S), src_mask (B, 1, S) -> (B, L) ids, L <= max_len, each row starting with bos. Once a
 // row has produced eos, the rest of it is filled with pad; decoding stops early when all rows have.
 Tokens greedy_decode(Seq2Seq& model, const Tokens& src, const Mask& src_mask, const GreedyOptions& opt);
+
+struct SampleOptions {
+    int64_t max_len = 50;      // L: the longest output, bos included
+    int32_t bos = 1;           // the decoder's first input
+    int32_t eos = -1;          // -1: no end symbol, every row runs to max_len
+    int32_t pad = 0;           // fills a row after its eos
+    float temperature = 1.0f;  // T: p_i ∝ exp(z_i / T). 1: the model's own distribution; towards 0: greedy;
+                               // large: towards uniform. Must be > 0
+    int top_k = 0;             // draw among the k most likely tokens only, renormalised; 0: all V
+    float top_p = 1.0f;        // nucleus (Holtzman et al. 2020): the fewest most likely tokens whose probability
+                               // reaches top_p, renormalised; 1: all. In (0, 1]
+    uint64_t seed = 0;         // the draws: row b's token at step t uses counter_uniform(seed, b * max_len + t)
+    autograd::Rng* rng = nullptr;   // when set, the seed is drawn from it instead (one draw per call), so
+                                    // that successive calls draw afresh
+    bool kv_cache = true;      // false: recompute the whole prefix every step (the reference)
+    int64_t* positions = nullptr;   // when set, gets the decoder's work added: the positions it ran
+};
+
+// Sampling: at every step draw the next token from the model's distribution, sharpened or
+// flattened by the temperature and cut to the top_k (and top_p) most likely tokens.
+// src (B, S), src_mask (B, 1, S) -> (B, L) ids, as greedy_decode (its loop, its eos and pad). Each
+// draw depends only on (seed, row, step): the same seed gives the same tokens on any number of
+// threads, and a row's tokens do not depend on when the other rows end. Bad options (temperature
+// <= 0, top_k < 0, top_p outside (0, 1]) throw std::invalid_argument naming the option and value.
+Tokens sample_decode(Seq2Seq& model, const Tokens& src, const Mask& src_mask, const SampleOptions& opt);
+
+// What sample_decode draws from, for one row of scores z (V) (logits or log-probabilities: the
+// same, softmax is shift-invariant), using opt's temperature, top_k and top_p:
+//   1) p_i = exp(z_i / T) / sum_j exp(z_j / T), the sum over the top_k largest z only, p_i = 0 outside
+//   2) top_p < 1: keep the most likely tokens until their probability reaches top_p, renormalise
+// Ties rank the lower id first, as argmax does. Returns p (V), summing to 1.
+std::vector<double> sampling_probs(const float* z, int64_t V, const SampleOptions& opt);
+
+// Inverse-CDF sampling: the first token whose cumulative probability exceeds u, u uniform in
+// [0, 1). Token i is returned for u in [p_0 + ... + p_(i-1), p_0 + ... + p_i): with probability p_i.
+int32_t sample_token(const std::vector<double>& p, float u);
 
 struct BeamSearchOptions {
     int beam_size = 4;            // K: hypotheses kept at every step

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstring>
 #include <memory>
+#include <stdexcept>
 #include <string>
 
 #include "examples/data/vocab.h"
@@ -18,6 +19,7 @@
 #include "models/decoding.h"
 #include "tests/copy_model.h"
 #include "tests/hooks.h"
+#include "tests/thread_count.h"
 
 using namespace autograd;
 using models::Transformer;
@@ -947,4 +949,289 @@ TEST_CASE("eval::exact_match (copy task): --beam 0 is greedy, --beam K keeps K, 
             CHECK(r.correct == correct);
         }
     }
+}
+
+// ---- sampling ----------------------------------------------------------------------------------
+//
+// sample_decode shares greedy's loop and changes only how a row's next token is picked: drawn
+// from softmax(z / T), cut to the top_k (and top_p) most likely tokens. What is checked: the
+// distribution against softmax written here again in double; the frequencies of many draws
+// against it (through sample_token alone and through the whole decoder, on a model whose
+// next-token scores are a known table); the limits (top_k = 1 and a tiny T are greedy); the seed.
+
+namespace {
+
+// softmax(z / T) over the k largest z (k = 0: all), in double, by the textbook: what
+// sampling_probs must return (top_p = 1).
+std::vector<double> softmax_top_k(const std::vector<float>& z, double T, int k) {
+    const size_t V = z.size();
+    std::vector<double> p(V, 0.0);
+    double sum = 0.0;
+    for (size_t i = 0; i < V; i++) {
+        size_t larger = 0;   // tokens more likely than i (the test's z have no ties)
+        for (size_t j = 0; j < V; j++) larger += z[j] > z[i];
+        if (k == 0 || larger < static_cast<size_t>(k)) sum += p[i] = std::exp(z[i] / T);
+    }
+    for (double& x : p) x /= sum;
+    return p;
+}
+
+// A sequence-to-sequence model whose next-token log-probabilities are a fixed table, whatever the
+// source: row v of z holds the scores of the token after token v. Sampling from it must give
+// softmax(z[v] / T) and nothing else.
+class TableScores : public models::Seq2Seq {
+public:
+    explicit TableScores(std::vector<std::vector<float>> z) : z_(std::move(z)) {}
+    Tensor logits(const Tokens&, const Tokens&, const Mask&, const Mask&) override { throw std::logic_error("decoding only"); }
+    std::unique_ptr<models::NextTokens> start_decoding(const Tokens&, const Mask&, const models::DecodingSetup&) override {
+        return std::make_unique<Rows>(z_);
+    }
+    int64_t tgt_vocab() const override { return static_cast<int64_t>(z_[0].size()); }
+    int64_t max_len() const override { return INT64_MAX; }
+
+private:
+    struct Rows : models::NextTokens {
+        const std::vector<std::vector<float>>& z;
+        explicit Rows(const std::vector<std::vector<float>>& table) : z(table) {}
+        Tensor append(const Tokens& tokens) override {   // (n, 1) -> (n, V): log_softmax(z[token])
+            const int64_t n = tokens.size(0), V = static_cast<int64_t>(z[0].size());
+            std::vector<float> lp;
+            for (int64_t i = 0; i < n; i++) {
+                const std::vector<float>& row = z[tokens[i]];
+                double sum = 0.0;
+                for (float x : row) sum += std::exp(static_cast<double>(x));
+                for (float x : row) lp.push_back(static_cast<float>(x - std::log(sum)));
+            }
+            return Tensor::from_vector(lp, {n, V});
+        }
+        void reorder(const std::vector<int64_t>&) override {}
+    };
+    std::vector<std::vector<float>> z_;
+};
+
+// Seven scores, no two equal, the largest neither first nor last.
+const std::vector<float> kScores = {1.0f, -0.5f, 2.0f, 0.3f, -1.2f, 1.6f, 0.0f};
+
+}  // namespace
+
+// The chapter's worked example (docs/14, pinned in tests/test_docs.cpp) and random scores of odd
+// lengths: sampling_probs is softmax(z / T) over the top k, by the textbook, for logits and for
+// log-probabilities alike (softmax is shift-invariant).
+TEST_CASE("sampling_probs: softmax(z / T) renormalised over the k most likely tokens, 0 outside them") {
+    const std::vector<float> z = {2.0f, 1.0f, 0.0f};
+    const auto probs = [&](float T, int k, float top_p = 1.0f) {
+        return models::sampling_probs(z.data(), 3, {.temperature = T, .top_k = k, .top_p = top_p});
+    };
+    const std::vector<double> t1 = probs(1.0f, 0), t05 = probs(0.5f, 0), k2 = probs(1.0f, 2);
+    // e^2, e^1, e^0 = 7.389, 2.718, 1 over their sum 11.107
+    CHECK(t1[0] == doctest::Approx(0.6652).epsilon(1e-4));
+    CHECK(t1[1] == doctest::Approx(0.2447).epsilon(1e-4));
+    CHECK(t1[2] == doctest::Approx(0.0900).epsilon(1e-3));
+    // T = 0.5 doubles the scores: e^4, e^2, e^0 = 54.60, 7.389, 1
+    CHECK(t05[0] == doctest::Approx(0.8668).epsilon(1e-4));
+    CHECK(t05[2] == doctest::Approx(0.0159).epsilon(1e-3));
+    // top-2: 7.389 and 2.718 over 10.107; the third is never drawn
+    CHECK(k2[0] == doctest::Approx(0.7311).epsilon(1e-4));
+    CHECK(k2[1] == doctest::Approx(0.2689).epsilon(1e-4));
+    CHECK(k2[2] == 0.0);
+    // the nucleus: 0.6652 < 0.8 <= 0.6652 + 0.2447, so two tokens; 0.6 needs one
+    const std::vector<double> nucleus = probs(1.0f, 0, 0.8f);
+    for (int i = 0; i < 3; i++) CHECK(nucleus[i] == doctest::Approx(k2[i]).epsilon(1e-12));
+    CHECK(probs(1.0f, 0, 0.6f) == std::vector<double>{1.0, 0.0, 0.0});
+    CHECK(probs(1.0f, 1) == std::vector<double>{1.0, 0.0, 0.0});   // top-1: the argmax, certain
+    CHECK(probs(1.0f, 3) == t1);                                    // k = V keeps all, as k = 0
+    // ties at the cut keep the lower id, as argmax does: top-1 is greedy's token
+    const std::vector<float> tied = {1.0f, 3.0f, 3.0f, 0.0f, 1.0f};
+    CHECK(models::sampling_probs(tied.data(), 5, {.top_k = 1}) == std::vector<double>{0.0, 1.0, 0.0, 0.0, 0.0});
+    CHECK(models::sampling_probs(tied.data(), 5, {.top_k = 3})[0] > 0.0);
+    CHECK(models::sampling_probs(tied.data(), 5, {.top_k = 3})[4] == 0.0);
+
+    Rng rng(61);
+    for (int64_t V : {5, 11, 23}) {
+        std::vector<float> scores(V);
+        for (float& s : scores) s = rng.uniform(-4.0f, 1.0f);
+        const float shift = -3.7f;   // log-probabilities are the logits minus a constant
+        std::vector<float> shifted = scores;
+        for (float& s : shifted) s += shift;
+        for (float T : {0.3f, 1.0f, 2.5f}) {
+            for (int k : {0, 1, 3, static_cast<int>(V) - 1}) {
+                CAPTURE(V);
+                CAPTURE(T);
+                CAPTURE(k);
+                const std::vector<double> expected = softmax_top_k(scores, T, k);
+                const std::vector<double> p = models::sampling_probs(scores.data(), V, {.temperature = T, .top_k = k});
+                const std::vector<double> q = models::sampling_probs(shifted.data(), V, {.temperature = T, .top_k = k});
+                for (int64_t i = 0; i < V; i++) {
+                    CHECK(p[i] == doctest::Approx(expected[i]).epsilon(1e-5));
+                    CHECK(q[i] == doctest::Approx(expected[i]).epsilon(1e-4));
+                    CHECK((p[i] > 0.0) == (expected[i] > 0.0));   // exactly the top k are possible
+                }
+            }
+        }
+    }
+}
+
+// Inverse-CDF sampling: with probabilities (0.2, 0, 0.5, 0.3) the token is 0 for u < 0.2, 2 for
+// u < 0.7, 3 above; a token of probability 0 never, not even at u = 0.
+TEST_CASE("sample_token: the first token whose cumulative probability exceeds u") {
+    const std::vector<double> p = {0.2, 0.0, 0.5, 0.3};
+    CHECK(models::sample_token(p, 0.0f) == 0);
+    CHECK(models::sample_token(p, 0.1999f) == 0);
+    CHECK(models::sample_token(p, 0.2001f) == 2);
+    CHECK(models::sample_token(p, 0.6999f) == 2);
+    CHECK(models::sample_token(p, 0.7001f) == 3);
+    CHECK(models::sample_token(p, 0.99999994f) == 3);
+    CHECK(models::sample_token({0.0, 1.0, 0.0}, 0.0f) == 1);
+}
+
+// Many draws from a known distribution: the frequencies are softmax(z / T) over the top k, each
+// within 0.012 (5 standard deviations of 30,000 draws at p = 1/2). Scaling by T instead of
+// dividing, or forgetting to renormalise after the cut, or keeping one token too many, moves some
+// token's frequency by 0.05 or more in one of these settings.
+TEST_CASE("sample_decode: over 30,000 rows the first token's frequencies are softmax(z / T) cut to the top k; nothing outside it") {
+    const int64_t V = static_cast<int64_t>(kScores.size()), B = 30000;
+    TableScores model(std::vector<std::vector<float>>(V, kScores));   // the same scores after every token
+    const Tokens src = Tokens::full({B, 1}, 3);
+    const Mask src_mask = models::padding_mask(src, 0);
+    for (float T : {0.5f, 1.0f, 2.0f}) {
+        for (int k : {0, 3}) {
+            for (float top_p : {1.0f, 0.75f}) {
+                if (k > 0 && top_p < 1.0f) continue;
+                CAPTURE(T);
+                CAPTURE(k);
+                CAPTURE(top_p);
+                std::vector<double> expected = softmax_top_k(kScores, T, k);
+                if (top_p < 1.0f) expected = models::sampling_probs(kScores.data(), V, {.temperature = T, .top_p = top_p});
+                const Tokens out = models::sample_decode(model, src, src_mask,
+                                                         {.max_len = 2, .bos = 1, .temperature = T, .top_k = k, .top_p = top_p, .seed = 62});
+                REQUIRE(out.shape == Shape{B, 2});
+                std::vector<double> seen(V, 0.0);
+                for (int64_t b = 0; b < B; b++) seen[out[b * 2 + 1]] += 1.0 / B;
+                for (int64_t v = 0; v < V; v++) {
+                    CAPTURE(v);
+                    CHECK(std::fabs(seen[v] - expected[v]) < 0.012);
+                    if (expected[v] == 0.0) CHECK(seen[v] == 0.0);   // outside the top k (or the nucleus): never
+                }
+            }
+        }
+    }
+    // the nucleus cases above are not the top-k ones: at T = 1, p = 0.75 keeps 3 tokens, at T = 2 four
+    const auto kept = [&](float T) {
+        const std::vector<double> p = models::sampling_probs(kScores.data(), V, {.temperature = T, .top_p = 0.75f});
+        return std::count_if(p.begin(), p.end(), [](double x) { return x > 0.0; });
+    };
+    CHECK(kept(1.0f) == 3);
+    CHECK(kept(2.0f) == 4);
+}
+
+// The two limits that make sampling greedy: only one token allowed (top_k = 1), or a temperature
+// so low that the most likely token takes all the probability. Random models (not peaked, where
+// sampling at T = 1 does differ), padded batches, eos on and off, both decoding paths.
+TEST_CASE("sample_decode: top_k = 1 and a tiny temperature give greedy's tokens; T = 1 does not") {
+    for (uint64_t seed : {71, 72}) {
+        manual_seed(seed);
+        Transformer model(small(8));
+        model.eval();
+        Rng rng(seed);
+        const Tokens src = models::pad_rows(random_sources(rng, 5, 8, 9), 0);   // (5, S)
+        const Mask m = models::padding_mask(src, 0);
+        for (int32_t eos : {-1, 2}) {
+            for (bool kv_cache : {true, false}) {
+                CAPTURE(seed);
+                CAPTURE(eos);
+                CAPTURE(kv_cache);
+                const Tokens greedy = models::greedy_decode(model, src, m, {.max_len = 10, .bos = 1, .eos = eos, .pad = 0, .kv_cache = kv_cache});
+                const auto sample = [&](float T, int k) {
+                    return models::sample_decode(model, src, m,
+                                                 {.max_len = 10, .bos = 1, .eos = eos, .pad = 0, .temperature = T, .top_k = k, .seed = seed, .kv_cache = kv_cache});
+                };
+                CHECK(sample(1.0f, 1).data == greedy.data);
+                CHECK(sample(3.0f, 1).data == greedy.data);   // one token left: the temperature cannot matter
+                CHECK(sample(1e-6f, 0).data == greedy.data);
+                CHECK(sample(1.0f, 0).data != greedy.data);
+            }
+        }
+    }
+}
+
+// With top_k = 2 every token a row gets is one of the two most likely after its prefix, by the
+// textbook decoder pass (plain_next_log_probs), and over 200 rows both of them occur.
+TEST_CASE("sample_decode: top_k = 2 draws only the two best tokens after each prefix, and both") {
+    auto model = tiny_model(73, 1.0f);
+    const int64_t B = 200, max_len = 5;
+    const Tokens src = models::pad_rows(std::vector<std::vector<int32_t>>(B, {3, 1, 2}), 0);   // (B, 3)
+    const Tokens out = models::sample_decode(*model, src, models::padding_mask(src, 0),
+                                             {.max_len = max_len, .bos = kBos, .eos = -1, .temperature = 2.0f, .top_k = 2, .seed = 74});
+    REQUIRE(out.shape == Shape{B, max_len});
+    int second_best = 0;
+    for (int64_t b = 0; b < B; b++) {
+        std::vector<int32_t> prefix{kBos};
+        for (int64_t t = 1; t < max_len; t++) {
+            std::vector<double> lp = plain_next_log_probs(*model, kSrc, prefix);
+            const int32_t best = static_cast<int32_t>(std::max_element(lp.begin(), lp.end()) - lp.begin());
+            lp[best] = -INFINITY;
+            const int32_t second = static_cast<int32_t>(std::max_element(lp.begin(), lp.end()) - lp.begin());
+            const int32_t token = out[b * max_len + t];
+            CAPTURE(b);
+            CAPTURE(str(prefix));
+            CHECK((token == best || token == second));
+            second_best += token == second;
+            prefix.push_back(token);
+        }
+    }
+    CHECK(second_best > 0);
+    CHECK(second_best < B * (max_len - 1));
+}
+
+// The draws are counter-based (counter_uniform(seed, row * max_len + step), as dropout's): the
+// seed decides every token, on any number of threads; another seed other tokens; a generator
+// passed as `rng` gives each call a fresh seed; and row 0's tokens are the ones it gets alone.
+TEST_CASE("sample_decode: the same seed gives the same tokens on 1 and 2 threads, another seed others; rng draws afresh") {
+    auto model = tiny_model(75, 1.0f);
+    Rng rng(76);
+    const std::vector<std::vector<int32_t>> rows = random_sources(rng, 6, kV, 7);
+    const Tokens src = models::pad_rows(rows, 0);   // (6, S)
+    const Mask m = models::padding_mask(src, 0);
+    const auto sample = [&](uint64_t seed, Rng* draws = nullptr) {
+        return models::sample_decode(*model, src, m, {.max_len = 9, .bos = kBos, .eos = kEos, .seed = seed, .rng = draws}).data;
+    };
+    const std::vector<int32_t> first = sample(5);
+    {
+        ThreadCount two(2);
+        CHECK(sample(5) == first);
+    }
+    {
+        ThreadCount one(1);
+        CHECK(sample(5) == first);
+    }
+    CHECK(sample(6) != first);
+    Rng a(9), b(9);
+    const std::vector<int32_t> from_a = sample(0, &a);
+    CHECK(sample(0, &a) != from_a);   // the generator moved on: another seed
+    CHECK(sample(0, &b) == from_a);   // a generator in the same state: the same seed
+    Rng c(9);
+    CHECK(from_a == sample(c.next_u64()));   // what rng does: one seed drawn from it
+    const Tokens one(rows[0], {1, static_cast<int64_t>(rows[0].size())});
+    const Tokens alone = models::sample_decode(*model, one, models::padding_mask(one, 0), {.max_len = 9, .bos = kBos, .eos = kEos, .seed = 5});
+    std::vector<int32_t> row0(first.begin(), first.begin() + static_cast<int64_t>(first.size()) / 6);
+    while (row0.size() > alone.data.size() && row0.back() == 0) row0.pop_back();   // the batch's padding
+    CHECK(row0 == alone.data);
+}
+
+TEST_CASE("sample_decode and sampling_probs refuse a temperature <= 0, a negative top_k and a top_p outside (0, 1], naming each") {
+    auto model = tiny_model(77, 1.0f);
+    const Mask m = models::padding_mask(kSrc, 0);
+    const auto refused = [&](const models::SampleOptions& opt, const std::string& message) {
+        CHECK_THROWS_WITH_AS(models::sample_decode(*model, kSrc, m, opt), doctest::Contains(("sample_decode: " + message).c_str()), std::invalid_argument);
+        CHECK_THROWS_WITH_AS(models::sampling_probs(kScores.data(), 7, opt), doctest::Contains(("sampling_probs: " + message).c_str()),
+                             std::invalid_argument);
+    };
+    refused({.temperature = 0.0f}, "temperature must be > 0, got 0");
+    refused({.temperature = -1.5f}, "temperature must be > 0, got -1.5");
+    refused({.temperature = NAN}, "temperature must be > 0, got nan");
+    refused({.top_k = -1}, "top_k must be >= 0 (0: every token), got -1");
+    refused({.top_p = 0.0f}, "top_p must be in (0, 1] (1: every token), got 0");
+    refused({.top_p = 1.5f}, "top_p must be in (0, 1] (1: every token), got 1.5");
+    CHECK_THROWS_WITH_AS(models::sample_decode(*model, kSrc, m, {.max_len = 0}), doctest::Contains("sample_decode: max_len must be >= 1, got 0"),
+                         std::invalid_argument);
 }

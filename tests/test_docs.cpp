@@ -19,6 +19,7 @@
 #include "examples/common/kept_epochs.h"
 #include "examples/data/attention_by_hand_numbers.h"
 #include "examples/eval/compare_eval.h"
+#include "models/decoding.h"
 #include "models/transformer.h"
 #include "nn/nn.h"
 #include "optim/optim.h"
@@ -708,6 +709,44 @@ TEST_CASE("docs/12: averaging the last checkpoints of noisy SGD on a quadratic")
     const std::vector<double> one = run(1, Ks);
     CHECK(one[0] == doctest::Approx(0.0013).epsilon(0.04));
     for (size_t i = 1; i < Ks.size(); i++) CHECK(one[i] > one[0]);
+}
+
+// docs/14's sampling section: logits (2, 1, 0) at T = 1, 0.5 and 2, top-k 2 and top-p 0.8 (the
+// top-2 again), each p worked out here in double, the quote to 4 decimals, and sampling_probs
+// giving the same; and the cumulative bounds of the inverse-CDF draw.
+TEST_CASE("docs/14: sampling's worked example") {
+    const float z[3] = {2.0f, 1.0f, 0.0f};
+    struct Row { double T; int k; float top_p; std::vector<double> quote; };
+    const std::vector<Row> rows = {{1.0, 0, 1.0f, {0.6652, 0.2447, 0.0900}}, {0.5, 0, 1.0f, {0.8668, 0.1173, 0.0159}},
+                                   {2.0, 0, 1.0f, {0.5065, 0.3072, 0.1863}}, {1.0, 2, 1.0f, {0.7311, 0.2689, 0.0}},
+                                   {1.0, 0, 0.8f, {0.7311, 0.2689, 0.0}}};
+    for (const Row& r : rows) {
+        CAPTURE(r.T);
+        CAPTURE(r.k);
+        CAPTURE(r.top_p);
+        const int kept = r.k > 0 ? r.k : r.top_p < 1.0f ? 2 : 3;   // top-p 0.8: 0.6652 < 0.8 <= 0.9099
+        double sum = 0.0;
+        for (int i = 0; i < kept; i++) sum += std::exp(z[i] / r.T);
+        const std::vector<double> p = models::sampling_probs(z, 3, {.temperature = static_cast<float>(r.T), .top_k = r.k, .top_p = r.top_p});
+        for (int i = 0; i < 3; i++) {
+            CAPTURE(i);
+            const double formula = i < kept ? std::exp(z[i] / r.T) / sum : 0.0;
+            CHECK(std::fabs(formula - r.quote[i]) <= 0.5e-4);
+            CHECK(p[i] == doctest::Approx(formula).epsilon(1e-6));
+        }
+    }
+    // the sums quoted: 11.107, 62.987, 5.367, 10.107
+    CHECK(std::exp(2.0) + std::exp(1.0) + 1.0 == doctest::Approx(11.107).epsilon(1e-4));
+    CHECK(std::exp(4.0) + std::exp(2.0) + 1.0 == doctest::Approx(62.987).epsilon(1e-4));
+    CHECK(std::exp(1.0) + std::exp(0.5) + 1.0 == doctest::Approx(5.367).epsilon(1e-4));
+    CHECK(std::exp(2.0) + std::exp(1.0) == doctest::Approx(10.107).epsilon(1e-4));
+    // the draw at T = 1: u < 0.6652 token 0, u < 0.9099 token 1, the rest token 2
+    const std::vector<double> t1 = models::sampling_probs(z, 3, {});
+    CHECK(t1[0] + t1[1] == doctest::Approx(0.9099).epsilon(1e-4));
+    CHECK(models::sample_token(t1, 0.6651f) == 0);
+    CHECK(models::sample_token(t1, 0.6653f) == 1);
+    CHECK(models::sample_token(t1, 0.9098f) == 1);
+    CHECK(models::sample_token(t1, 0.9100f) == 2);
 }
 
 TEST_CASE("docs/16: bf16's rounding error, and Adam steps near w = 0.1") {

@@ -665,6 +665,86 @@ TEST_CASE("translation --beam K: the test score and the translations use a beam 
     }
 }
 
+// --sample draws each token (models::sample_decode) with --temperature, --top-k and --top-p, and
+// --seed the draws: each flag changes the translations, to the library's for the same settings.
+// The model is one epoch of a tiny run, unsure of its words, so that every setting shows.
+TEST_CASE("translation --sample --temperature --top-k --top-p --seed: each changes the translations, to the library's for them") {
+    const Corpus c = write_corpus("translation-sample");
+    const RemoveOnExit cleanup{c.dir};
+    const std::string saved = (c.dir / "model.safetensors").string();
+    // the test score: greedy, then the sampled translations, scored as the library scores them
+    const ExampleRun trained = run_example("translation", tiny_run(c, {"--save", saved, "--sample", "--temperature", "2", "--seed", "3"}));
+    REQUIRE(trained.status == 0);
+    const Loaded l = load_checkpoint(saved);
+    const auto with = [](float T, int k, float top_p, uint64_t seed) {
+        return models::SampleOptions{.temperature = T, .top_k = k, .top_p = top_p, .seed = seed};
+    };
+    const models::SampleOptions test_sampling = with(2.0f, 0, 1.0f, 3);
+    const eval::Score sampled = eval::score(*l.model, l.codec, c.test, 0, false, true, &test_sampling);
+    CHECK(lines_starting(trained.out, "test beam") == 0);
+    CHECK(bleu_details(line_starting(trained.out, "test sample T 2: ")) == data::to_string(sampled.bleu));
+    CHECK(line_starting(trained.out, "test BLEU: ").find("(sample T 2)") != std::string::npos);
+    CHECK(bleu_details(line_starting(trained.out, "test greedy: ")) == data::to_string(eval::score(*l.model, l.codec, c.test, 0, false).bleu));
+
+    // --load --stdin: every sentence of the grammar, with each setting
+    std::vector<data::Pair> all;
+    std::vector<std::string> texts;
+    for (int i = 0; i < kDistinctSentences; i++) all.push_back(sentence(i)), texts.push_back(sentence(i).src);
+    const auto library = [&](const models::SampleOptions& opt) { return eval::translate(*l.model, l.codec, texts, 0, true, "", nullptr, &opt); };
+    const auto program = [&](std::vector<std::string> flags) {
+        flags.insert(flags.begin(), {"--load", saved, "--stdin"});
+        const ExampleRun r = run_example("translation", flags, source_lines(all));
+        INFO(r.err);
+        REQUIRE(r.status == 0);
+        return lines_of(r.out);
+    };
+    const std::vector<std::string> greedy = eval::translate(*l.model, l.codec, texts, 0);
+    const std::vector<std::vector<std::string>> expected = {
+        library(with(1.0f, 0, 1.0f, 1)),   // --sample (T 1, the default --seed 1)
+        library(with(4.0f, 0, 1.0f, 1)),   // --temperature 4
+        library(with(4.0f, 0, 1.0f, 2)),   // --seed 2
+        library(with(4.0f, 2, 1.0f, 1)),   // --top-k 2
+        library(with(4.0f, 0, 0.5f, 1)),   // --top-p 0.5
+    };
+    for (size_t i = 0; i < expected.size(); i++) {   // the case this test is for: every flag changes something
+        CAPTURE(i);
+        REQUIRE(expected[i] != greedy);
+        if (i > 0) REQUIRE(expected[i] != expected[i == 1 ? 0 : 1]);
+    }
+    CHECK(program({"--sample"}) == expected[0]);
+    CHECK(program({"--sample", "--temperature", "4"}) == expected[1]);
+    CHECK(program({"--sample", "--temperature", "4", "--seed", "2"}) == expected[2]);
+    CHECK(program({"--sample", "--temperature", "4", "--top-k", "2"}) == expected[3]);
+    CHECK(program({"--sample", "--temperature", "4", "--top-p", "0.5"}) == expected[4]);
+    CHECK(program({"--sample", "--temperature", "4", "--top-k", "1"}) == greedy);   // one token left: greedy's
+    // --translate: the first sentence of the same draws
+    const ExampleRun one = run_example("translation", {"--load", saved, "--sample", "--temperature", "4", "--translate", texts[0]});
+    REQUIRE(one.status == 0);
+    CHECK(one.out == library(with(4.0f, 0, 1.0f, 1))[0] + "\n");
+}
+
+// The sampling flags refuse what would do nothing, or could not be drawn from, before anything runs.
+TEST_CASE("translation --sample: refused with --beam; --temperature, --top-k, --top-p without it; bad values; --seed with --load only with it") {
+    const Corpus c = write_corpus("translation-sample-flags");
+    const RemoveOnExit cleanup{c.dir};
+    for (const char* flag : {"--temperature", "--top-k", "--top-p"}) {
+        CAPTURE(flag);
+        check_refused_in_one_line(run_example("translation", tiny_run(c, {flag, "1"})), std::string(flag) + " does nothing without --sample");
+    }
+    check_refused_in_one_line(run_example("translation", tiny_run(c, {"--sample", "--beam", "4"})),
+                              "--sample and --beam each choose how to decode: give one");
+    check_refused_in_one_line(run_example("translation", tiny_run(c, {"--sample", "--temperature", "0"})), "--temperature must be > 0, got 0");
+    check_refused_in_one_line(run_example("translation", tiny_run(c, {"--sample", "--temperature", "-1"})), "--temperature must be >= 0");
+    check_refused_in_one_line(run_example("translation", tiny_run(c, {"--sample", "--top-k", "-1"})), "--top-k must be >= 0, got -1");
+    check_refused_in_one_line(run_example("translation", tiny_run(c, {"--sample", "--top-p", "0"})), "--top-p must be > 0, got 0");
+    check_refused_in_one_line(run_example("translation", tiny_run(c, {"--sample", "--top-p", "1.5"})), "--top-p must be between 0 and 1, got 1.5");
+    const std::string model = (c.dir / "m.safetensors").string();
+    REQUIRE(run_example("translation", tiny_run(c, {"--save", model})).status == 0);
+    check_refused_in_one_line(run_example("translation", {"--load", model, "--translate", "The cat sees .", "--seed", "3"}),
+                              "--seed does nothing with --load");
+    CHECK(run_example("translation", {"--load", model, "--translate", "The cat sees .", "--seed", "3", "--sample"}).status == 0);
+}
+
 // Greedy decoding (--beam 0) throughout: the question here is what --load, --translate and
 // --stdin do; what the beam does is --beam's test.
 TEST_CASE("translation --load PATH with --translate TEXT and --stdin: the saved model's translations, one line per input line") {

@@ -1850,6 +1850,43 @@ TEST_CASE("docs/14 exercise 3: the length penalty forgotten: every alpha ranks b
     // one a brute force over every hypothesis picks" in tests/test_decoding.cpp catches it)
 }
 
+TEST_CASE("docs/14 exercise 4: sampling the table, at T = 1 and with top-k = 2") {
+    using namespace ex14;
+    const auto& T = kTable;
+    // by hand, T = 1: the products of the table's entries
+    const double a_c_eos = T[kBos][kA] * T[kA][kC] * T[kC][kEos], b_eos = T[kBos][kB] * T[kB][kEos];
+    CHECK(a_c_eos == doctest::Approx(0.2475).epsilon(1e-12));
+    CHECK(b_eos == doctest::Approx(0.28).epsilon(1e-12));
+    // top-2: each row's two most likely tokens, renormalised: after bos a 0.5 / 0.9 and b 0.4 / 0.9,
+    // after a c 0.55 / 0.8, after b eos 0.7 / 0.9, after c eos 0.9 / 0.96
+    const double a_c_eos_2 = (0.5 / 0.9) * (0.55 / 0.8) * (0.9 / 0.96), b_eos_2 = (0.4 / 0.9) * (0.7 / 0.9);
+    CHECK(a_c_eos_2 == doctest::Approx(0.3581).epsilon(1e-3));
+    CHECK(b_eos_2 == doctest::Approx(0.3457).epsilon(1e-3));
+    // the library: 40,000 rows of one call, each its own draws; the frequencies within 0.01 (4
+    // standard deviations) of the probabilities
+    auto model = table_model(kTable);
+    const int64_t B = 40000;
+    const Tokens src = Tokens::full({B, 2}, kA);
+    const auto frequencies = [&](int top_k) {
+        const Tokens out = models::sample_decode(*model, src, models::padding_mask(src, 0),
+                                                 {.max_len = 10, .bos = kBos, .eos = kEos, .pad = 0, .top_k = top_k, .seed = 14});
+        const int64_t L = out.size(1);
+        double a_c = 0.0, b = 0.0;
+        for (int64_t r = 0; r < B; r++) {
+            const std::vector<int32_t> row(out.data.begin() + r * L, out.data.begin() + r * L + std::min<int64_t>(L, 4));
+            a_c += row == std::vector<int32_t>{kBos, kA, kC, kEos};
+            b += std::vector<int32_t>(row.begin(), row.begin() + 3) == std::vector<int32_t>{kBos, kB, kEos};
+        }
+        return std::pair{a_c / B, b / B};
+    };
+    const auto [a_c_1, b_1] = frequencies(0);
+    CHECK(std::fabs(a_c_1 - a_c_eos) < 0.01);
+    CHECK(std::fabs(b_1 - b_eos) < 0.01);
+    const auto [a_c_2, b_2] = frequencies(2);
+    CHECK(std::fabs(a_c_2 - a_c_eos_2) < 0.01);
+    CHECK(std::fabs(b_2 - b_eos_2) < 0.01);
+}
+
 // ---------------------------------------------------------------- docs/15: making it fast
 
 namespace ex15 {

@@ -57,9 +57,12 @@ std::vector<std::vector<size_t>> decoding_batches(const std::vector<std::vector<
 }
 
 std::vector<std::vector<int32_t>> translate_ids(models::Seq2Seq& model, const std::vector<std::vector<int32_t>>& srcs,
-                                                int beam, int64_t max_len, bool kv_cache, int64_t* positions) {
+                                                int beam, int64_t max_len, bool kv_cache, int64_t* positions,
+                                                const models::SampleOptions* sample) {
+    if (sample && beam > 0) throw std::invalid_argument("translate_ids: sampling or a beam, not both");
     model.eval();
     std::vector<std::vector<int32_t>> out(srcs.size());
+    autograd::Rng draws(sample ? sample->seed : 0);   // sampling: a seed for each batch
     for (const auto& idx : decoding_batches(srcs, beam)) {   // out[] keeps the input order
         std::vector<std::vector<int32_t>> rows;
         for (size_t i : idx) rows.push_back(srcs[i]);
@@ -73,9 +76,15 @@ std::vector<std::vector<int32_t>> translate_ids(models::Seq2Seq& model, const st
             for (size_t r = 0; r < idx.size(); r++) out[idx[r]] = best[r].tokens;
             continue;
         }
-        const Tokens ys = models::greedy_decode(model, src, src_mask,
-                                                {.max_len = max_len, .bos = Vocab::BOS, .eos = Vocab::EOS, .pad = Vocab::PAD,
-                                                 .kv_cache = kv_cache, .positions = positions});
+        // sampling: sample's temperature, top_k and top_p, and this batch's seed drawn from `draws`
+        const Tokens ys = sample ? models::sample_decode(model, src, src_mask,
+                                                         {.max_len = max_len, .bos = Vocab::BOS, .eos = Vocab::EOS, .pad = Vocab::PAD,
+                                                          .temperature = sample->temperature, .top_k = sample->top_k,
+                                                          .top_p = sample->top_p, .rng = &draws, .kv_cache = kv_cache,
+                                                          .positions = positions})
+                                 : models::greedy_decode(model, src, src_mask,
+                                                         {.max_len = max_len, .bos = Vocab::BOS, .eos = Vocab::EOS, .pad = Vocab::PAD,
+                                                          .kv_cache = kv_cache, .positions = positions});
         const int64_t L = ys.size(1);
         for (size_t r = 0; r < idx.size(); r++) {
             out[idx[r]].assign(ys.data.begin() + r * L, ys.data.begin() + (r + 1) * L);
@@ -151,10 +160,11 @@ void check_sentence(const data::TextCodec& codec, int64_t max_len, const std::st
 }
 
 std::vector<std::string> translate(models::Seq2Seq& model, const data::TextCodec& codec, const std::vector<std::string>& texts,
-                                   int beam, bool kv_cache, const std::string& attention_svg, int64_t* positions) {
+                                   int beam, bool kv_cache, const std::string& attention_svg, int64_t* positions,
+                                   const models::SampleOptions* sample) {
     std::vector<std::vector<int32_t>> srcs;
     for (const std::string& text : texts) srcs.push_back(codec.encode_source(codec.tokenize(text)));
-    const std::vector<std::vector<int32_t>> outs = translate_ids(model, srcs, beam, codec.max_len + 2, kv_cache, positions);
+    const std::vector<std::vector<int32_t>> outs = translate_ids(model, srcs, beam, codec.max_len + 2, kv_cache, positions, sample);
     if (!attention_svg.empty() && !texts.empty()) draw_attention(model, codec, texts[0], srcs[0], outs[0], attention_svg);
     std::vector<std::string> translations;
     for (const auto& ids : outs) translations.push_back(codec.decode_target(ids));
@@ -173,7 +183,7 @@ std::string describe(const std::vector<LengthBucket>& buckets) {
 }
 
 Score score(models::Seq2Seq& model, const data::TextCodec& codec, const std::vector<data::Pair>& pairs, int beam,
-            bool bleu_lowercase, bool kv_cache) {
+            bool bleu_lowercase, bool kv_cache, const models::SampleOptions* sample) {
     std::vector<std::vector<int32_t>> srcs;
     std::vector<std::string> refs;
     for (const data::Pair& p : pairs) {
@@ -184,7 +194,7 @@ Score score(models::Seq2Seq& model, const data::TextCodec& codec, const std::vec
         return data::tokenize_13a(bleu_lowercase ? data::to_lower_utf8(line) : line);
     };
     Score s;
-    for (const auto& ids : translate_ids(model, srcs, beam, codec.max_len + 2, kv_cache, &s.decoder_positions)) {
+    for (const auto& ids : translate_ids(model, srcs, beam, codec.max_len + 2, kv_cache, &s.decoder_positions, sample)) {
         s.hypotheses.push_back(codec.decode_target(ids));
         s.exact += normalized(s.hypotheses.back()) == normalized(refs[s.hypotheses.size() - 1]);
     }

@@ -1,5 +1,5 @@
 // What the translation example does with a trained model: its loss on a set of pairs,
-// translations (greedy or beam search, in length-sorted batches), BLEU and exact match against
+// translations (greedy, beam search or sampling, in length-sorted batches), BLEU and exact match against
 // reference translations, and the encoder-decoder attention of one translation as heatmaps.
 #pragma once
 #include <string>
@@ -7,6 +7,7 @@
 
 #include "examples/data/bleu.h"
 #include "examples/data/translation_data.h"
+#include "models/decoding.h"
 #include "models/seq2seq.h"
 
 namespace eval {
@@ -26,8 +27,12 @@ std::vector<std::vector<size_t>> decoding_batches(const std::vector<std::vector<
 // the input order: greedy (beam == 0) or beam search, in batches of sentences of similar length.
 // kv_cache = false decodes by recomputing the whole prefix every step (models/decoding.h); with
 // `positions`, the decoder's work is added to it (the positions it ran, models/decoding.h).
+// With `sample` (beam must be 0), each token is drawn instead (models::sample_decode) with its
+// temperature, top_k and top_p; each batch draws a seed from a generator seeded with its seed, so
+// the same sentences and seed give the same translations.
 std::vector<std::vector<int32_t>> translate_ids(models::Seq2Seq& model, const std::vector<std::vector<int32_t>>& srcs,
-                                                int beam, int64_t max_len, bool kv_cache = true, int64_t* positions = nullptr);
+                                                int beam, int64_t max_len, bool kv_cache = true, int64_t* positions = nullptr,
+                                                const models::SampleOptions* sample = nullptr);
 
 // A sentence given to translate (--translate, a --stdin line), checked before any is translated:
 // it is valid UTF-8 and fits a model that reads max_len tokens (models::Seq2Seq::max_len), else
@@ -41,7 +46,7 @@ void check_sentence(const data::TextCodec& codec, int64_t max_len, const std::st
 // stderr (in colour on a terminal).
 std::vector<std::string> translate(models::Seq2Seq& model, const data::TextCodec& codec, const std::vector<std::string>& texts,
                                    int beam, bool kv_cache = true, const std::string& attention_svg = "",
-                                   int64_t* positions = nullptr);
+                                   int64_t* positions = nullptr, const models::SampleOptions* sample = nullptr);
 
 // BLEU of the sentences whose source has lo..hi words (Bahdanau et al.'s Figure 2 in miniature:
 // how a model holds up as sentences grow).
@@ -65,8 +70,8 @@ struct Score {
 // BLEU as sacreBLEU computes it: hypotheses (detokenized model output) against the references as
 // written in the data, case-sensitive unless bleu_lowercase. Exact match compares the same 13a
 // token sequences, so it does not depend on spacing either. by_length splits the BLEU by the
-// sources' lengths in words.
+// sources' lengths in words. `sample`: as in translate_ids.
 Score score(models::Seq2Seq& model, const data::TextCodec& codec, const std::vector<data::Pair>& pairs, int beam,
-            bool bleu_lowercase, bool kv_cache = true);
+            bool bleu_lowercase, bool kv_cache = true, const models::SampleOptions* sample = nullptr);
 
 }  // namespace eval

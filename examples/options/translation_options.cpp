@@ -36,12 +36,19 @@ Translation parse_translation(int argc, char** argv) {
           "batches of similar-length pairs with about this many source and target tokens each, padding included "
           "(paper: 25000 on 8 GPUs). Default with --data: 1000; the toy corpus: sentence batches (--batch). 0: --batch")
         .min(-1);
-    common::add_training_flags(p, o.train, "random seed (data split, init, dropout, batch order)");
+    common::add_training_flags(p, o.train, "random seed (data split, init, dropout, batch order, --sample's draws)");
     common::add_model_flags(p, o.train);
     p.add("--average-last", &o.average_last,
           "also score the average of the last K epochs' parameters (paper, section 6.1: the last 5 checkpoints)").min(0);
     p.add("--label-smoothing", &o.label_smoothing, "label smoothing eps (paper: 0.1)").range(0, 1);
     p.add("--beam", &o.beam, "beam width for the test score and for translating (0: greedy)").range(0, 64);
+    p.flag("--sample", &o.sample, "translate (the test score, --translate, --stdin) by drawing each token from the model's "
+                                  "distribution instead of beam search: a different translation for each --seed");
+    p.add("--temperature", &o.sampling.temperature, "with --sample, T > 0: p ~ exp(logit / T); below 1 sharper (towards greedy), "
+                                                    "above 1 flatter (towards uniform)", "T").min(0);
+    p.add("--top-k", &o.sampling.top_k, "with --sample: draw among the K most likely tokens only (0: all)", "K").min(0);
+    p.add("--top-p", &o.sampling.top_p, "with --sample: draw among the fewest most likely tokens whose probability reaches P "
+                                        "(nucleus sampling; 1: all)", "P").range(0, 1);
     p.add("--save", &o.save, "where to keep the best checkpoint (lowest validation loss). A model already there is "
                              "replaced at the first epoch's end (the run says so when it starts)", "PATH");
     p.add("--load", &o.load, "use the model saved at PATH instead of training", "PATH");
@@ -58,12 +65,20 @@ Translation parse_translation(int argc, char** argv) {
     p.add("--resume", &o.resume, "continue the run whose state an interrupt (Ctrl-C) saved at PATH; give the flags that run had", "PATH");
     p.parse(argc, argv);
     if ((!o.translate.empty() || o.use_stdin) && o.load.empty()) p.fail("--translate and --stdin need --load PATH");
+    for (const char* f : {"--temperature", "--top-k", "--top-p"})
+        if (p.given(f) && !o.sample) p.fail(std::string(f) + " does nothing without --sample");
+    if (o.sample && p.given("--beam")) p.fail("--sample and --beam each choose how to decode: give one");
+    if (o.sample) o.beam = 0;
+    if (!(o.sampling.temperature > 0.0f)) p.fail("--temperature must be > 0, got 0 (towards 0 sampling is greedy: --beam 0)");
+    if (!(o.sampling.top_p > 0.0f)) p.fail("--top-p must be > 0, got 0 (1 keeps every token)");
+    o.sampling.seed = o.train.seed;   // --sample's draws
     if (!o.load.empty())   // the model and its vocabularies come from the file: what would train or read a corpus does nothing
         for (const char* f : {"--data", "--valid", "--test", "--lowercase", "--bleu-lowercase", "--min-freq", "--bpe", "--tie-weights",
                               "--no-tie-weights", "--max-len", "--epochs", "--batch", "--batch-tokens", "--warmup", "--lr-factor",
                               "--dropout", "--shards", "--seed", "--average-last", "--label-smoothing", "--save", "--plot",
                               "--resume", "--memory-report", "--context", "--score", "--reverse-source", "--unidirectional"})
-            if (p.given(f)) p.fail(std::string(f) + " does nothing with --load (the model comes from the file; nothing trains)");
+            if (p.given(f) && !(o.sample && f == std::string("--seed")))   // --seed also picks --sample's draws
+                p.fail(std::string(f) + " does nothing with --load (the model comes from the file; nothing trains)");
     if (!o.attention.empty() && o.translate.empty() && !o.use_stdin) p.fail("--attention needs a sentence: --translate TEXT or --stdin");
     if (!o.load.empty() && o.translate.empty() && !o.use_stdin)
         p.fail("--load needs something to translate: --translate TEXT or --stdin (the test score comes at the end of training)");

@@ -5,6 +5,7 @@
 
 #include "examples/common/training_flags.h"
 #include "examples/data/translation_data.h"
+#include "models/decoding.h"
 
 namespace options {
 
@@ -18,6 +19,8 @@ struct Translation {
     int batch_tokens = -1;   // -1: 1000 for --data, sentence batches (--batch) for the toy corpus
     float label_smoothing = 0.1f;
     bool bleu_lowercase = false, use_stdin = false, no_kv_cache = false;
+    bool sample = false;              // --sample: draw each token instead of beam search or greedy
+    models::SampleOptions sampling;   // its --temperature, --top-k, --top-p; its seed is --seed
     bool memory_report = false;    // a line of memory figures after each phase of the run
     bool no_tie_weights = false;   // neither it nor --tie-weights: tied exactly when the vocabulary is shared
     std::string save = "translation.safetensors", load, translate, attention, plot, resume;
