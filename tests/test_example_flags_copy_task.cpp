@@ -903,6 +903,7 @@ TEST_CASE("copy_task: Ctrl-C saves the run and says how to continue; --resume en
     std::vector<std::string> again = args;
     again.insert(again.end(), {"--resume", state});
     const ExampleRun resumed = run_example("copy_task", again);
+    INFO(resumed.err);
     REQUIRE(resumed.status == 0);
     const std::vector<StepLine> rest = step_lines(resumed.out), all = step_lines(straight.out);
     REQUIRE(rest.size() + first.size() == all.size());

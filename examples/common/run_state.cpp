@@ -64,7 +64,10 @@ std::vector<double> as_f64(const TensorRecord& r, const std::string& path) {
     if (r.dtype != "F64" || r.shape.size() != 1)
         throw std::runtime_error("'" + path + "': '" + r.name + "' should be one row of F64");
     std::vector<double> v(static_cast<size_t>(r.shape[0]));
-    std::memcpy(v.data(), r.bytes.data(), v.size() * sizeof(double));
+    if (r.bytes.size() != v.size() * sizeof(double))
+        throw std::runtime_error("'" + path + "': '" + r.name + "' holds " + std::to_string(r.bytes.size()) + " bytes for " +
+                                 std::to_string(v.size()) + " F64 values");
+    if (!v.empty()) std::memcpy(v.data(), r.bytes.data(), r.bytes.size());   // (an empty row may have no buffer at all)
     return v;
 }
 
