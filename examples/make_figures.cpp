@@ -38,6 +38,8 @@ int main(int argc, char** argv) {
         if (!copy_model.empty()) figures::copy_attention(copy_model, at("copy_attention.svg"));                      // docs/14
         if (!translation_model.empty()) figures::beam_tree(translation_model, sentence, at("beam_tree.svg"));   // docs/14
         // Part II, engineering
+        figures::step_floor(at("step_floor.svg"));                     // docs/15
+        figures::two_threads(at("two_threads.svg"));                   // docs/15
         figures::bf16_bits(at("bf16_bits.svg"));                       // docs/16
     } catch (const std::exception& e) {
         std::fprintf(stderr, "make_figures: %s\n", e.what());

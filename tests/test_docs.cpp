@@ -19,6 +19,7 @@
 #include "examples/common/kept_epochs.h"
 #include "examples/data/attention_by_hand_numbers.h"
 #include "examples/eval/compare_eval.h"
+#include "examples/figures/figures.h"
 #include "models/decoding.h"
 #include "models/transformer.h"
 #include "nn/nn.h"
@@ -799,4 +800,26 @@ TEST_CASE("docs/16: bf16's rounding error, and Adam steps near w = 0.1") {
     CHECK(32768.0 / 100000 == doctest::Approx(1.0 / 3).epsilon(0.02));
     CHECK(moved(paper.lr_at(33000)) == 0.0f);       // a step of lr on w = 0.1 is lost from then on
     CHECK(moved(paper.lr_at(100000)) == 0.0f);
+}
+
+// docs/15's two figures draw figures::kStepTimes; the chapter's table quotes the same numbers.
+TEST_CASE("docs/15: the table's floor and 2-thread rows are the numbers its figures draw") {
+    const std::string chapter = read_whole_file("docs/15-making-it-fast.md");
+    const figures::StepTimes& t = figures::kStepTimes;
+    // (snprintf instead of "literal" + std::string: g++ 12's -Wrestrict misreads the latter)
+    char paper[96], floor[96], threads[128];
+    std::snprintf(paper, sizeof paper, "(%.1f ms against %.1f ms)", t.paper_ours_ms, t.paper_torch_ms);
+    std::snprintf(floor, sizeof floor, "**%.0f ms**, 81%% of the measured %.1f ms", t.paper_floor_ms, t.paper_ours_ms);
+    std::snprintf(threads, sizeof threads, "(%.1f-%.1f ms on 1 thread, %.1f-%.1f ms on 2)", t.d128_one_thread_ms[0],
+                  t.d128_one_thread_ms[1], t.d128_two_threads_ms[0], t.d128_two_threads_ms[1]);
+    CHECK(chapter.find(paper) != std::string::npos);
+    CHECK(chapter.find(floor) != std::string::npos);
+    CHECK(chapter.find(threads) != std::string::npos);
+    // the floor's arithmetic: 67 GFLOP at 2 x 225 GFLOP/s, and its share of the measured step
+    CHECK(67.0 / (2 * 225.0) * 1000 == doctest::Approx(t.paper_floor_ms).epsilon(0.002));
+    CHECK(t.paper_floor_ms / t.paper_ours_ms == doctest::Approx(0.81).epsilon(0.005));
+    // and the speedup the table prints in bold: the ratio of the ranges' middles, 1.94
+    const double speedup = (t.d128_one_thread_ms[0] + t.d128_one_thread_ms[1]) / (t.d128_two_threads_ms[0] + t.d128_two_threads_ms[1]);
+    CHECK(speedup == doctest::Approx(1.94).epsilon(0.003));
+    CHECK(chapter.find("**1.94x**") != std::string::npos);
 }

@@ -1,5 +1,6 @@
-// The figure of Part II drawn here: the bf16 bit layout (chapter 16). (Chapter 15's GEMM blocking
-// is drawn by bench/bench_gemm.cpp, --tile-picture: it shows the machinery's own sizes.)
+// The figures of Part II drawn here: chapter 15's step against its floor and on 1 and 2 threads
+// (from the numbers of its table), and the bf16 bit layout (chapter 16). (Chapter 15's GEMM
+// blocking is drawn by bench/bench_gemm.cpp, --tile-picture: it shows the machinery's own sizes.)
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -34,9 +35,70 @@ std::string hex(uint32_t v, int digits) {   // hex(0x4049, 4) = "0x4049"
     std::snprintf(buf, sizeof buf, "0x%0*X", digits, static_cast<unsigned>(v));
     return buf;
 }
+// Horizontal bars on one time axis, each with its label and value; a bar with a range gets a
+// whisker from its low to its high end. A dashed line marks `reference_ms` when it is > 0.
+struct Bar {
+    std::string label;
+    double lo_ms, hi_ms;
+    std::string fill;
+};
+void time_bars(const std::string& path, const std::string& title, const std::vector<Bar>& bars, double axis_ms,
+               double reference_ms, const std::string& reference_label) {
+    const double left = 250, width = 430, top = 60, row = 46, bar_h = 26;
+    const double height = top + row * static_cast<double>(bars.size()) + 40;
+    common::SvgCanvas c(left + width + 110, height, title);
+    c.text(20, 24, title, 15, "start", "#222", true);
+    const auto x_of = [&](double ms) { return left + width * ms / axis_ms; };
+    for (size_t i = 0; i < bars.size(); i++) {
+        const Bar& b = bars[i];
+        const double y = top + row * static_cast<double>(i);
+        const double mid = (b.lo_ms + b.hi_ms) / 2;
+        c.text(left - 10, y + bar_h / 2 + 4, b.label, 13, "end");
+        c.rect(left, y, x_of(mid) - left, bar_h, b.fill, "#333", 1);
+        if (b.hi_ms > b.lo_ms) c.line(x_of(b.lo_ms), y + bar_h / 2, x_of(b.hi_ms), y + bar_h / 2, "#000", 2);
+        char value[64];
+        if (b.hi_ms > b.lo_ms) std::snprintf(value, sizeof value, "%.1f-%.1f ms", b.lo_ms, b.hi_ms);
+        else std::snprintf(value, sizeof value, "%.1f ms", b.lo_ms);
+        c.text(x_of(b.hi_ms) + 8, y + bar_h / 2 + 4, value, 12, "start");
+    }
+    const double axis_y = top + row * static_cast<double>(bars.size()) + 4;
+    c.line(left, axis_y, left + width, axis_y, "#444", 1);
+    for (int t = 0; t <= 4; t++) {
+        const double ms = axis_ms * t / 4;
+        c.line(x_of(ms), axis_y, x_of(ms), axis_y + 5, "#444", 1);
+        c.text(x_of(ms), axis_y + 18, str(ms) + " ms", 11);
+    }
+    if (reference_ms > 0) {
+        c.line(x_of(reference_ms), top - 8, x_of(reference_ms), axis_y, "#c0392b", 1.5, true);
+        c.text(x_of(reference_ms), top - 14, reference_label, 11, "middle", "#c0392b");
+    }
+    common::write_text_file(path, c.svg());
+    wrote(path);
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------- chapter 16: the bf16 bit layout
+
+// docs/15: --paper's measured step between its floor and PyTorch's, from the chapter's table.
+void step_floor(const std::string& path) {
+    const StepTimes& t = kStepTimes;
+    time_bars(path, "--paper training step, fp32, 2 threads: the floor, this project, PyTorch",
+              {{"floor: 67 GFLOP at 2 x 225 GFLOP/s", t.paper_floor_ms, t.paper_floor_ms, "#d9d9d9"},
+               {"this project", t.paper_ours_ms, t.paper_ours_ms, "#6baed6"},
+               {"PyTorch 1.13", t.paper_torch_ms, t.paper_torch_ms, "#fdae6b"}},
+              400.0, t.paper_floor_ms, "floor");
+}
+
+// docs/15: the D = 128 step on 1 and 2 threads (the ranges of the runs), against half of 1 thread's.
+void two_threads(const std::string& path) {
+    const StepTimes& t = kStepTimes;
+    const double one = (t.d128_one_thread_ms[0] + t.d128_one_thread_ms[1]) / 2;
+    time_bars(path, "D = 128 training step on 1 and 2 threads (dashed: half of 1 thread's time)",
+              {{"1 thread", t.d128_one_thread_ms[0], t.d128_one_thread_ms[1], "#c6dbef"},
+               {"2 threads, 2 shards", t.d128_two_threads_ms[0], t.d128_two_threads_ms[1], "#6baed6"}},
+              32.0, one / 2, "1 thread / 2");
+}
 
 // fp32 and bf16 side by side for three values of docs/16: the fp32 bits (std::memcpy of the float)
 // and the bits of autograd::round_to_bf16, the conversion the bf16 products read with. bf16 keeps

@@ -21,6 +21,18 @@ void copy_attention(const std::string& model_path, const std::string& path);
 void beam_tree(const std::string& model_path, const std::string& sentence, const std::string& path);
 
 // Part II, engineering (docs/15's GEMM blocking: bench_gemm --tile-picture)
+// docs/15's two measured pictures, drawn from the numbers of its table "Where it stands" (the
+// newest measurements of bench/RESULTS.md; tests/test_docs.cpp holds the chapter to them).
+struct StepTimes {
+    double paper_floor_ms = 149.0;    // --paper: 67 GFLOP at the peak, 2 x 225 GFLOP/s
+    double paper_ours_ms = 184.2;     // --paper, fp32, this project
+    double paper_torch_ms = 349.1;    // the same step in PyTorch 1.13
+    double d128_one_thread_ms[2] = {27.3, 28.5};   // D = 128, the range of the runs
+    double d128_two_threads_ms[2] = {14.3, 14.4};
+};
+inline constexpr StepTimes kStepTimes{};
+void step_floor(const std::string& path);            // docs/15: --paper's step against its floor and PyTorch
+void two_threads(const std::string& path);           // docs/15: D = 128 on 1 and 2 threads
 void bf16_bits(const std::string& path);             // docs/16: fp32 and bf16 bit layouts
 
 // Prints "wrote PATH".
