@@ -1938,7 +1938,9 @@ TEST_CASE("docs/15 exercise 1: the flops of a Linear layer and of a D = 128 step
     models::TransformerConfig cfg{.src_vocab = V, .tgt_vocab = V, .layers = 2, .d_model = D, .d_ff = F, .heads = H};
     const models::Transformer model(cfg);
     int64_t layers = 0, generator = 0, linears = 0;
-    for (const auto& [name, p] : model.named_parameters()) {
+    for (const auto& named : model.named_parameters()) {
+        const std::string& name = named.first;   // (not a structured binding: clang 14 cannot CAPTURE one)
+        const Tensor& p = named.second;
         CAPTURE(name);
         if (p.dim() != 2 || name.starts_with("src_embed") || name.starts_with("tgt_embed")) continue;   // lookups, not products
         const bool source_rows = name.starts_with("encoder.") || name.find("src_attn.w_k.") != std::string::npos ||
