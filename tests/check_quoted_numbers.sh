@@ -27,7 +27,11 @@ while IFS= read -r line || [ -n "$line" ]; do
         froms=0
         doc=${line#in }; doc=${doc%%: *}; doc_text=${line#in "$doc": }
         if [ ! -f "$doc" ]; then fail "no such doc: $doc"
-        elif ! tr '\n' ' ' < "$doc" | tr -s ' ' | grep -qF -- "$doc_text"; then fail "$doc does not say \"$doc_text\""
+        else
+            # the doc as one line, its runs of spaces squeezed (a variable, not a pipe into grep -q,
+            # whose early exit would fail the pipe under pipefail)
+            flat=$(tr '\n' ' ' < "$doc" | tr -s ' ')
+            grep -qF -- "$doc_text" <<< "$flat" || fail "$doc does not say \"$doc_text\""
         fi ;;
     'from '*': '*)
         log=${line#from }; log=${log%%: *}; log_text=${line#from "$log": }
