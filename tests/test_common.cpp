@@ -2,9 +2,12 @@
 // heatmaps and checkpoint averaging.
 #include <doctest/doctest.h>
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <filesystem>
 #include <limits>
 #include <sstream>
 #include <string>
@@ -14,9 +17,11 @@
 #include "examples/common/heatmap_terminal.h"
 #include "examples/common/kept_epochs.h"
 #include "examples/common/progress.h"
+#include "examples/common/run_state.h"
 #include "examples/common/svg.h"
 #include "examples/common/training_flags.h"
 #include "examples/common/training_log.h"
+#include "models/transformer.h"
 #include "nn/nn.h"
 #include "optim/optim.h"
 
@@ -580,6 +585,43 @@ TEST_CASE("TrainingLog: take_window is the weighted mean since the last one; the
     CHECK(log.steps() == 5);
     CHECK(log.last_loss() == 3.0f);
     CHECK(progress.str().find("loss 2") != std::string::npos);   // the live fields reach the progress line
+}
+
+// A Ctrl-C in the first epoch of a translation run: no epoch has ended, so the best validation
+// loss is still +inf, and a loss that went NaN makes the window's sum NaN. JSON has neither; the
+// state still saves, and restores the same values.
+TEST_CASE("save_run / restore_run: a run stopped before its first epoch ends (best loss +inf, a NaN window) saves and restores") {
+    const std::filesystem::path dir = std::filesystem::temp_directory_path() / ("run-state-" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir);
+    const std::string path = (dir / "state.safetensors").string();
+    models::Transformer model({.src_vocab = 7, .tgt_vocab = 7, .layers = 1, .d_model = 8, .d_ff = 16, .heads = 2, .dropout = 0.0f});
+    optim::Adam opt(model.parameters(), {.lr = 1.0f});
+    optim::NoamSchedule sched(opt, 8, 10);
+    std::ostringstream progress;
+    common::TrainingLog log(10, progress);
+    log.step(2.5f, 3, {});
+    log.step(NAN, 1, {});
+    common::KeptEpochs kept(2);
+    REQUIRE(std::isinf(kept.best_valid_loss()));
+    int64_t epoch = 1;
+    const common::RunState run{.model = &model, .opt = &opt, .sched = &sched, .log = &log, .kept = &kept,
+                               .rngs = {}, .counters = {{"epoch", &epoch}}, .settings = {}};
+    REQUIRE_NOTHROW(common::save_run(run, path));
+    std::ostringstream progress2;
+    common::TrainingLog log2(10, progress2);
+    common::KeptEpochs kept2(2);
+    kept2.add(model, 1, 3.0);   // something to be overwritten
+    int64_t epoch2 = 0;
+    common::RunState back{.model = &model, .opt = &opt, .sched = &sched, .log = &log2, .kept = &kept2, .rngs = {},
+                          .counters = {{"epoch", &epoch2}}, .settings = {}};
+    REQUIRE_NOTHROW(common::restore_run(path, back));
+    CHECK(std::isinf(kept2.best_valid_loss()));
+    CHECK(kept2.best_epoch() == 0);
+    CHECK(epoch2 == 1);
+    CHECK(log2.steps() == 2);
+    CHECK(std::isnan(log2.state().window_sum));
+    CHECK(log2.state().window_weight == 4.0);
+    std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("describe_lr_schedule: the words for the schedule make_lr_schedule makes") {

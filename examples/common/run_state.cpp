@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <stdexcept>
@@ -89,6 +90,12 @@ ParameterValues read_values(const autograd::io::SafetensorsFile& f, const std::s
     return values;
 }
 
+// JSON has no infinity or NaN, and a run can hold both: the best validation loss is +inf until
+// the first epoch ends (so a Ctrl-C in epoch 1 saves it), and a diverged loss makes the window's
+// sum NaN. They are written as null, and read back as the value null stands for.
+json::Value number_or_null(double x) { return std::isfinite(x) ? json::Value(x) : json::Value(nullptr); }
+double number_or(const json::Value& v, double null_means) { return v.is_null() ? null_means : v.as_number(); }
+
 }  // namespace
 
 void save_run(const RunState& run, const std::string& path) {
@@ -106,11 +113,12 @@ void save_run(const RunState& run, const std::string& path) {
         const KeptEpochs::State k = run.kept->state();
         add_values(records, "kept.best", k.best);
         for (size_t e = 0; e < k.last.size(); e++) add_values(records, "kept.last." + std::to_string(e), k.last[e]);
-        kept = {{"best_epoch", k.best_epoch}, {"best_loss", k.best_loss}, {"best_size", static_cast<int64_t>(k.best.size())},
+        kept = {{"best_epoch", k.best_epoch}, {"best_loss", number_or_null(k.best_loss)}, {"best_size", static_cast<int64_t>(k.best.size())},
                 {"last", static_cast<int64_t>(k.last.size())}};
     }
     json::Object resume{{"rngs", rngs}, {"counters", counters}, {"schedule_step", run.sched->current_step()},
-                        {"window", json::Object{{"sum", log.window_sum}, {"weight", log.window_weight}, {"steps", log.window_steps}}}};
+                        {"window", json::Object{{"sum", number_or_null(log.window_sum)}, {"weight", log.window_weight},
+                                                {"steps", log.window_steps}}}};
     if (run.kept) resume.push_back({"kept", kept});
     json::Object meta = run.settings;
     for (auto& entry : models::model_to_metadata(*run.model)) meta.push_back(std::move(entry));
@@ -147,13 +155,13 @@ void restore_run(const std::string& path, RunState& run) {
     const json::Value& window = at(resume, "window");
     run.log->restore({as_f64(record(f, "log.steps", path), path), as_f64(record(f, "log.losses", path), path),
                       as_f64(record(f, "log.valid_steps", path), path), as_f64(record(f, "log.valid_losses", path), path),
-                      at(window, "sum").as_number(), at(window, "weight").as_number(),
+                      number_or(at(window, "sum"), NAN), at(window, "weight").as_number(),
                       static_cast<int>(models::integer_from_json(at(window, "steps")))});
     if (run.kept) {
         const json::Value& k = at(resume, "kept");
         KeptEpochs::State s;
         s.best_epoch = static_cast<int>(models::integer_from_json(at(k, "best_epoch")));
-        s.best_loss = at(k, "best_loss").is_number() ? at(k, "best_loss").as_number() : INFINITY;
+        s.best_loss = number_or(at(k, "best_loss"), INFINITY);   // null: no epoch has ended yet
         s.best = read_values(f, "kept.best", static_cast<size_t>(models::integer_from_json(at(k, "best_size"))), path);
         for (int64_t e = 0; e < models::integer_from_json(at(k, "last")); e++)
             s.last.push_back(read_values(f, "kept.last." + std::to_string(e), s.best.size(), path));
