@@ -5,6 +5,7 @@
 #include <sys/resource.h>
 
 #include <cstdint>
+#include <algorithm>
 #include <cstdlib>
 #include <string>
 #include <vector>
@@ -42,6 +43,38 @@ TEST_CASE("allocator: reset_peak_memory starts the peak anew from the live bytes
     void* small = tensor_alloc(1000);
     CHECK(memory_stats().peak_live_bytes == memory_stats().live_bytes);   // 1024 bytes over the old live count
     tensor_free(small);
+}
+
+// Blocks of 128 KB and more are mappings the allocator keeps when they are freed (allocator.h).
+TEST_CASE("allocator: a freed big block serves the next request of about its size; the cache never passes 9/8 of the peak") {
+    kernels::release_free_memory();
+    kernels::reset_peak_memory();
+    CHECK(memory_stats().cached_bytes == 0);
+    void* a = tensor_alloc(1 << 20);
+    tensor_free(a);
+    CHECK(memory_stats().cached_bytes >= (1 << 20));
+    void* b = tensor_alloc((1 << 20) - 100000);   // 10% smaller: the same block
+    CHECK(b == a);
+    CHECK(memory_stats().cached_bytes == 0);
+    void* c = tensor_alloc(1 << 20);              // the cache is empty: a new one
+    CHECK(c != a);
+    tensor_free(b);
+    void* d = tensor_alloc(700000);               // 1 MB is more than 1/8 over: not that one
+    CHECK(d != a);
+    for (void* p : {c, d}) tensor_free(p);
+    // Shapes that keep changing, one block live at a time: the blocks of sizes never asked for
+    // again go, so that what is mapped stays within 9/8 of the biggest block (the peak).
+    kernels::release_free_memory();
+    kernels::reset_peak_memory();
+    std::size_t biggest = 0;
+    for (int i = 0; i < 200; i++) {
+        const std::size_t bytes = std::size_t(200 + (i * 7919) % 3000) << 10;   // 200 KB to 3.2 MB, in a scrambled order
+        biggest = std::max(biggest, bytes);
+        tensor_free(tensor_alloc(bytes));
+        CHECK(memory_stats().cached_bytes <= biggest + biggest / 8 + 2 * 65536);
+    }
+    kernels::release_free_memory();
+    CHECK(memory_stats().cached_bytes == 0);
 }
 
 TEST_CASE("allocator: live bytes balance after concurrent allocations from many threads") {

@@ -1,10 +1,37 @@
 #include "autograd/kernels/allocator.h"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <atomic>
+#include <cstdint>
 #include <limits>
+#include <mutex>
+#include <tuple>
+#include <utility>
+#include <vector>
 
 #if defined(__GLIBC__)
 #include <malloc.h>
+#endif
+
+// AddressSanitizer: a block waiting in the cache of large blocks is marked unreadable, so that a
+// use after free is still reported, as it is for the blocks that go back to malloc.
+#if defined(__SANITIZE_ADDRESS__)
+#define AUTOGRAD_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define AUTOGRAD_ASAN 1
+#endif
+#endif
+#ifdef AUTOGRAD_ASAN
+#include <sanitizer/asan_interface.h>
+#define POISON(p, n) ASAN_POISON_MEMORY_REGION(p, n)
+#define UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION(p, n)
+#else
+#define POISON(p, n) ((void)(p), (void)(n))
+#define UNPOISON(p, n) ((void)(p), (void)(n))
 #endif
 
 namespace autograd::kernels {
@@ -12,21 +39,139 @@ namespace autograd::kernels {
 namespace {
 
 constexpr std::size_t kAlign = 64;   // every block, and the header in front of it
-// A block is [header (kAlign bytes, holding the block's size) | the caller's bytes]: the header
-// tells tensor_free how many bytes go back, for the live-memory count.
-struct Header { std::size_t size; };
+// A block is [header (kAlign bytes) | the caller's bytes]: the header tells tensor_free how many
+// bytes go back, for the live-memory count, and, for a large block, the length of its mapping.
+struct Header {
+    std::size_t size;     // the caller's bytes, rounded up to whole cache lines
+    std::size_t mapped;   // a large block: the length of its own mapping; 0: a block from malloc
+};
 static_assert(sizeof(Header) <= kAlign);
 
 std::atomic<std::size_t> g_live{0}, g_peak{0};
 
-// glibc, by default, serves blocks of 128 KB and more (a threshold that grows up to 32 MB as it
-// sees such blocks freed) with mmap, unmapping them at free, and trims its heap when the top
-// 128 KB is free. Both return memory that the next training step asks for again, so each step
-// pays its page faults again. Serving every block up to 32 MB (the largest this setting takes)
-// from the heap and trimming only past 1 GB of free space at its top keeps the memory: after the
-// first step, a steady loop makes no page faults. To see the difference: the minor page faults
+// From this size on (header included) a block has a mapping of its own (LargeBlocks below);
+// smaller ones come from malloc.
+constexpr std::size_t kLargeBlock = std::size_t{128} << 10;
+
+std::size_t page_size() {
+    static const std::size_t page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+    return page;
+}
+
+// Large blocks: each one its own mapping from the kernel (mmap), and when freed, kept in a cache
+// for the next request of about its size instead of unmapped. A request takes the smallest cached
+// block of its size up to 1/8 more; only when none fits does it map a new one, and first unmaps
+// the blocks freed longest ago, for as long as the mapped bytes would otherwise pass 1/8 over the
+// most that was live since the start (or reset_peak_memory). So
+//   - a loop of fixed shapes finds every block it asks for in the cache from its second step on:
+//     no new pages (tests/test_allocator.cpp), and
+//   - a loop whose shapes change (translation batches of different lengths) holds at most 9/8 of
+//     the peak its live large blocks reach: a block never sits in the middle of a heap, where
+//     only requests that fit the hole can use it, as it does in malloc's.
+class LargeBlocks {
+public:
+    // A mapping of at least `bytes` (a multiple of the page size); returns its start and length.
+    std::pair<char*, std::size_t> take(std::size_t bytes) {
+        std::unique_lock lock(mutex_);
+        size_t best = cache_.size();
+        for (size_t i = 0; i < cache_.size(); i++)
+            if (cache_[i].length >= bytes && cache_[i].length <= bytes + bytes / 8 &&
+                (best == cache_.size() || cache_[i].length < cache_[best].length))
+                best = i;
+        if (best < cache_.size()) {
+            const Cached c = cache_[best];
+            cache_[best] = cache_.back();
+            cache_.pop_back();
+            count_live(c.length);
+            UNPOISON(c.base, c.length);
+            return {c.base, c.length};
+        }
+        count_live(bytes);
+        const std::size_t limit = peak_ + peak_ / 8;
+        while (!cache_.empty() && mapped_ + bytes > limit) {
+            const auto oldest = std::min_element(cache_.begin(), cache_.end(),
+                                                 [](const Cached& a, const Cached& b) { return a.freed_at < b.freed_at; });
+            UNPOISON(oldest->base, oldest->length);
+            ::munmap(oldest->base, oldest->length);
+            mapped_ -= oldest->length;
+            *oldest = cache_.back();
+            cache_.pop_back();
+        }
+        mapped_ += bytes;
+        lock.unlock();
+        void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED) {
+            lock.lock();
+            mapped_ -= bytes;
+            live_ -= bytes;
+            throw std::bad_alloc();
+        }
+        return {static_cast<char*>(p), bytes};
+    }
+
+    void give_back(char* base, std::size_t length) {
+        POISON(base, length);
+        std::lock_guard lock(mutex_);
+        live_ -= length;
+        try {
+            cache_.push_back({base, length, ++clock_});
+        } catch (const std::bad_alloc&) {   // (tensor_free cannot throw): not kept, then
+            UNPOISON(base, length);
+            ::munmap(base, length);
+            mapped_ -= length;
+        }
+    }
+
+    std::size_t cached() {
+        std::lock_guard lock(mutex_);
+        return mapped_ - live_;
+    }
+    // The cache's bound follows a new peak from here (reset_peak_memory).
+    void reset_peak() {
+        std::lock_guard lock(mutex_);
+        peak_ = live_;
+    }
+
+    // Unmaps every cached block (release_free_memory).
+    void release() {
+        std::lock_guard lock(mutex_);
+        for (const Cached& c : cache_) {
+            UNPOISON(c.base, c.length);
+            ::munmap(c.base, c.length);
+            mapped_ -= c.length;
+        }
+        cache_.clear();
+    }
+
+private:
+    struct Cached {
+        char* base;
+        std::size_t length;
+        std::uint64_t freed_at;   // clock_ when it was freed: the smallest is the oldest
+    };
+    void count_live(std::size_t length) {
+        live_ += length;
+        peak_ = std::max(peak_, live_);
+    }
+
+    std::mutex mutex_;
+    std::vector<Cached> cache_;   // freed, still mapped; a few hundred at most
+    std::size_t mapped_ = 0;      // live large blocks and cached ones
+    std::size_t live_ = 0, peak_ = 0;
+    std::uint64_t clock_ = 0;
+};
+
+LargeBlocks& large_blocks() {
+    static LargeBlocks* blocks = new LargeBlocks;   // never destroyed: tensors in static objects free into it at exit
+    return *blocks;
+}
+
+// Blocks from malloc (the smaller ones): glibc, by default, gives the top of its heap back to the
+// kernel when 128 KB there are free, and the next training step faults those pages in again.
+// Trimming only past 1 GB of free space keeps them. (M_MMAP_THRESHOLD: no block of malloc's is
+// mapped apart; the large ones do not reach it.) To see the difference: the minor page faults
 // /usr/bin/time -v reports for `bench_training d128 20` and `... d128 100` stay the same with
-// this, and grow by about 450 a step without it.
+// this, and grow by hundreds a step without it.
 bool keep_freed_memory() {
 #if defined(__GLIBC__)
     mallopt(M_MMAP_THRESHOLD, 32 << 20);
@@ -49,9 +194,16 @@ void* tensor_alloc(std::size_t bytes) {
     if (bytes > std::numeric_limits<std::size_t>::max() / 2) throw std::bad_alloc();
     bytes = (bytes + kAlign - 1) / kAlign * kAlign;   // whole cache lines, so the header stays aligned
     if (bytes == 0) bytes = kAlign;
-    void* base = ::operator new(kAlign + bytes, std::align_val_t(kAlign));
-    static_cast<Header*>(base)->size = bytes;
-    void* p = static_cast<char*>(base) + kAlign;
+    char* base;
+    std::size_t mapped = 0;
+    if (kAlign + bytes >= kLargeBlock) {
+        const std::size_t page = page_size();
+        std::tie(base, mapped) = large_blocks().take((kAlign + bytes + page - 1) / page * page);
+    } else {
+        base = static_cast<char*>(::operator new(kAlign + bytes, std::align_val_t(kAlign)));
+    }
+    *reinterpret_cast<Header*>(base) = {bytes, mapped};
+    void* p = base + kAlign;
     const std::size_t live = g_live.fetch_add(bytes, std::memory_order_relaxed) + bytes;
     std::size_t peak = g_peak.load(std::memory_order_relaxed);
     while (live > peak && !g_peak.compare_exchange_weak(peak, live, std::memory_order_relaxed)) {
@@ -62,16 +214,24 @@ void* tensor_alloc(std::size_t bytes) {
 
 void tensor_free(void* p) noexcept {
     if (!p) return;
-    void* base = static_cast<char*>(p) - kAlign;
-    g_live.fetch_sub(static_cast<Header*>(base)->size, std::memory_order_relaxed);
-    ::operator delete(base, std::align_val_t(kAlign));
+    char* base = static_cast<char*>(p) - kAlign;
+    const Header h = *reinterpret_cast<const Header*>(base);
+    g_live.fetch_sub(h.size, std::memory_order_relaxed);
+    if (h.mapped)
+        large_blocks().give_back(base, h.mapped);
+    else
+        ::operator delete(base, std::align_val_t(kAlign));
 }
 
-MemoryStats memory_stats() { return {g_live.load(), g_peak.load()}; }
+MemoryStats memory_stats() { return {g_live.load(), g_peak.load(), large_blocks().cached()}; }
 
-void reset_peak_memory() { g_peak.store(g_live.load()); }
+void reset_peak_memory() {
+    g_peak.store(g_live.load());
+    large_blocks().reset_peak();
+}
 
 void release_free_memory() {
+    large_blocks().release();
 #if defined(__GLIBC__)
     malloc_trim(0);
 #endif

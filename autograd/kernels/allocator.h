@@ -1,21 +1,26 @@
-// allocator: where tensor memory comes from, and why a training step pays no page faults.
+// allocator: where tensor memory comes from, and why a training step pays no page faults and
+// holds little more than its peak.
 //
 // A training step makes the same tensors, of the same sizes, every step: activations in the
-// forward pass, their gradients in the backward pass, and frees them all again. With the C
-// library's default settings that is slow in a way a profile shows plainly: glibc's malloc maps
-// every big block fresh from the kernel (mmap) and unmaps it at free, and gives the top of its
-// heap back when it empties, so every step pays a page fault (and the kernel zeroing a 4 KB page)
-// for each page it touches. So the first allocation asks glibc to keep what is freed instead
-// (keep_freed_memory in allocator.cpp): every block up to 32 MB comes from its heap, and the heap
-// is not trimmed. Freed memory then serves the next request, whatever its size (glibc splits and
-// merges free chunks), so
+// forward pass, their gradients in the backward pass, and frees them all again. Left to the C
+// library's defaults that is slow in a way a profile shows plainly: glibc's malloc maps every big
+// block fresh from the kernel (mmap) and unmaps it at free, so every step pays a page fault (and
+// the kernel zeroing a 4 KB page) for each page it touches. Serving the big blocks from malloc's
+// heap instead costs memory: a freed block in the middle of a heap serves only requests that fit
+// in it, and with batches of changing shapes (translation) the heaps of the two data-parallel
+// threads grew to 2.5-3 times the tensors' peak (bench/RESULTS.md, "Real-text memory again").
+// So the allocator keeps the big blocks itself (allocator.cpp):
+//   - a block of 128 KB and more is a mapping of its own; when freed it waits in a cache for the
+//     next request of its size (up to 1/8 smaller), and only blocks freed longest ago are
+//     unmapped, when the mapped total would pass 9/8 of the most the big blocks ever held;
+//   - smaller blocks come from malloc, which is asked to keep its heap (not trim it).
+// So
 //   - a loop of fixed shapes (the copy task's training) asks the kernel for no new page after
 //     its first step (tests/test_allocator.cpp checks this), and
-//   - a workload whose shapes keep changing (translation batches of different lengths, decoding
-//     after training) holds about its peak live memory, not a block of every shape it has seen.
-// The process keeps its peak memory until it exits. On a C library other than glibc the
-// setting is skipped: everything still works, with the page faults.
-//
+//   - a loop whose shapes keep changing holds about its peak live memory, not a block of every
+//     shape it has seen.
+// The process keeps its peak memory until it exits, or until release_free_memory().
+
 // Blocks are 64-byte aligned (one cache line, one AVX-512 vector). tensor_alloc, tensor_free and
 // FloatBuffer are declared in float_buffer.h, which autograd/tensor.h includes; this header adds
 // the memory statistics.
@@ -36,17 +41,20 @@ namespace autograd::kernels {
 struct MemoryStats {
     std::size_t live_bytes = 0;       // in blocks handed out and not yet freed
     std::size_t peak_live_bytes = 0;  // the most live_bytes has ever been
+    std::size_t cached_bytes = 0;     // big blocks freed and kept for reuse, still mapped
 };
 MemoryStats memory_stats();
 // Starts a new peak from what is live now: the peak of one phase of a run (data, training,
-// decoding) instead of the whole run's.
+// decoding) instead of the whole run's. The cache of big blocks then keeps at most 9/8 of the new
+// phase's peak.
 void reset_peak_memory();
 
-// Give the heap's free pages back to the system (glibc's malloc_trim; nothing elsewhere), between
-// phases of a run that need different memory. Each thread that allocates has a heap of its own
-// (glibc's arenas): after data-parallel training (autograd/data_parallel.h) the second thread's
-// heap keeps the free space of its shard's activations, which the calling thread, decoding alone,
-// cannot use. The next training step faults the pages in again, so not for every step.
+// Give the free memory back to the system, between phases of a run that need different memory:
+// the cached big blocks, and the heap's free pages (glibc's malloc_trim). Each thread that
+// allocates has a heap of its own (glibc's arenas): after data-parallel training
+// (autograd/data_parallel.h) the second thread's heap keeps the free space of its shard's small
+// activations, which the calling thread, decoding alone, cannot use. The next training step
+// faults the pages in again, so not for every step.
 void release_free_memory();
 
 }  // namespace autograd::kernels
