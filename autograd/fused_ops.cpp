@@ -15,6 +15,7 @@
 #include "autograd/kernels/gru_cell.h"
 #include "autograd/kernels/layer_norm.h"
 #include "autograd/kernels/linear.h"
+#include "autograd/kernels/linear_cross_entropy.h"
 #include "autograd/mixed_precision.h"
 #include "autograd/ops.h"
 
@@ -131,6 +132,38 @@ Tensor cross_entropy(const Tensor& logits, const Tokens& targets, int32_t ignore
     Tensor loss = Tensor::scalar(kernels::cross_entropy_forward(lse->data(), logits.data(), targets.data.data(), d));   // ()
     record(loss, {logits}, "cross_entropy", [d, lse, targets](Node& self) {
         kernels::cross_entropy_backward(grad_to_write(self, 0), self.grad[0], self.parent_data(0), lse->data(), targets.data.data(), d);
+    });
+    return loss;
+}
+
+Tensor linear_cross_entropy(const Tensor& x, const Tensor& w, const Tensor& b, const Tokens& targets, int32_t ignore_index,
+                            float label_smoothing, int64_t chunk_rows) {
+    const int64_t R = targets.numel(), D = w.size(1), V = w.size(0);
+    const int64_t chunk = chunk_rows > 0 ? chunk_rows : kernels::logits_chunk_rows(V);
+    if (R <= chunk)   // one chunk: nothing to save, so the two ops as they are (the logits kept for the backward)
+        return cross_entropy(linear(x, w, b, /*relu=*/false, /*dropout_p=*/0.0f), targets, ignore_index, label_smoothing);
+    const kernels::LinearCrossEntropyDims d{R, D, V, ignore_index, label_smoothing, chunk};
+    // the gradient, for dloss = 1, is computed in the forward pass when a backward can come
+    const bool wanted = is_grad_enabled() && (x.requires_grad() || w.requires_grad() || (b.defined() && b.requires_grad()));
+    std::shared_ptr<FloatBuffer> dx, dw, db;
+    if (wanted) {
+        dx = std::make_shared<FloatBuffer>(R * D);                   // (R, D)
+        dw = std::make_shared<FloatBuffer>(V * D);                   // (V, D)
+        if (b.defined()) db = std::make_shared<FloatBuffer>(V);      // (V,)
+    }
+    FloatBuffer scratch(chunk * V);                                   // one chunk's logits, then their gradient
+    const Precision precision = matmul_precision();
+    Tensor loss = Tensor::scalar(kernels::linear_cross_entropy_forward(
+        dx ? dx->data() : nullptr, dw ? dw->data() : nullptr, db ? db->data() : nullptr, scratch.data(), x.data(), w.data(),
+        b.defined() ? b.data() : nullptr, targets.data.data(), d, precision));   // ()
+    if (!wanted) return loss;
+    std::vector<Tensor> inputs = {x, w};
+    if (b.defined()) inputs.push_back(b);
+    record(loss, inputs, "linear_cross_entropy", [dx, dw, db](Node& self) {
+        const float dloss = self.grad[0];
+        kernels::scale_saved_gradient(grad_to_write(self, 0), dloss, dx->data(), static_cast<int64_t>(dx->size()));
+        kernels::scale_saved_gradient(grad_to_write(self, 1), dloss, dw->data(), static_cast<int64_t>(dw->size()));
+        if (db) kernels::scale_saved_gradient(grad_to_write(self, 2), dloss, db->data(), static_cast<int64_t>(db->size()));
     });
     return loss;
 }

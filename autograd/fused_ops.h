@@ -66,6 +66,13 @@ Tensor add_dropout(const Tensor& x, const Tensor& y, float p);
 // logits (..., V), targets (...) -> loss ().
 Tensor cross_entropy(const Tensor& logits, const Tokens& targets, int32_t ignore_index, float label_smoothing);
 
+// cross_entropy(linear(x, w, b), ...) with the logits made chunk_rows rows at a time, never whole
+// (kernels/linear_cross_entropy.h): nn::linear_cross_entropy's plain form (nn/loss.cpp).
+// x (..., D), w (V, D), b (V,) or undefined, targets (...) -> loss (). chunk_rows 0: about 8 MB of
+// logits at once. When every row fits in one chunk, this is the two ops above, bit for bit.
+Tensor linear_cross_entropy(const Tensor& x, const Tensor& w, const Tensor& b, const Tokens& targets, int32_t ignore_index,
+                            float label_smoothing, int64_t chunk_rows = 0);
+
 // Scaled dot-product attention over `heads` heads: nn::scaled_dot_product_attention's plain form
 // (nn/attention.cpp), whose comment says what each argument is. q (B, T, D), k and v
 // (B or slots, rows, D) of which the first `keys` rows are attended to; allowed a dense (B, T, keys)

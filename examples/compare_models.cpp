@@ -166,8 +166,7 @@ Trained train(models::Seq2Seq& model, const Options& o, int64_t L, int steps, co
         const models::Batch b = eval::make_task_batch(o.task, data_rng, o.vocab, o.batch, L);
         opt.zero_grad();
         const float loss = models::sum_over_shards(b, o.train.shards, [&](const models::Batch& part) {
-            const Tensor logits = model.logits(part.src, part.tgt_in, part.src_mask, part.tgt_mask);   // (rows, L-1, V)
-            const Tensor loss = nn::cross_entropy(logits, part.tgt_out) * part.share;               // x the part's share of b's tokens
+            const Tensor loss = model.loss(part, {}) * part.share;   // cross_entropy(model.logits(...), part.tgt_out), x the part's share
             loss.backward();
             return loss.item();
         });

@@ -223,8 +223,9 @@ int main(int argc, char** argv) {
                     opt.zero_grad();   // first: last step's gradients are freed before this step's activations pile up
                     // forward and backward of b's --shards row slices side by side: the same gradient as one pass over b
                     const float loss = models::sum_over_shards(b, o.train.shards, [&](const models::Batch& part) {
-                        const Tensor logits = model.logits(part.src, part.tgt_in, part.src_mask, part.tgt_mask);   // (rows, T, V)
-                        const Tensor loss = nn::cross_entropy(logits, part.tgt_out, {.ignore_index = Vocab::PAD, .label_smoothing = o.label_smoothing})
+                        // cross_entropy(model.logits(part...), part.tgt_out): the generator fused into the loss, so the
+                        // (rows, T, V) logits are never held whole (models/seq2seq.h)
+                        const Tensor loss = model.loss(part, {.ignore_index = Vocab::PAD, .label_smoothing = o.label_smoothing})
                                             * part.share;   // mean per token, x the part's share of b's tokens
                         loss.backward();
                         return loss.item();

@@ -211,6 +211,14 @@ Tensor RNNSeq2Seq::decode_step(const Tensor& gi_prev, std::vector<CellState>& st
 }
 
 Tensor RNNSeq2Seq::logits(const Tokens& src, const Tokens& tgt_in, const Mask& src_mask, const Mask&) {
+    return out->forward(outputs(src, tgt_in, src_mask));   // (B, T, V)
+}
+
+Tensor RNNSeq2Seq::loss(const Batch& b, const nn::CrossEntropyOptions& opt) {
+    return nn::linear_cross_entropy(outputs(b.src, b.tgt_in, b.src_mask), out->weight, out->bias, b.tgt_out, opt);   // ()
+}
+
+Tensor RNNSeq2Seq::outputs(const Tokens& src, const Tokens& tgt_in, const Mask& src_mask) {
     if (tgt_in.dim() != 2 || src.dim() != 2 || tgt_in.size(0) != src.size(0))
         throw std::invalid_argument("RNNSeq2Seq::logits: expected src (B, S) and tgt_in (B, T), got " + shape_str(src.shape) +
                                     " and " + shape_str(tgt_in.shape));
@@ -222,18 +230,17 @@ Tensor RNNSeq2Seq::logits(const Tokens& src, const Tokens& tgt_in, const Mask& s
     const Tensor gi_prev = linear(prev, w.w_prev, (*cells)[0].bias_ih);                        // (B, T, G*Hd)
     // 2) the decoder, one step at a time, from s_0 = C
     std::vector<CellState> state = first_state(cfg, enc.context);
-    std::vector<Tensor> outputs, alphas;
+    std::vector<Tensor> step_outputs, alphas;
     for (int64_t t = 0; t < T; t++) {
         Tensor weights;
-        outputs.push_back(decode_step(squeeze(narrow(gi_prev, 1, t, 1), 1), state, enc, w.w_extra, &weights));   // (B, Hd + X)
+        step_outputs.push_back(decode_step(squeeze(narrow(gi_prev, 1, t, 1), 1), state, enc, w.w_extra, &weights));   // (B, Hd + X)
         if (weights.defined()) alphas.push_back(weights);                                                     // (B, S)
     }
     // (B, T, S), for pictures; the shards of a data-parallel step run this side by side, and only
     // shard 0 writes the member they share, as MultiHeadAttention does
     if (!alphas.empty() && autograd::current_shard() <= 0) last_attention = stack(alphas, 1);
-    // 3) every step's next-word scores in one product
-    const Tensor o = nn::dropout(stack(outputs, 1), cfg.dropout, is_training());                               // (B, T, Hd + X)
-    return out->forward(o);                                                                                    // (B, T, V)
+    // 3) the output layer's input at every step; logits() makes every step's next-word scores from it in one product
+    return nn::dropout(stack(step_outputs, 1), cfg.dropout, is_training());                                         // (B, T, Hd + X)
 }
 
 // ---------------------------------------------------------------- decoding

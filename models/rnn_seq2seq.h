@@ -82,6 +82,8 @@ public:
 
     // Teacher forcing (tgt_mask is not needed: the decoder reads one position at a time) -> (B, T, V).
     Tensor logits(const Tokens& src, const Tokens& tgt_in, const Mask& src_mask, const Mask& tgt_mask = Mask()) override;
+    // Training's loss: the output layer and the loss in one (nn::linear_cross_entropy).
+    Tensor loss(const Batch& b, const nn::CrossEntropyOptions& opt) override;
     std::unique_ptr<NextTokens> start_decoding(const Tokens& src, const Mask& src_mask, const DecodingSetup& setup) override;
     int64_t tgt_vocab() const override { return cfg.tgt_vocab; }
     int64_t max_len() const override { return std::numeric_limits<int64_t>::max(); }   // a state carries any length
@@ -97,6 +99,8 @@ public:
                              // in a data-parallel step, shard 0's rows: autograd/data_parallel.h)
 
 private:
+    // Teacher forcing up to the output layer: its input [s_i; extra_i] at every step, after dropout (B, T, Hd + X).
+    Tensor outputs(const Tokens& src, const Tokens& tgt_in, const Mask& src_mask);
     int64_t extra_size() const;   // the width of extra_i: 0, Hd (C) or dirs*Hd (C_i)
 };
 

@@ -4,6 +4,7 @@
 // search (models/decoding.h), so the two can be run and compared side by side.
 //
 //   Tensor logits = model.logits(b.src, b.tgt_in, b.src_mask, b.tgt_mask);       // (B, T, V): teacher forcing
+//   Tensor loss = model.loss(b, {.ignore_index = PAD});                           // (): the same, with its loss
 //   std::unique_ptr<models::NextTokens> rows = model.start_decoding(src, src_mask, {.max_positions = L});
 //   Tensor lp = rows->append(Tokens::full({B, 1}, BOS));                          // (B, V): log p(first token)
 #pragma once
@@ -11,6 +12,8 @@
 #include <memory>
 #include <vector>
 
+#include "models/batch.h"
+#include "nn/loss.h"
 #include "nn/module.h"
 
 namespace models {
@@ -43,6 +46,14 @@ public:
     // tgt_mask (B, T, T) (models/batch.h) -> the next token's scores at every position (B, T, V).
     // Train with nn::cross_entropy, which fuses the log-softmax into the loss.
     virtual Tensor logits(const Tokens& src, const Tokens& tgt_in, const Mask& src_mask, const Mask& tgt_mask) = 0;
+    // Teacher forcing's loss on batch b: the cross-entropy of b.tgt_out under the logits above,
+    // the mean over its counted tokens (opt: the padding to ignore, label smoothing). In value and
+    // gradient it is the line below; the models override it with their last layer, a projection
+    // to the vocabulary, fused into the loss (nn::linear_cross_entropy), so that the (B, T, V)
+    // logits, the biggest tensor of a training step on real text, are never held whole.
+    virtual Tensor loss(const Batch& b, const nn::CrossEntropyOptions& opt) {
+        return nn::cross_entropy(logits(b.src, b.tgt_in, b.src_mask, b.tgt_mask), b.tgt_out, opt);
+    }
     // Decoding without gradients: one row per sentence of src (B, S), src_mask (B, 1, S).
     virtual std::unique_ptr<NextTokens> start_decoding(const Tokens& src, const Mask& src_mask, const DecodingSetup& setup) = 0;
     virtual int64_t tgt_vocab() const = 0;

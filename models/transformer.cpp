@@ -145,6 +145,9 @@ Generator::Generator(int64_t d_model, int64_t vocab) {
 
 Tensor Generator::logits(const Tensor& x) const { return proj->forward(x); }                       // (B, T, V)
 Tensor Generator::log_probs(const Tensor& x) const { return autograd::log_softmax(logits(x)); }   // (B, T, V)
+Tensor Generator::loss(const Tensor& x, const Tokens& targets, const nn::CrossEntropyOptions& opt) const {
+    return nn::linear_cross_entropy(x, proj->weight, proj->bias, targets, opt);   // ()
+}
 
 // ---------------------------------------------------------------- the model
 
@@ -184,6 +187,11 @@ Tensor Transformer::decode(const Tensor& memory, const Mask& src_mask, const Tok
 
 Tensor Transformer::logits(const Tokens& src, const Tokens& tgt, const Mask& src_mask, const Mask& tgt_mask) {
     return generator->logits(decode(encode(src, src_mask), src_mask, tgt, tgt_mask));   // (B, T, V)
+}
+
+Tensor Transformer::loss(const Batch& b, const nn::CrossEntropyOptions& opt) {
+    const Tensor out = decode(encode(b.src, b.src_mask), b.src_mask, b.tgt_in, b.tgt_mask);   // (B, T, D)
+    return generator->loss(out, b.tgt_out, opt);                                              // ()
 }
 
 }  // namespace models

@@ -113,6 +113,8 @@ public:
     Generator(int64_t d_model, int64_t vocab);
     Tensor logits(const Tensor& x) const;      // (B, T, D) -> scores before log-softmax (B, T, V)
     Tensor log_probs(const Tensor& x) const;   // (B, T, D) -> log_softmax(logits(x)) (B, T, V)
+    // (B, T, D) and targets (B, T) -> cross_entropy(logits(x), targets, opt) (), without the whole logits
+    Tensor loss(const Tensor& x, const Tokens& targets, const nn::CrossEntropyOptions& opt) const;
     std::shared_ptr<nn::Linear> proj;
 };
 
@@ -126,6 +128,8 @@ public:
     // The whole model for training: logits (B, T, V). Train with nn::cross_entropy, which fuses
     // the generator's log-softmax into the loss (the same value as nll_loss of log_probs).
     Tensor logits(const Tokens& src, const Tokens& tgt, const Mask& src_mask, const Mask& tgt_mask) override;
+    // Training's loss: the decoder's output, then the generator and the loss in one (Generator::loss).
+    Tensor loss(const Batch& b, const nn::CrossEntropyOptions& opt) override;
     // Decoding, one position per step with the key/value cache or recomputing the prefix
     // (setup.kv_cache; models/decoder_cache.h).
     std::unique_ptr<NextTokens> start_decoding(const Tokens& src, const Mask& src_mask, const DecodingSetup& setup) override;

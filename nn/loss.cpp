@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "autograd/autograd.h"
+#include "nn/linear.h"
 
 namespace nn {
 
@@ -11,12 +12,12 @@ using autograd::Node;
 using autograd::shape_str;
 
 // Shared argument checks: logits (..., V) and targets (...) with ids in [0, V) or ignore_index.
-static void check_targets(const char* op, const Tensor& x, const Tokens& targets, int32_t ignore_index) {
-    const Shape lead(x.shape().begin(), x.shape().end() - (x.dim() ? 1 : 0));
-    if (x.dim() < 1 || targets.shape != lead)
+static void check_targets(const char* op, const Shape& x, const Tokens& targets, int32_t ignore_index) {
+    const Shape lead(x.begin(), x.end() - (x.empty() ? 0 : 1));
+    if (x.empty() || targets.shape != lead)
         throw std::invalid_argument(std::string(op) + ": targets of shape " + shape_str(targets.shape) +
-                                    " do not match input " + shape_str(x.shape()) + " (expected targets " + shape_str(lead) + ")");
-    const int64_t V = x.size(-1);
+                                    " do not match input " + shape_str(x) + " (expected targets " + shape_str(lead) + ")");
+    const int64_t V = x.back();
     for (int64_t i = 0; i < targets.numel(); i++)
         if (targets[i] != ignore_index && (targets[i] < 0 || targets[i] >= V))
             throw std::out_of_range(std::string(op) + ": target " + std::to_string(targets[i]) + " at flat position " +
@@ -24,7 +25,7 @@ static void check_targets(const char* op, const Tensor& x, const Tokens& targets
 }
 
 Tensor cross_entropy(const Tensor& logits, const Tokens& targets, const CrossEntropyOptions& opt) {
-    check_targets("cross_entropy", logits, targets, opt.ignore_index);
+    check_targets("cross_entropy", logits.shape(), targets, opt.ignore_index);
     if (!(opt.label_smoothing >= 0.0f && opt.label_smoothing <= 1.0f))
         throw std::invalid_argument("cross_entropy: label_smoothing must be in [0, 1], got " + std::to_string(opt.label_smoothing));
     const float eps = opt.label_smoothing;
@@ -46,8 +47,24 @@ Tensor cross_entropy(const Tensor& logits, const Tokens& targets, const CrossEnt
     return (1.0f - eps) * nll + eps * uniform;                           // ()
 }
 
+Tensor linear_cross_entropy(const Tensor& x, const Tensor& weight, const Tensor& bias, const Tokens& targets,
+                            const CrossEntropyOptions& opt) {
+    if (!autograd::fused_kernels_enabled()) return cross_entropy(linear(x, weight, bias), targets, opt);   // (rows, V) logits, then the loss
+    // the checks the two ops make, before any work
+    if (weight.dim() != 2 || x.dim() < 1 || x.size(-1) != weight.size(1) || (bias.defined() && bias.shape() != Shape{weight.size(0)}))
+        throw std::invalid_argument("linear_cross_entropy: input " + shape_str(x.shape()) + ", weight " + shape_str(weight.shape()) +
+                                    " and bias " + (bias.defined() ? shape_str(bias.shape()) : std::string("(none)")) +
+                                    " do not fit (expected input (..., D), weight (V, D), bias (V,))");
+    Shape logits = x.shape();
+    logits.back() = weight.size(0);
+    check_targets("linear_cross_entropy", logits, targets, opt.ignore_index);
+    if (!(opt.label_smoothing >= 0.0f && opt.label_smoothing <= 1.0f))
+        throw std::invalid_argument("linear_cross_entropy: label_smoothing must be in [0, 1], got " + std::to_string(opt.label_smoothing));
+    return autograd::fused::linear_cross_entropy(x, weight, bias, targets, opt.ignore_index, opt.label_smoothing);
+}
+
 Tensor nll_loss(const Tensor& log_probs, const Tokens& targets, const NllLossOptions& opt) {
-    check_targets("nll_loss", log_probs, targets, opt.ignore_index);
+    check_targets("nll_loss", log_probs.shape(), targets, opt.ignore_index);
     const int64_t V = log_probs.size(-1), R = targets.numel();
     const int32_t ignore = opt.ignore_index;
     int64_t n = 0;

@@ -10,6 +10,9 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <optional>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "autograd/autograd.h"
@@ -251,6 +254,101 @@ TEST_CASE("cross_entropy: fused equals plain: ignored targets, label smoothing")
     const Tokens pad = Tokens::full({2, 3}, 0);
     expect_fused_equals_plain([&](V x) { return nn::cross_entropy(x[0], pad, {.ignore_index = 0, .label_smoothing = 0.1f}); },
                               {logits}, 0.0, 0.0);
+}
+
+// The generator and the loss in one, chunk by chunk (autograd/kernels/linear_cross_entropy.h),
+// against nn::linear then nn::cross_entropy on the plain path: the loss and the gradients of x, W
+// and b under a random dloss, for chunks that divide the rows and chunks that do not, one row at
+// a time, and every row in one chunk (the two fused ops, unchanged).
+TEST_CASE("linear_cross_entropy: chunked equals linear + cross_entropy: uneven chunks, ignored targets, label smoothing, no bias") {
+    manual_seed(21);
+    const int64_t D = 5, vocab = 11;   // x (2, 7, D): R = 14 rows; every size differs
+    const Tensor x = param({2, 7, D}), w = param({vocab, D}), b = param({vocab});
+    std::vector<int32_t> ids;
+    Rng g(3);
+    for (int i = 0; i < 14; i++) ids.push_back(i % 5 == 2 ? 0 : static_cast<int32_t>(g.uniform(0.0f, 1.0f) * (vocab - 1)) + 1);   // 0: padding
+    const Tokens t(ids, {2, 7});
+    for (const int64_t chunk : {1, 3, 5, 13, 14, 0})
+        for (const nn::CrossEntropyOptions opt : {nn::CrossEntropyOptions{}, nn::CrossEntropyOptions{.ignore_index = 0, .label_smoothing = 0.1f}})
+            for (const bool with_bias : {true, false}) {
+                CAPTURE(chunk);
+                CAPTURE(opt.label_smoothing);
+                CAPTURE(with_bias);
+                const Tensor bias = with_bias ? b : Tensor();
+                auto chunked = [&](V v) {
+                    return fused::linear_cross_entropy(v[0], v[1], with_bias ? v[2] : Tensor(), t, opt.ignore_index, opt.label_smoothing, chunk);
+                };
+                auto plain = [&](V v) {
+                    FusedKernelsGuard off(false);
+                    return nn::cross_entropy(nn::linear(v[0], v[1], with_bias ? v[2] : Tensor()), t, opt);
+                };
+                expect_fused_equals_composed(chunked, plain, with_bias ? std::vector<Tensor>{x, w, b} : std::vector<Tensor>{x, w}, 1e-5, 1e-6);
+                // chunks of fewer rows than R make the new op; a single chunk is the two fused ops
+                CHECK(std::string(chunked({x, w, b}).op()) == (chunk >= 1 && chunk < 14 ? "linear_cross_entropy" : "cross_entropy"));
+                // the loss is the same number, whatever the chunks: each row's loss added in row order
+                CHECK(chunked({x, w, b}).item() == fused::linear_cross_entropy(x, w, bias, t, opt.ignore_index, opt.label_smoothing, 14).item());
+            }
+    // every target ignored: loss 0 and zero gradients
+    const Tokens pad = Tokens::full({2, 7}, 0);
+    expect_fused_equals_composed([&](V v) { return fused::linear_cross_entropy(v[0], v[1], v[2], pad, 0, 0.1f, 4); },
+                                 [&](V v) { FusedKernelsGuard off(false); return nn::cross_entropy(nn::linear(v[0], v[1], v[2]), pad, {.ignore_index = 0, .label_smoothing = 0.1f}); },
+                                 {x, w, b}, 0.0, 0.0);
+}
+
+TEST_CASE("linear_cross_entropy: gradcheck of the chunked op, and nn::linear_cross_entropy on both paths refuses what the two ops refuse") {
+    manual_seed(22);
+    const Tensor x = param({7, 4}), w = param({6, 4}), b = param({6});
+    const Tokens t({3, 0, 5, 1, 0, 2, 4}, {7});
+    CHECK_GRAD([&](V v) { return fused::linear_cross_entropy(v[0], v[1], v[2], t, 0, 0.2f, 3); }, x, w, b);
+    check_backward_adds([&](V v) { return fused::linear_cross_entropy(v[0], v[1], v[2], t, 0, 0.2f, 3); }, {x, w, b});
+    for (const bool on : {true, false}) {
+        CAPTURE(on);
+        FusedKernelsGuard path(on);
+        CHECK_THROWS_WITH_AS(nn::linear_cross_entropy(x, param({6, 5}), b, t), doctest::Contains("(7, 4)"), std::invalid_argument);
+        CHECK_THROWS_WITH_AS(nn::linear_cross_entropy(x, w, param({5}), t), doctest::Contains("bias"), std::invalid_argument);
+        CHECK_THROWS_WITH_AS(nn::linear_cross_entropy(x, w, b, Tokens({1, 2}, {2})), doctest::Contains("targets of shape (2,)"),
+                             std::invalid_argument);
+        CHECK_THROWS_WITH_AS(nn::linear_cross_entropy(x, w, b, Tokens({3, 0, 6, 1, 0, 2, 4}, {7})), doctest::Contains("target 6"),
+                             std::out_of_range);
+    }
+}
+
+// What the op is for: a training step's tensors never hold the (R, V) logits whole. Two linear +
+// cross_entropy ops hold the logits and then their gradient, 2 R V floats at once; chunked, the
+// peak is a chunk's logits and the saved gradients (R D + V D + V floats).
+TEST_CASE("linear_cross_entropy: the peak of a forward and backward is a chunk of logits, not the whole (R, V); without gradients, no gradient is made") {
+    manual_seed(23);
+    const int64_t R = 300, D = 8, vocab = 4000, chunk = 20;
+    const double logits_bytes = 4.0 * R * vocab;   // 4.8 MB
+    const Tensor x = param({R, D}), w = param({vocab, D}), b = param({vocab});
+    std::vector<int32_t> ids(R);
+    for (int64_t r = 0; r < R; r++) ids[r] = static_cast<int32_t>((r * 7919) % vocab);
+    const Tokens t(ids, {R});
+    auto peak_of = [&](int64_t chunk_rows, bool grad) {
+        for (Tensor leaf : {x, w, b}) leaf.zero_grad();
+        const std::size_t live = autograd::tensor_bytes_live();
+        autograd::reset_peak_memory();
+        float loss = 0.0f;
+        {
+            std::optional<NoGradGuard> no_grad;
+            if (!grad) no_grad.emplace();
+            const Tensor l = fused::linear_cross_entropy(x, w, b, t, -100, 0.1f, chunk_rows);
+            if (grad) l.backward();
+            loss = l.item();
+        }
+        return std::pair<double, float>{static_cast<double>(autograd::tensor_bytes_peak() - live), loss};
+    };
+    const auto [whole, whole_loss] = peak_of(R, true);      // one chunk: the two ops
+    const auto [chunked, chunked_loss] = peak_of(chunk, true);
+    const auto [no_grad, no_grad_loss] = peak_of(chunk, false);
+    CAPTURE(whole);
+    CAPTURE(chunked);
+    CAPTURE(no_grad);
+    CHECK(whole >= 2 * logits_bytes);
+    CHECK(chunked < 0.25 * logits_bytes);                       // a chunk (4%) and dx, dW, db twice (saved, then the leaves')
+    CHECK(no_grad < 4.0 * chunk * vocab + 64 * 1024);               // a chunk of logits, nothing else
+    CHECK(chunked_loss == whole_loss);
+    CHECK(no_grad_loss == whole_loss);
 }
 
 TEST_CASE("dropout: fused equals plain: the same elements dropped, forward and backward") {

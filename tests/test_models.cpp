@@ -16,8 +16,10 @@
 #include "models/batch.h"
 #include "models/checkpoint.h"
 #include "models/decoding.h"
+#include "models/rnn_seq2seq.h"
 #include "models/transformer.h"
 #include "optim/optim.h"
+#include "tests/compare.h"
 #include "tests/copy_model.h"
 
 using namespace autograd;
@@ -519,6 +521,50 @@ TransformerConfig tiny_config(bool tie_weights) {
 }
 
 }  // namespace
+
+// A model's loss(batch) is cross_entropy(logits(batch)) with the last layer fused into the loss
+// (models/seq2seq.h). With a vocabulary of 3,000 and 800 target tokens, the logits are more than
+// one chunk (about 700 rows), so the chunked op runs: the same loss, the same gradient of every
+// parameter (up to rounding), dropout included (the same draws, in the same order), tied or not.
+TEST_CASE("Seq2Seq::loss equals cross_entropy of logits, value and every gradient: Transformer (tied or not) and RNN, in chunks") {
+    const int64_t B = 8, T = 100, vocab = 3000;
+    Rng g(5);
+    std::vector<int32_t> src_ids, tgt_ids;
+    for (int64_t i = 0; i < B * 12; i++) src_ids.push_back(1 + static_cast<int32_t>(g.uniform(0.0f, 1.0f) * 18));
+    for (int64_t r = 0; r < B; r++)
+        for (int64_t t = 0; t <= T; t++) tgt_ids.push_back(t > T - r * 5 ? 0 : 1 + static_cast<int32_t>(g.uniform(0.0f, 1.0f) * (vocab - 2)));
+    const models::Batch b = models::make_batch(Tokens(src_ids, {B, 12}), Tokens(tgt_ids, {B, T + 1}), 0);
+    const nn::CrossEntropyOptions opt{.ignore_index = 0, .label_smoothing = 0.1f};
+    auto compare = [&](models::Seq2Seq& model) {
+        auto run = [&](bool fused_loss) {
+            model.zero_grad();
+            manual_seed(9);   // the same dropout draws both ways
+            const Tensor loss = fused_loss ? model.loss(b, opt)
+                                           : nn::cross_entropy(model.logits(b.src, b.tgt_in, b.src_mask, b.tgt_mask), b.tgt_out, opt);
+            if (fused_loss) CHECK(std::string(loss.op()) == "linear_cross_entropy");
+            loss.backward();
+            std::vector<Tensor> grads;
+            for (const auto& [name, p] : model.named_parameters()) grads.push_back(p.grad().detach());
+            return std::pair<float, std::vector<Tensor>>{loss.item(), grads};
+        };
+        model.train();
+        const auto [fused_value, fused_grads] = run(true);
+        const auto [plain_value, plain_grads] = run(false);
+        CHECK(fused_value == doctest::Approx(plain_value).epsilon(1e-6));
+        const auto names = model.named_parameters();
+        for (size_t i = 0; i < names.size(); i++) expect_close(fused_grads[i], plain_grads[i], 1e-3, 1e-6, names[i].first);
+    };
+    for (const bool tie : {false, true}) {
+        CAPTURE(tie);
+        manual_seed(1);
+        Transformer model({.src_vocab = vocab, .tgt_vocab = vocab, .layers = 1, .d_model = 16, .d_ff = 32, .heads = 2, .dropout = 0.1f,
+                           .tie_weights = tie});
+        compare(model);
+    }
+    manual_seed(2);
+    models::RNNSeq2Seq rnn({.src_vocab = 20, .tgt_vocab = vocab, .embed = 8, .hidden = 12, .attention = true});
+    compare(rnn);
+}
 
 TEST_CASE("tied weights: one (V, D) matrix for both embeddings and the projection, listed and counted once") {
     manual_seed(3);

@@ -10,13 +10,13 @@
 
 namespace autograd::kernels {
 
-static int64_t counted_rows(const int32_t* targets, const CrossEntropyDims& d) {
+int64_t counted_rows(const int32_t* targets, const CrossEntropyDims& d) {
     int64_t n = 0;
     for (int64_t r = 0; r < d.R; r++) n += targets[r] != d.ignore_index;
     return n;
 }
 
-float cross_entropy_forward(float* lse, const float* logits, const int32_t* targets, const CrossEntropyDims& d) {
+void cross_entropy_rows(double& total, float* lse, const float* logits, const int32_t* targets, const CrossEntropyDims& d) {
     const int64_t R = d.R, V = d.V;
     const double eps = d.label_smoothing;
     std::vector<double> row_loss(R, 0.0);
@@ -34,26 +34,29 @@ float cross_entropy_forward(float* lse, const float* logits, const int32_t* targ
         const double sum_logp = sum_x - static_cast<double>(V) * lse[r];
         loss[r] = -(1.0 - eps) * logp_target - eps / static_cast<double>(V) * sum_logp;
     });
-    const int64_t n = counted_rows(targets, d);
-    double total = 0.0;
     for (double l : row_loss) total += l;   // fixed order
+}
+
+float cross_entropy_forward(float* lse, const float* logits, const int32_t* targets, const CrossEntropyDims& d) {
+    double total = 0.0;
+    cross_entropy_rows(total, lse, logits, targets, d);
+    const int64_t n = counted_rows(targets, d);
     return n ? static_cast<float>(total / static_cast<double>(n)) : 0.0f;
 }
 
-void cross_entropy_backward(GradOut dlogits, float dloss, const float* logits, const float* lse, const int32_t* targets,
-                            const CrossEntropyDims& d) {
+void cross_entropy_rows_backward(GradOut dlogits, float g, const float* logits, const float* lse, const int32_t* targets,
+                                 const CrossEntropyDims& d) {
     if (!dlogits.data) return;
-    const int64_t R = d.R, V = d.V, n = counted_rows(targets, d);
+    const int64_t R = d.R, V = d.V;
     const bool add = dlogits.add;
-    const float eps = d.label_smoothing, g = n ? dloss / static_cast<float>(n) : 0.0f, uniform = eps / static_cast<float>(V);
+    const float eps = d.label_smoothing, uniform = eps / static_cast<float>(V);
     // In the forward pass this was, per counted row, loss_r = -sum_j q_j log p_j with
-    // log p_j = x_j - lse(x), and the loss their mean over the n counted rows. Since
-    // d lse / d x_j = p_j and sum_j q_j = 1:
-    //     d loss_r / d x_j = -q_j + (sum_k q_k) p_j = p_j - q_j,   so  dx_j = dloss / n * (p_j - q_j),
+    // log p_j = x_j - lse(x). Since d lse / d x_j = p_j and sum_j q_j = 1:
+    //     d loss_r / d x_j = -q_j + (sum_k q_k) p_j = p_j - q_j,   so  dx_j = g (p_j - q_j),
     // and 0 on ignored rows. p_j = e^(x_j - lse), from the lse the forward kept.
     parallel_for(R, worth_threads(R * V, kCrossEntropyParallelMin), [=](int64_t r) {
         float* dx = dlogits.data + r * V;
-        if (targets[r] == d.ignore_index || n == 0) {
+        if (targets[r] == d.ignore_index || g == 0.0f) {
             if (!add) std::fill(dx, dx + V, 0.0f);
             return;
         }
@@ -63,6 +66,13 @@ void cross_entropy_backward(GradOut dlogits, float dloss, const float* logits, c
             dx[j] = (add ? dx[j] : 0.0f) + g * (std::exp(x[j] - l) - q);
         }
     });
+}
+
+void cross_entropy_backward(GradOut dlogits, float dloss, const float* logits, const float* lse, const int32_t* targets,
+                            const CrossEntropyDims& d) {
+    // the loss is the mean of the counted rows' losses: each row's gradient is dloss / n (p - q)
+    const int64_t n = counted_rows(targets, d);
+    cross_entropy_rows_backward(dlogits, n ? dloss / static_cast<float>(n) : 0.0f, logits, lse, targets, d);
 }
 
 }  // namespace autograd::kernels

@@ -17,6 +17,20 @@ struct CrossEntropyDims {
     float label_smoothing;         // eps
 };
 
+// The rows the mean is over: those whose target is not ignore_index.
+int64_t counted_rows(const int32_t* targets, const CrossEntropyDims& d);
+
+// Adds each counted row's loss -sum_j q_j log softmax(x_r)_j to `total`, in row order, and writes
+// each row's log-sum-exp lse (R,): the forward without the mean, for a loss computed over many
+// chunks of rows (linear_cross_entropy.h), whose total is then the same number.
+void cross_entropy_rows(double& total, float* lse, const float* logits, const int32_t* targets, const CrossEntropyDims& d);
+
+// dlogits (R, V) (+)= g (p - q) on each counted row, 0 on the ignored ones: the gradient of
+// g x (the rows' summed loss), from the forward's lse. dlogits may be logits itself (each element
+// is read before it is written).
+void cross_entropy_rows_backward(GradOut dlogits, float g, const float* logits, const float* lse, const int32_t* targets,
+                                 const CrossEntropyDims& d);
+
 // Returns the loss (0 if every row is ignored); writes each row's log-sum-exp lse (R,) for the
 // backward.
 float cross_entropy_forward(float* lse, const float* logits, const int32_t* targets, const CrossEntropyDims& d);

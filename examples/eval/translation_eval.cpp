@@ -31,8 +31,7 @@ double mean_loss(models::Seq2Seq& model, const std::vector<data::Example>& examp
     const auto batches = batch_tokens > 0 ? data::token_batches(examples, batch_tokens) : data::length_batches(examples, batch);
     for (const auto& idx : batches) {
         const models::Batch b = data::make_batch(examples, idx);
-        const Tensor logits = model.logits(b.src, b.tgt_in, b.src_mask, b.tgt_mask);   // (B, T, V)
-        total += nn::cross_entropy(logits, b.tgt_out, {.ignore_index = Vocab::PAD}).item() * b.ntokens;
+        total += model.loss(b, {.ignore_index = Vocab::PAD}).item() * b.ntokens;   // cross_entropy of the (B, T, V) logits
         tokens += b.ntokens;
     }
     return tokens ? total / tokens : 0.0;
