@@ -6,11 +6,12 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <iterator>
 #include <limits>
+#include <map>
 #include <mutex>
 #include <tuple>
 #include <utility>
-#include <vector>
 
 #if defined(__GLIBC__)
 #include <malloc.h>
@@ -59,44 +60,65 @@ std::size_t page_size() {
 }
 
 // Large blocks: each one its own mapping from the kernel (mmap), and when freed, kept in a cache
-// for the next request of about its size instead of unmapped. A request takes the smallest cached
-// block of its size up to 1/8 more; only when none fits does it map a new one, and first unmaps
-// the blocks freed longest ago, for as long as the mapped bytes would otherwise pass 1/8 over the
-// most that was live since the start (or reset_peak_memory). So
+// for the next request instead of unmapped. A request takes
+//   1. the smallest cached block of at least its size, split in two when the rest is 128 KB or
+//      more: the request gets the front, and the rest stays in the cache, a block of its own;
+//   2. else, on Linux, the biggest cached block, grown to its size (mremap: the pages it has stay,
+//      only the new ones are faulted in);
+//   3. else a new mapping.
+// Before a block grows or a new one is mapped, the blocks freed longest ago are unmapped, for as
+// long as the mapped bytes would otherwise pass 1/8 over the most that was live since the start
+// (or reset_peak_memory). So
 //   - a loop of fixed shapes finds every block it asks for in the cache from its second step on:
 //     no new pages (tests/test_allocator.cpp), and
 //   - a loop whose shapes change (translation batches of different lengths) holds at most 9/8 of
-//     the peak its live large blocks reach: a block never sits in the middle of a heap, where
-//     only requests that fit the hole can use it, as it does in malloc's.
+//     the peak its live large blocks reach, and faults in only the pages by which a request
+//     outgrows the blocks that are free: a block never sits in the middle of a heap, where only
+//     requests that fit the hole can use it, as it does in malloc's.
 class LargeBlocks {
 public:
     // A mapping of at least `bytes` (a multiple of the page size); returns its start and length.
     std::pair<char*, std::size_t> take(std::size_t bytes) {
         std::unique_lock lock(mutex_);
-        size_t best = cache_.size();
-        for (size_t i = 0; i < cache_.size(); i++)
-            if (cache_[i].length >= bytes && cache_[i].length <= bytes + bytes / 8 &&
-                (best == cache_.size() || cache_[i].length < cache_[best].length))
-                best = i;
-        if (best < cache_.size()) {
-            const Cached c = cache_[best];
-            cache_[best] = cache_.back();
-            cache_.pop_back();
-            count_live(c.length);
-            UNPOISON(c.base, c.length);
-            return {c.base, c.length};
+        auto above = free_.end(), below = free_.end();   // the smallest block >= bytes, the biggest block < bytes
+        for (auto it = free_.begin(); it != free_.end(); ++it) {
+            const std::size_t length = it->second.length;
+            if (length >= bytes && (above == free_.end() || length < above->second.length)) above = it;
+            if (length < bytes && (below == free_.end() || length > below->second.length)) below = it;
+        }
+        if (above != free_.end()) {   // 1.
+            char* base = above->first;
+            const Free f = above->second;
+            free_.erase(above);
+            std::size_t length = f.length;
+            if (length - bytes >= kLargeBlock) {   // split: the rest stays in the cache, a block of its own
+                free_.emplace(base + bytes, Free{length - bytes, f.freed_at});
+                length = bytes;
+            }
+            UNPOISON(base, length);
+            count_live(length);
+            return {base, length};
         }
         count_live(bytes);
-        const std::size_t limit = peak_ + peak_ / 8;
-        while (!cache_.empty() && mapped_ + bytes > limit) {
-            const auto oldest = std::min_element(cache_.begin(), cache_.end(),
-                                                 [](const Cached& a, const Cached& b) { return a.freed_at < b.freed_at; });
-            UNPOISON(oldest->base, oldest->length);
-            ::munmap(oldest->base, oldest->length);
-            mapped_ -= oldest->length;
-            *oldest = cache_.back();
-            cache_.pop_back();
+#if defined(__linux__)
+        if (below != free_.end()) {   // 2.
+            char* base = below->first;
+            const std::size_t length = below->second.length;
+            free_.erase(below);
+            UNPOISON(base, length);
+            make_room(bytes - length);
+            void* p = ::mremap(base, length, bytes, MREMAP_MAYMOVE);
+            if (p != MAP_FAILED) {
+                mapped_ += bytes - length;
+                return {static_cast<char*>(p), bytes};
+            }
+            ::munmap(base, length);   // (it could not grow, e.g. two merged mappings: a new mapping instead)
+            mapped_ -= length;
         }
+#else
+        (void)below;
+#endif
+        make_room(bytes);   // 3.
         mapped_ += bytes;
         lock.unlock();
         void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -109,12 +131,24 @@ public:
         return {static_cast<char*>(p), bytes};
     }
 
+    // A freed block joins the cache, merged with the free blocks right before and after it, so
+    // that the pieces a split made become one block again.
     void give_back(char* base, std::size_t length) {
         POISON(base, length);
         std::lock_guard lock(mutex_);
         live_ -= length;
         try {
-            cache_.push_back({base, length, ++clock_});
+            if (auto next = free_.find(base + length); next != free_.end()) {
+                length += next->second.length;
+                free_.erase(next);
+            }
+            if (auto after = free_.lower_bound(base); after != free_.begin()) {
+                if (auto prev = std::prev(after); prev->first + prev->second.length == base) {
+                    prev->second = {prev->second.length + length, ++clock_};
+                    return;
+                }
+            }
+            free_.emplace(base, Free{length, ++clock_});
         } catch (const std::bad_alloc&) {   // (tensor_free cannot throw): not kept, then
             UNPOISON(base, length);
             ::munmap(base, length);
@@ -135,28 +169,39 @@ public:
     // Unmaps every cached block (release_free_memory).
     void release() {
         std::lock_guard lock(mutex_);
-        for (const Cached& c : cache_) {
-            UNPOISON(c.base, c.length);
-            ::munmap(c.base, c.length);
-            mapped_ -= c.length;
+        for (const auto& [base, f] : free_) {
+            UNPOISON(base, f.length);
+            ::munmap(base, f.length);
+            mapped_ -= f.length;
         }
-        cache_.clear();
+        free_.clear();
     }
 
 private:
-    struct Cached {
-        char* base;
+    struct Free {
         std::size_t length;
         std::uint64_t freed_at;   // clock_ when it was freed: the smallest is the oldest
     };
+    // Unmaps the blocks freed longest ago until `more` bytes can be mapped within the bound.
+    void make_room(std::size_t more) {
+        const std::size_t limit = peak_ + peak_ / 8;
+        while (!free_.empty() && mapped_ + more > limit) {
+            const auto oldest = std::min_element(free_.begin(), free_.end(),
+                                                 [](const auto& a, const auto& b) { return a.second.freed_at < b.second.freed_at; });
+            UNPOISON(oldest->first, oldest->second.length);
+            ::munmap(oldest->first, oldest->second.length);
+            mapped_ -= oldest->second.length;
+            free_.erase(oldest);
+        }
+    }
     void count_live(std::size_t length) {
         live_ += length;
         peak_ = std::max(peak_, live_);
     }
 
     std::mutex mutex_;
-    std::vector<Cached> cache_;   // freed, still mapped; a few hundred at most
-    std::size_t mapped_ = 0;      // live large blocks and cached ones
+    std::map<char*, Free> free_;   // the cache: freed blocks, still mapped, by address (a few hundred at most)
+    std::size_t mapped_ = 0;       // live large blocks and cached ones
     std::size_t live_ = 0, peak_ = 0;
     std::uint64_t clock_ = 0;
 };

@@ -10,9 +10,10 @@
 // in it, and with batches of changing shapes (translation) the heaps of the two data-parallel
 // threads grew to 2.5-3 times the tensors' peak (bench/RESULTS.md, "Real-text memory again").
 // So the allocator keeps the big blocks itself (allocator.cpp):
-//   - a block of 128 KB and more is a mapping of its own; when freed it waits in a cache for the
-//     next request of its size (up to 1/8 smaller), and only blocks freed longest ago are
-//     unmapped, when the mapped total would pass 9/8 of the most the big blocks ever held;
+//   - a block of 128 KB and more is a mapping of its own; when freed it waits in a cache, and
+//     serves the next request it can: whole, split (the rest stays in the cache), or grown (on
+//     Linux: only the added pages are new). The blocks freed longest ago are unmapped when the
+//     mapped total would pass 9/8 of the most the big blocks held in this phase of the run;
 //   - smaller blocks come from malloc, which is asked to keep its heap (not trim it).
 // So
 //   - a loop of fixed shapes (the copy task's training) asks the kernel for no new page after
