@@ -75,14 +75,16 @@ void save_checkpoint(const models::Seq2Seq& model, const data::TextCodec& codec,
 // the test (--save writes them too) if they are the best so far, or for --average-last.
 void end_epoch(models::Seq2Seq& model, const data::TranslationData& d, const Options& o, int epoch,
                common::TrainingLog& log, common::KeptEpochs& kept, const common::MemoryReport& memory) {
-    // the two threads' heaps each keep their shard's free activation space, which the validation,
-    // on the calling thread, cannot use: give it back (peak RSS, docs/15)
-    if (o.train.shards > 1) autograd::release_free_memory();
+    // between phases, the memory one phase freed goes back to the system: training's free blocks
+    // are not the shapes the validation asks for, and what the save copied is not needed again
+    // (peak RSS, docs/15)
+    autograd::release_free_memory();
     memory.phase("training " + std::to_string(epoch));
     const double valid_loss = eval::mean_loss(model, d.valid, o.batch, o.batch_tokens);
     memory.phase("validation " + std::to_string(epoch));
     const bool best = kept.add(model, epoch, valid_loss);
     if (best && !o.save.empty()) save_checkpoint(model, d.codec, epoch, valid_loss, o.save);
+    autograd::release_free_memory();
     memory.phase("kept and saved " + std::to_string(epoch));
     log.add_valid(valid_loss);
     char line[200];
@@ -190,6 +192,7 @@ int main(int argc, char** argv) {
         autograd::Rng shuffle_rng(o.train.seed ^ 0x5eedULL);   // batch composition and order, as the current epoch begins
         autograd::Rng first_epoch = shuffle_rng;
         std::vector<std::vector<size_t>> batches = epoch_batches(d, o, first_epoch);   // how many, for the lines below
+        autograd::release_free_memory();   // what learning the subwords freed: tens of MB the training cannot reuse
         memory.phase("data", data::corpus_bytes(d, batches));
 
         // 2) model, optimizer, learning-rate schedule

@@ -53,6 +53,9 @@ public:
     const std::vector<std::string>& encode_word(const std::string& word) const;
     // Words -> subword symbols, word after word.
     std::vector<std::string> encode(const std::vector<std::string>& words) const;
+    // Forgets the segmentations cached so far (the references encode_word gave go with them): a
+    // corpus's tens of thousands of words, which later text does not need all of.
+    void clear_cache() const { decltype(cache_)().swap(cache_); }
     // Subword symbols (and byte tokens) -> words: concatenates the symbols, a word ends after a
     // symbol ending in "</w>"; byte tokens are turned back into bytes, and any ill-formed UTF-8 that
     // a model's output may spell becomes U+FFFD.
