@@ -68,7 +68,11 @@ TEST_CASE("allocator: a freed big block serves the next request whole, split or 
     void* e = tensor_alloc(600000);               // ... and serves this one
     CHECK(e == a + mapping(300000));
     CHECK(memory_stats().cached_bytes == mapping(1 << 20) - mapping(300000) - mapping(600000));
-    for (void* p : {c, d, e}) tensor_free(p);
+    tensor_free(d);
+    tensor_free(e);                               // d, e and the rest merge: a's block, whole again
+    void* whole = tensor_alloc(1 << 20);
+    CHECK(whole == a);
+    for (void* p : {c, whole}) tensor_free(p);
 #if defined(__linux__)
     kernels::release_free_memory();
     tensor_free(tensor_alloc(200000));

@@ -121,6 +121,10 @@ TEST_CASE("Bpe::encode_word: merges applied in the order learned; unseen words s
     CHECK(bpe.encode_word("zest") == Words{"z", "est</w>"});
     CHECK(bpe.encode({"low", "newest"}) == Words{"low</w>", "newest</w>"});
     CHECK(Bpe().encode_word("été") == Words{"é", "t", "é</w>"});   // no merges: characters
+    // the cache forgotten (the corpus's words, after loading it): the same segmentations again
+    bpe.clear_cache();
+    CHECK(bpe.encode_word("lowest") == Words{"lo", "w", "est</w>"});
+    CHECK(bpe.encode({"low", "newest"}) == Words{"low</w>", "newest</w>"});
 }
 
 namespace {

@@ -80,19 +80,13 @@ public:
     // A mapping of at least `bytes` (a multiple of the page size); returns its start and length.
     std::pair<char*, std::size_t> take(std::size_t bytes) {
         std::unique_lock lock(mutex_);
-        auto above = free_.end(), below = free_.end();   // the smallest block >= bytes, the biggest block < bytes
-        for (auto it = free_.begin(); it != free_.end(); ++it) {
-            const std::size_t length = it->second.length;
-            if (length >= bytes && (above == free_.end() || length < above->second.length)) above = it;
-            if (length < bytes && (below == free_.end() || length > below->second.length)) below = it;
-        }
-        if (above != free_.end()) {   // 1.
-            char* base = above->first;
-            const Free f = above->second;
-            free_.erase(above);
+        const auto above = by_size_.lower_bound(bytes);   // the smallest block >= bytes
+        if (above != by_size_.end()) {   // 1.
+            char* base = above->second;
+            const Free f = remove(base);
             std::size_t length = f.length;
             if (length - bytes >= kLargeBlock) {   // split: the rest stays in the cache, a block of its own
-                free_.emplace(base + bytes, Free{length - bytes, f.freed_at});
+                add(base + bytes, length - bytes, f.freed_at);
                 length = bytes;
             }
             UNPOISON(base, length);
@@ -101,10 +95,9 @@ public:
         }
         count_live(bytes);
 #if defined(__linux__)
-        if (below != free_.end()) {   // 2.
-            char* base = below->first;
-            const std::size_t length = below->second.length;
-            free_.erase(below);
+        if (!by_size_.empty()) {   // 2. the biggest block, all < bytes
+            char* base = std::prev(by_size_.end())->second;
+            const std::size_t length = remove(base).length;
             UNPOISON(base, length);
             make_room(bytes - length);
             void* p = ::mremap(base, length, bytes, MREMAP_MAYMOVE);
@@ -115,8 +108,6 @@ public:
             ::munmap(base, length);   // (it could not grow, e.g. two merged mappings: a new mapping instead)
             mapped_ -= length;
         }
-#else
-        (void)below;
 #endif
         make_room(bytes);   // 3.
         mapped_ += bytes;
@@ -138,17 +129,15 @@ public:
         std::lock_guard lock(mutex_);
         live_ -= length;
         try {
-            if (auto next = free_.find(base + length); next != free_.end()) {
-                length += next->second.length;
-                free_.erase(next);
-            }
-            if (auto after = free_.lower_bound(base); after != free_.begin()) {
+            if (by_address_.count(base + length)) length += remove(base + length).length;
+            if (auto after = by_address_.lower_bound(base); after != by_address_.begin()) {
                 if (auto prev = std::prev(after); prev->first + prev->second.length == base) {
-                    prev->second = {prev->second.length + length, ++clock_};
-                    return;
+                    char* start = prev->first;
+                    length += remove(start).length;
+                    base = start;
                 }
             }
-            free_.emplace(base, Free{length, ++clock_});
+            add(base, length, ++clock_);
         } catch (const std::bad_alloc&) {   // (tensor_free cannot throw): not kept, then
             UNPOISON(base, length);
             ::munmap(base, length);
@@ -169,29 +158,44 @@ public:
     // Unmaps every cached block (release_free_memory).
     void release() {
         std::lock_guard lock(mutex_);
-        for (const auto& [base, f] : free_) {
+        for (const auto& [base, f] : by_address_) {
             UNPOISON(base, f.length);
             ::munmap(base, f.length);
             mapped_ -= f.length;
         }
-        free_.clear();
+        by_address_.clear();
+        by_size_.clear();
     }
 
 private:
+    using BySize = std::multimap<std::size_t, char*>;
     struct Free {
         std::size_t length;
-        std::uint64_t freed_at;   // clock_ when it was freed: the smallest is the oldest
+        std::uint64_t freed_at;    // clock_ when it was freed: the smallest is the oldest
+        BySize::iterator in_size;  // its entry in by_size_
     };
+    void add(char* base, std::size_t length, std::uint64_t freed_at) {
+        const BySize::iterator s = by_size_.emplace(length, base);
+        by_address_.emplace(base, Free{length, freed_at, s});
+    }
+    Free remove(char* base) {
+        const auto it = by_address_.find(base);
+        const Free f = it->second;
+        by_size_.erase(f.in_size);
+        by_address_.erase(it);
+        return f;
+    }
     // Unmaps the blocks freed longest ago until `more` bytes can be mapped within the bound.
     void make_room(std::size_t more) {
         const std::size_t limit = peak_ + peak_ / 8;
-        while (!free_.empty() && mapped_ + more > limit) {
-            const auto oldest = std::min_element(free_.begin(), free_.end(),
+        while (!by_address_.empty() && mapped_ + more > limit) {
+            const auto oldest = std::min_element(by_address_.begin(), by_address_.end(),
                                                  [](const auto& a, const auto& b) { return a.second.freed_at < b.second.freed_at; });
-            UNPOISON(oldest->first, oldest->second.length);
-            ::munmap(oldest->first, oldest->second.length);
-            mapped_ -= oldest->second.length;
-            free_.erase(oldest);
+            char* base = oldest->first;
+            const std::size_t length = remove(base).length;
+            UNPOISON(base, length);
+            ::munmap(base, length);
+            mapped_ -= length;
         }
     }
     void count_live(std::size_t length) {
@@ -200,8 +204,11 @@ private:
     }
 
     std::mutex mutex_;
-    std::map<char*, Free> free_;   // the cache: freed blocks, still mapped, by address (a few hundred at most)
-    std::size_t mapped_ = 0;       // live large blocks and cached ones
+    // the cache: freed blocks, still mapped, by address (to merge neighbours) and by size (to find
+    // the one that fits); a few hundred at most
+    std::map<char*, Free> by_address_;
+    BySize by_size_;
+    std::size_t mapped_ = 0;   // live large blocks and cached ones
     std::size_t live_ = 0, peak_ = 0;
     std::uint64_t clock_ = 0;
 };
