@@ -10,6 +10,7 @@
 #include <limits>
 #include <map>
 #include <mutex>
+#include <thread>
 #include <tuple>
 #include <utility>
 
@@ -75,11 +76,26 @@ std::size_t page_size() {
 //     the peak its live large blocks reach, and faults in only the pages by which a request
 //     outgrows the blocks that are free: a block never sits in the middle of a heap, where only
 //     requests that fit the hole can use it, as it does in malloc's.
+// A lock held for a few hundred nanoseconds at a time (a lookup in the cache's maps), that the
+// two threads of a data-parallel step ask for at the same moments: waiting in a loop costs less
+// than std::mutex's sleep and wake-up (the threads' steps measured 1-2% slower with it).
+class SpinLock {
+public:
+    void lock() {
+        for (int spins = 0; flag_.test_and_set(std::memory_order_acquire); spins++)
+            if (spins >= 64) std::this_thread::yield();   // the holder may be unmapping: let it run
+    }
+    void unlock() { flag_.clear(std::memory_order_release); }
+
+private:
+    std::atomic_flag flag_ = ATOMIC_FLAG_INIT;
+};
+
 class LargeBlocks {
 public:
     // A mapping of at least `bytes` (a multiple of the page size); returns its start and length.
     std::pair<char*, std::size_t> take(std::size_t bytes) {
-        std::unique_lock lock(mutex_);
+        std::unique_lock<SpinLock> lock(mutex_);
         const auto above = by_size_.lower_bound(bytes);   // the smallest block >= bytes
         if (above != by_size_.end()) {   // 1.
             char* base = above->second;
@@ -126,7 +142,7 @@ public:
     // that the pieces a split made become one block again.
     void give_back(char* base, std::size_t length) {
         POISON(base, length);
-        std::lock_guard lock(mutex_);
+        std::lock_guard<SpinLock> lock(mutex_);
         live_ -= length;
         try {
             if (by_address_.count(base + length)) length += remove(base + length).length;
@@ -146,18 +162,18 @@ public:
     }
 
     std::size_t cached() {
-        std::lock_guard lock(mutex_);
+        std::lock_guard<SpinLock> lock(mutex_);
         return mapped_ - live_;
     }
     // The cache's bound follows a new peak from here (reset_peak_memory).
     void reset_peak() {
-        std::lock_guard lock(mutex_);
+        std::lock_guard<SpinLock> lock(mutex_);
         peak_ = live_;
     }
 
     // Unmaps every cached block (release_free_memory).
     void release() {
-        std::lock_guard lock(mutex_);
+        std::lock_guard<SpinLock> lock(mutex_);
         for (const auto& [base, f] : by_address_) {
             UNPOISON(base, f.length);
             ::munmap(base, f.length);
@@ -203,7 +219,7 @@ private:
         peak_ = std::max(peak_, live_);
     }
 
-    std::mutex mutex_;
+    SpinLock mutex_;
     // the cache: freed blocks, still mapped, by address (to merge neighbours) and by size (to find
     // the one that fits); a few hundred at most
     std::map<char*, Free> by_address_;
