@@ -80,8 +80,22 @@ TEST_CASE("allocator: a freed big block serves the next request whole, split or 
     CHECK(memory_stats().cached_bytes == 0);
     tensor_free(f);
 #endif
-    // Shapes that keep changing, one block live at a time: the blocks of sizes never asked for
-    // again go, so that what is mapped stays within 9/8 of the biggest block (the peak).
+    // A new phase (reset_peak_memory) that needs a bigger block than any cached one: the blocks
+    // freed longest ago are unmapped, so that the mapped total stays within 9/8 of the phase's
+    // peak. Ten free blocks between ten live ones (so that no two free ones merge).
+    kernels::release_free_memory();
+    std::vector<void*> blocks;
+    for (int i = 0; i < 20; i++) blocks.push_back(tensor_alloc(256 << 10));
+    for (int i = 0; i < 20; i += 2) tensor_free(blocks[i]);
+    CHECK(memory_stats().cached_bytes == 10 * mapping(256 << 10));
+    kernels::reset_peak_memory();
+    void* big = tensor_alloc(4 << 20);
+    const std::size_t live = 10 * mapping(256 << 10) + mapping(4 << 20);   // the phase's peak
+    CHECK(memory_stats().cached_bytes <= live / 8);
+    tensor_free(big);
+    for (int i = 1; i < 20; i += 2) tensor_free(blocks[i]);
+    // Shapes that keep changing, one block live at a time: what is cached stays within 9/8 of the
+    // biggest block (the peak).
     kernels::release_free_memory();
     kernels::reset_peak_memory();
     std::size_t biggest = 0;

@@ -119,6 +119,7 @@ public:
             void* p = ::mremap(base, length, bytes, MREMAP_MAYMOVE);
             if (p != MAP_FAILED) {
                 mapped_ += bytes - length;
+                UNPOISON(p, bytes);
                 return {static_cast<char*>(p), bytes};
             }
             ::munmap(base, length);   // (it could not grow, e.g. two merged mappings: a new mapping instead)
@@ -135,6 +136,7 @@ public:
             live_ -= bytes;
             throw std::bad_alloc();
         }
+        UNPOISON(p, bytes);
         return {static_cast<char*>(p), bytes};
     }
 
