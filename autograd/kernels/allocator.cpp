@@ -60,6 +60,22 @@ std::size_t page_size() {
     return page;
 }
 
+// A lock held for a few hundred nanoseconds at a time (a lookup in the cache's maps), that the
+// two threads of a data-parallel step ask for at the same moments: waiting in a loop costs less
+// than std::mutex's sleep and wake-up (bench_training d128's step, against glibc's heap: 1.1%
+// slower with std::mutex here, 0.7% with this; bench/RESULTS.md, "The 200 MB goal met").
+class SpinLock {
+public:
+    void lock() {
+        for (int spins = 0; flag_.test_and_set(std::memory_order_acquire); spins++)
+            if (spins >= 64) std::this_thread::yield();   // the holder may be unmapping: let it run
+    }
+    void unlock() { flag_.clear(std::memory_order_release); }
+
+private:
+    std::atomic_flag flag_ = ATOMIC_FLAG_INIT;
+};
+
 // Large blocks: each one its own mapping from the kernel (mmap), and when freed, kept in a cache
 // for the next request instead of unmapped. A request takes
 //   1. the smallest cached block of at least its size, split in two when the rest is 128 KB or
@@ -76,21 +92,6 @@ std::size_t page_size() {
 //     the peak its live large blocks reach, and faults in only the pages by which a request
 //     outgrows the blocks that are free: a block never sits in the middle of a heap, where only
 //     requests that fit the hole can use it, as it does in malloc's.
-// A lock held for a few hundred nanoseconds at a time (a lookup in the cache's maps), that the
-// two threads of a data-parallel step ask for at the same moments: waiting in a loop costs less
-// than std::mutex's sleep and wake-up (the threads' steps measured 1-2% slower with it).
-class SpinLock {
-public:
-    void lock() {
-        for (int spins = 0; flag_.test_and_set(std::memory_order_acquire); spins++)
-            if (spins >= 64) std::this_thread::yield();   // the holder may be unmapping: let it run
-    }
-    void unlock() { flag_.clear(std::memory_order_release); }
-
-private:
-    std::atomic_flag flag_ = ATOMIC_FLAG_INIT;
-};
-
 class LargeBlocks {
 public:
     // A mapping of at least `bytes` (a multiple of the page size); returns its start and length.
