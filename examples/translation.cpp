@@ -192,7 +192,7 @@ int main(int argc, char** argv) {
         autograd::Rng shuffle_rng(o.train.seed ^ 0x5eedULL);   // batch composition and order, as the current epoch begins
         autograd::Rng first_epoch = shuffle_rng;
         std::vector<std::vector<size_t>> batches = epoch_batches(d, o, first_epoch);   // how many, for the lines below
-        autograd::release_free_memory();   // what learning the subwords freed: tens of MB the training cannot reuse
+        autograd::release_free_memory();   // the pages the data's old copies left (load_translation_data): tens of MB
         memory.phase("data", data::corpus_bytes(d, batches));
 
         // 2) model, optimizer, learning-rate schedule
