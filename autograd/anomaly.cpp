@@ -8,11 +8,7 @@
 
 namespace autograd {
 
-static thread_local bool g_anomaly = false;
-
-bool anomaly_mode_enabled() { return g_anomaly; }
-DetectAnomalyGuard::DetectAnomalyGuard() : prev_(g_anomaly) { g_anomaly = true; }
-DetectAnomalyGuard::~DetectAnomalyGuard() { g_anomaly = prev_; }
+// The switch itself, anomaly_mode_enabled() and DetectAnomalyGuard, is beside grad mode in engine.cpp.
 
 // index of the first NaN/Inf, or -1
 static int64_t first_non_finite(const float* x, int64_t n) {

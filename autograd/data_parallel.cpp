@@ -8,10 +8,10 @@
 #include <stdexcept>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "autograd/anomaly.h"
-#include "autograd/detail.h"
 #include "autograd/fused_ops.h"
 #include "autograd/kernels/busy_cores.h"
 #include "autograd/kernels/parallel.h"
@@ -29,8 +29,37 @@ struct StandIns {
     std::vector<std::pair<std::shared_ptr<Node>, std::shared_ptr<Node>>> leaves;   // (leaf, stand-in)
 };
 
-thread_local StandIns* tl_stand_ins = nullptr;   // set while this thread runs a shard s >= 1
-thread_local int tl_shard = -1;                  // the shard this thread runs, -1: none
+thread_local bool tl_in_shard = false;   // this thread runs a shard now
+
+// Shard s >= 1's graph, from its loss up, before its backward: every parent that is a leaf
+// requiring a grad (a parameter) is replaced by its stand-in, a node that shares the leaf's
+// values and keeps its own grad. The graph's other nodes are the shard's own; the leaves are
+// shared with the other shards, and are not touched.
+void use_stand_ins(const Tensor& loss, StandIns& s) {
+    std::unordered_set<Node*> visited{&loss.node()};
+    std::vector<Node*> stack{&loss.node()};
+    while (!stack.empty()) {
+        Node* n = stack.back();
+        stack.pop_back();
+        for (std::shared_ptr<Node>& p : n->parents) {
+            if (!p->requires_grad) continue;
+            if (!p->is_leaf()) {
+                if (visited.insert(p.get()).second) stack.push_back(p.get());
+                continue;
+            }
+            auto [it, fresh] = s.index.try_emplace(p.get(), s.leaves.size());
+            if (fresh) {
+                auto stand_in = std::make_shared<Node>();
+                stand_in->shape = p->shape;
+                stand_in->data = p->data;   // the same values, no copy
+                stand_in->requires_grad = true;
+                stand_in->op = p->op;
+                s.leaves.emplace_back(p, std::move(stand_in));
+            }
+            p = s.leaves[it->second].second;
+        }
+    }
+}
 
 // The caller's thread-local modes, set again on each thread that runs a shard.
 struct Modes {
@@ -76,26 +105,11 @@ void merge_grads(std::vector<StandIns>& stand_ins) {
 
 }  // namespace
 
-std::shared_ptr<Node> detail::shard_input(const std::shared_ptr<Node>& input) {
-    StandIns* s = tl_stand_ins;
-    if (!s || !input->requires_grad || !input->is_leaf()) return input;
-    auto [it, fresh] = s->index.try_emplace(input.get(), s->leaves.size());
-    if (fresh) {
-        auto stand_in = std::make_shared<Node>();
-        stand_in->shape = input->shape;
-        stand_in->data = input->data;   // the same values, no copy
-        stand_in->requires_grad = true;
-        stand_in->op = input->op;
-        s->leaves.emplace_back(input, std::move(stand_in));
-    }
-    return s->leaves[it->second].second;
-}
 
-int current_shard() { return tl_shard; }
 
-void for_each_shard(int shards, const std::function<void(int shard)>& fn) {
+void for_each_shard(int shards, const std::function<Tensor(int shard)>& loss_of) {
     if (shards < 1) throw std::invalid_argument("for_each_shard: needs at least 1 shard, got " + std::to_string(shards));
-    if (tl_shard >= 0) throw std::logic_error("for_each_shard: called inside a shard (shards do not nest)");
+    if (tl_in_shard) throw std::logic_error("for_each_shard: called inside a shard (shards do not nest)");
     const Modes modes;
     std::vector<Rng> rngs;
     for (int s = 0; s < shards; s++) rngs.emplace_back(default_rng().next_u64());   // in shard order, before any runs
@@ -131,17 +145,19 @@ void for_each_shard(int shards, const std::function<void(int shard)>& fn) {
         FusedKernelsGuard fused(modes.fused);
         MixedPrecisionGuard bf16(modes.bf16);
         for (int s; (s = next.fetch_add(1)) < shards;) {
-            tl_shard = s;
-            tl_stand_ins = s > 0 ? &stand_ins[s] : nullptr;
+            tl_in_shard = true;
             Rng* const prev_rng = detail::exchange_thread_rng(&rngs[s]);
             try {
-                fn(s);
+                const Tensor loss = loss_of(s);
+                if (loss.defined() && loss.requires_grad()) {
+                    if (s > 0) use_stand_ins(loss, stand_ins[s]);   // shard 0's grads go to the leaves themselves
+                    loss.backward();
+                }
             } catch (...) {
                 errors[s] = std::current_exception();
             }
             detail::exchange_thread_rng(prev_rng);
-            tl_stand_ins = nullptr;
-            tl_shard = -1;
+            tl_in_shard = false;
         }
         if (tid < kTimed) finish[tid] = kernels::now_ns();
     }

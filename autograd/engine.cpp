@@ -4,18 +4,33 @@
 #include <unordered_set>
 
 #include "autograd/anomaly.h"
-#include "autograd/detail.h"
+#include "autograd/fused_ops.h"
 #include "autograd/tensor.h"
 
 namespace autograd {
 
-// ---------------------------------------------------------------- grad mode
+// ---------------------------------------------------------------- modes
 
+// Three switches, each an RAII guard over a flag of the calling thread: grad mode (is the graph
+// recorded?), the fused kernels (does each layer of nn/ run its kernel or its plain form?) and
+// anomaly detection (is every value checked for NaN and Inf?).
 static thread_local bool g_grad_enabled = true;
+static thread_local bool g_fused_kernels = true;
+static thread_local bool g_anomaly = false;
 
 bool is_grad_enabled() { return g_grad_enabled; }
 NoGradGuard::NoGradGuard() : prev_(g_grad_enabled) { g_grad_enabled = false; }
 NoGradGuard::~NoGradGuard() { g_grad_enabled = prev_; }
+
+bool fused_kernels_enabled() { return g_fused_kernels; }
+FusedKernelsGuard::FusedKernelsGuard(bool enabled) : prev_(g_fused_kernels) { g_fused_kernels = enabled; }
+FusedKernelsGuard::~FusedKernelsGuard() { g_fused_kernels = prev_; }
+
+bool anomaly_mode_enabled() { return g_anomaly; }
+DetectAnomalyGuard::DetectAnomalyGuard() : prev_(g_anomaly) { g_anomaly = true; }
+DetectAnomalyGuard::~DetectAnomalyGuard() { g_anomaly = prev_; }
+
+// ---------------------------------------------------------------- recording
 
 void record(Tensor& out, std::vector<Tensor> inputs, const char* op, std::function<void(Node&)> fn) {
     Node& n = out.node();
@@ -26,8 +41,7 @@ void record(Tensor& out, std::vector<Tensor> inputs, const char* op, std::functi
     for (const Tensor& t : inputs) any = any || t.requires_grad();
     if (!any) return;
     n.requires_grad = true;
-    n.parents.reserve(inputs.size());
-    for (Tensor& t : inputs) n.parents.push_back(detail::shard_input(t.node_ptr()));
+    for (const Tensor& t : inputs) n.parents.push_back(t.node_ptr());
     n.backward = std::move(fn);
 }
 
@@ -45,7 +59,7 @@ static std::vector<std::shared_ptr<Node>> topo_order(const std::shared_ptr<Node>
     visited.insert(root.get());
     while (!stack.empty()) {
         auto& [node, next] = stack.back();
-        if (detail::NodeInternals::released(*node))
+        if (node->released)
             throw std::logic_error(
                 std::string("backward: the graph through '") + node->op +
                 "' was already freed by an earlier backward(); pass retain_graph = true to the "
@@ -64,6 +78,13 @@ static std::vector<std::shared_ptr<Node>> topo_order(const std::shared_ptr<Node>
         }
     }
     return order;
+}
+
+// Free a node's closure and parents (the graph above it), and remember that they are gone.
+static void release_graph(Node& n) {
+    n.backward = nullptr;
+    n.parents.clear();
+    n.released = true;
 }
 
 static void run_backward(Node& root, const float* seed, bool retain_graph) {
@@ -87,7 +108,7 @@ static void run_backward(Node& root, const float* seed, bool retain_graph) {
             n.backward(n);
             if (anomaly) check_parent_grads_finite(n);
         }
-        if (!retain_graph) detail::NodeInternals::release(n);   // free the graph as we go
+        if (!retain_graph) release_graph(n);               // free the graph as we go
         if (!n.retains_grad) FloatBuffer().swap(n.grad);   // non-leaf grads are temporary
         // Drop the walk's own reference too: a value that no op still to run needs is freed now
         // (its memory goes back to the heap and serves the gradients still to come),

@@ -21,11 +21,7 @@
 
 namespace autograd {
 
-static thread_local bool g_fused_kernels = true;
-
-bool fused_kernels_enabled() { return g_fused_kernels; }
-FusedKernelsGuard::FusedKernelsGuard(bool enabled) : prev_(g_fused_kernels) { g_fused_kernels = enabled; }
-FusedKernelsGuard::~FusedKernelsGuard() { g_fused_kernels = prev_; }
+// The switch, fused_kernels_enabled() and FusedKernelsGuard, is beside grad mode in engine.cpp.
 
 namespace fused {
 
@@ -168,9 +164,27 @@ Tensor linear_cross_entropy(const Tensor& x, const Tensor& w, const Tensor& b, c
     return loss;
 }
 
-Attention attention(const Tensor& q, const Tensor& k, const Tensor& v, int64_t heads, const Mask& allowed, float dropout_p,
+// A mask that broadcasts to (B, T, S) (a head dim of 1 allowed, as in (B, 1, 1, S)), made dense:
+// (B, T, S), 1 = may attend. The layer that calls the op has checked that it broadcasts.
+static Mask dense_mask(const Mask& mask, int64_t B, int64_t T, int64_t S) {
+    Shape ms = mask.shape;
+    if (ms.size() == 4 && ms[1] == 1) ms.erase(ms.begin() + 1);
+    while (ms.size() < 3) ms.insert(ms.begin(), 1);
+    Mask out = Mask::full({B, T, S}, 0);   // (B, T, S)
+    for (int64_t b = 0; b < B; b++)
+        for (int64_t t = 0; t < T; t++)
+            for (int64_t s = 0; s < S; s++) {
+                const int64_t i = ((ms[0] == 1 ? 0 : b) * ms[1] + (ms[1] == 1 ? 0 : t)) * ms[2] + (ms[2] == 1 ? 0 : s);
+                out[(b * T + t) * S + s] = mask.data[i] != 0;
+            }
+    return out;
+}
+
+Attention attention(const Tensor& q, const Tensor& k, const Tensor& v, int64_t heads, const Mask& mask, float dropout_p,
                     int64_t keys, const std::vector<int64_t>& kv_slot) {
     const int64_t B = q.size(0), T = q.size(1), D = q.size(2);
+    if (keys < 0) keys = k.size(1);
+    const Mask allowed = mask.data.empty() ? Mask() : dense_mask(mask, B, T, keys);   // (B, T, S), or none
     const kernels::AttentionDims d{B, heads, T, keys, D / heads, k.size(1)};
     const kernels::DropoutDraws drop = kernels::draw_dropout(dropout_p);
     Tensor weights = Tensor::empty({B, heads, T, keys});   // (B, H, T, S)

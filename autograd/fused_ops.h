@@ -75,14 +75,15 @@ Tensor linear_cross_entropy(const Tensor& x, const Tensor& w, const Tensor& b, c
 
 // Scaled dot-product attention over `heads` heads: nn::scaled_dot_product_attention's plain form
 // (nn/attention.cpp), whose comment says what each argument is. q (B, T, D), k and v
-// (B or slots, rows, D) of which the first `keys` rows are attended to; allowed a dense (B, T, keys)
-// mask or empty. With kv_slot (decoding only) no graph is recorded.
+// (B or slots, rows, D) of which the first `keys` rows are attended to (-1: all); mask broadcasts
+// to (B, T, keys), or is empty. kv_slot, for decoding (models/decoder_cache.h): query row b reads
+// k[kv_slot[b]] and v[kv_slot[b]] in place; then no graph is recorded.
 struct Attention {
     Tensor out;       // (B, T, D)
     Tensor weights;   // (B, H, T, keys), before dropout; no gradient
 };
-Attention attention(const Tensor& q, const Tensor& k, const Tensor& v, int64_t heads, const Mask& allowed,
-                    float dropout_p, int64_t keys, const std::vector<int64_t>& kv_slot = {});
+Attention attention(const Tensor& q, const Tensor& k, const Tensor& v, int64_t heads, const Mask& mask,
+                    float dropout_p, int64_t keys = -1, const std::vector<int64_t>& kv_slot = {});
 
 // e[b, s] = v . tanh(keys[b, s] + q[b]): the additive attention's score, nn::SoftAttention's plain
 // form (nn/soft_attention.cpp). keys (B, S, A), q (B, A), v (A,) -> e (B, S).

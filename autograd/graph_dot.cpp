@@ -5,7 +5,6 @@
 #include <stdexcept>
 #include <unordered_map>
 
-#include "autograd/detail.h"
 
 namespace autograd {
 
@@ -29,7 +28,7 @@ static std::vector<const Node*> walk(const Node& root) {
     seen[&root] = true;
     while (!stack.empty()) {
         auto& [node, next] = stack.back();
-        if (detail::NodeInternals::released(*node))
+        if (node->released)
             throw std::logic_error(std::string("to_dot: the graph through '") + node->op +
                                    "' was freed by backward(); draw the graph before calling backward() "
                                    "(or pass retain_graph = true to it)");

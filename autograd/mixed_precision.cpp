@@ -4,13 +4,12 @@
 
 namespace autograd {
 
-static thread_local Precision g_matmul_precision = Precision::fp32;
-
-Precision matmul_precision() { return g_matmul_precision; }
-MixedPrecisionGuard::MixedPrecisionGuard(bool enabled) : prev_(g_matmul_precision) {
-    if (enabled) g_matmul_precision = Precision::bf16;
+// The flag is the kernels' (kernels/precision.h): autograd::matmul reads it there.
+Precision matmul_precision() { return kernels::matmul_precision(); }
+MixedPrecisionGuard::MixedPrecisionGuard(bool enabled) : prev_(kernels::matmul_precision()) {
+    if (enabled) kernels::matmul_precision() = Precision::bf16;
 }
-MixedPrecisionGuard::~MixedPrecisionGuard() { g_matmul_precision = prev_; }
+MixedPrecisionGuard::~MixedPrecisionGuard() { kernels::matmul_precision() = prev_; }
 
 float round_to_bf16(float x) { return kernels::round_to_bf16(x); }
 bool bf16_products_native() { return kernels::bf16_dot_supported(); }

@@ -3,14 +3,9 @@
 #include <stdexcept>
 
 #include "autograd/kernels/dropout.h"
-#include "autograd/kernels/parallel.h"
 #include "autograd/ops.h"
 
 namespace autograd {
-
-using kernels::kElementwiseParallelMin;
-using kernels::parallel_for;
-using kernels::worth_threads;
 
 // ---------------------------------------------------------------- broadcasting walk
 
@@ -65,26 +60,27 @@ static Tensor binary_op(const Tensor& a, const Tensor& b, const char* op, F f, D
     Tensor y = Tensor::empty(out_shape);
     const float *pa = a.data(), *pb = b.data();
     float* py = y.data();
+    const int64_t n = y.numel();
     if (a.shape() == b.shape()) {                          // fast path: no broadcasting
-        const int64_t n = y.numel();
-        parallel_for(n, worth_threads(n, kElementwiseParallelMin), [=](int64_t i) { py[i] = f(pa[i], pb[i]); });
+        for (int64_t i = 0; i < n; i++) py[i] = f(pa[i], pb[i]);
     } else {
         for_each_broadcast(out_shape, a.shape(), b.shape(),
                            [&](int64_t i, int64_t ia, int64_t ib) { py[i] = f(pa[ia], pb[ib]); });
     }
-    record(y, {a, b}, op, [dfa, dfb](Node& self) {
+    record(y, {a, b}, op, [dfa, dfb, n](Node& self) {
         const Node &na = *self.parents[0], &nb = *self.parents[1];
         const float *pa = na.data->data(), *pb = nb.data->data(), *py = self.data->data();
         const float* dy = self.grad.data();
         float* ga = self.parent_grad(0);   // nullptr when that input needs no gradient
         float* gb = self.parent_grad(1);
         if (na.shape == nb.shape) {        // no broadcasting: every element is its own
-            const int64_t n = self.numel();
-            if (ga) parallel_for(n, worth_threads(n, kElementwiseParallelMin), [=](int64_t i) { ga[i] += dy[i] * dfa(pa[i], pb[i], py[i]); });
-            if (gb) parallel_for(n, worth_threads(n, kElementwiseParallelMin), [=](int64_t i) { gb[i] += dy[i] * dfb(pa[i], pb[i], py[i]); });
+            if (ga)
+                for (int64_t i = 0; i < n; i++) ga[i] += dy[i] * dfa(pa[i], pb[i], py[i]);
+            if (gb)
+                for (int64_t i = 0; i < n; i++) gb[i] += dy[i] * dfb(pa[i], pb[i], py[i]);
             return;
         }
-        // serial walk: broadcast inputs receive several contributions, always in the same order
+        // broadcast inputs receive several contributions, added in the order of the output
         for_each_broadcast(self.shape, na.shape, nb.shape, [&](int64_t i, int64_t ia, int64_t ib) {
             if (ga) ga[ia] += dy[i] * dfa(pa[ia], pb[ib], py[i]);
             if (gb) gb[ib] += dy[i] * dfb(pa[ia], pb[ib], py[i]);
@@ -127,11 +123,11 @@ static Tensor unary_op(const Tensor& a, const char* op, F f, D dfdx) {
     const float* px = a.data();
     float* py = y.data();
     const int64_t n = a.numel();
-    parallel_for(n, worth_threads(n, kElementwiseParallelMin), [=](int64_t i) { py[i] = f(px[i]); });
+    for (int64_t i = 0; i < n; i++) py[i] = f(px[i]);
     record(y, {a}, op, [dfdx, n](Node& self) {
         const float *px = self.parent_data(0), *py = self.data->data(), *dy = self.grad.data();
         float* dx = self.parent_grad(0);
-        parallel_for(n, worth_threads(n, kElementwiseParallelMin), [=](int64_t i) { dx[i] += dy[i] * dfdx(px[i], py[i]); });
+        for (int64_t i = 0; i < n; i++) dx[i] += dy[i] * dfdx(px[i], py[i]);
     });
     return y;
 }

@@ -4,15 +4,11 @@
 #include <stdexcept>
 
 #include "autograd/kernels/gemm_dispatch.h"
-#include "autograd/kernels/parallel.h"
-#include "autograd/mixed_precision.h"
 #include "autograd/ops.h"
 
 namespace autograd {
 
 using kernels::gemm_in;
-using kernels::parallel_for;
-using kernels::worth_threads;
 
 namespace {
 // Everything the forward and the backward need to find the i-th matrix of each operand.
@@ -21,13 +17,8 @@ struct MatmulPlan {
     int64_t M, N, K;
     int64_t batches = 1;                          // number of output matrices
     std::vector<int64_t> a_off, b_off;            // element offset of each batch's A and B
-    bool a_broadcast = false, b_broadcast = false; // an operand's matrix is reused by several batches
     int64_t lda() const { return ta ? M : K; }    // A stored (M, K), or (K, M) when transposed
     int64_t ldb() const { return tb ? K : N; }    // B stored (K, N), or (N, K) when transposed
-    // Products this small are split over the batch instead, one whole product per thread: a
-    // thread team inside each would cost more than the product (bigger ones split themselves,
-    // in gemm). To re-measure: a batched matmul around this size with OMP_NUM_THREADS=1 and 2.
-    bool small() const { return M * N * K < 48 * 48 * 48; }
 };
 
 MatmulPlan make_plan(const Shape& as, const Shape& bs, bool ta, bool tb) {
@@ -49,8 +40,6 @@ MatmulPlan make_plan(const Shape& as, const Shape& bs, bool ta, bool tb) {
     const Shape ab(as.begin(), as.end() - 2), bb(bs.begin(), bs.end() - 2);
     const Shape batch = broadcast_shapes(ab, bb, "matmul (batch dims)");
     p.batches = shape_numel(batch);
-    p.a_broadcast = shape_numel(ab) != p.batches;
-    p.b_broadcast = shape_numel(bb) != p.batches;
     // offsets: walk the batch index and map it into each operand's own batch dims
     const int64_t a_mat = p.M * p.K, b_mat = p.K * p.N;
     for (int64_t i = 0; i < p.batches; i++) {
@@ -69,12 +58,6 @@ MatmulPlan make_plan(const Shape& as, const Shape& bs, bool ta, bool tb) {
     return p;
 }
 
-// Run body(i) for every batch; in parallel when the matrices are small (each gemm then runs on
-// one thread) and `writes_shared` is false (no two batches write the same memory).
-template <class F>
-void for_each_batch(const MatmulPlan& p, bool writes_shared, F body) {
-    parallel_for(p.batches, !writes_shared && p.small() && worth_threads(p.batches, 1), body);   // more than one batch
-}
 }  // namespace
 
 Tensor matmul(const Tensor& a, const Tensor& b, bool ta, bool tb) {
@@ -94,10 +77,9 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool ta, bool tb) {
     Tensor y = Tensor::empty(out_shape);                      // (..., M, N)
     const float *A = a.data(), *B = b.data();
     float* C = y.data();
-    const Precision precision = matmul_precision();   // fp32, or bf16 under mixed precision; the backward uses it too
-    for_each_batch(p, false, [&](int64_t i) {
+    const kernels::Precision precision = kernels::matmul_precision();   // fp32, or bf16 under mixed precision; the backward uses it too
+    for (int64_t i = 0; i < p.batches; i++)
         gemm_in(precision, ta, tb, p.M, p.N, p.K, A + p.a_off[i], p.lda(), B + p.b_off[i], p.ldb(), C + i * p.M * p.N, p.N, false);
-    });
 
     // backward, with C = op(A) op(B):  d op(A) = dC op(B)^T   and   d op(B) = op(A)^T dC.
     // When A itself is stored transposed, dA = (dC op(B)^T)^T = op(B) dC^T, and likewise for B.
@@ -107,20 +89,18 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool ta, bool tb) {
         float* dA = self.parent_grad(0);
         float* dB = self.parent_grad(1);
         const int64_t M = p.M, N = p.N, K = p.K, mn = M * N;
-        if (dA)
-            for_each_batch(p, p.a_broadcast, [&](int64_t i) {
-                const float *g = dC + i * mn, *Bi = B + p.b_off[i];
-                float* dAi = dA + p.a_off[i];
-                if (!p.ta) gemm_in(precision, false, !p.tb, M, K, N, g, N, Bi, p.ldb(), dAi, K, true);    // dA = dC op(B)^T
-                else       gemm_in(precision, p.tb, true, K, M, N, Bi, p.ldb(), g, N, dAi, M, true);      // dA = op(B) dC^T
-            });
-        if (dB)
-            for_each_batch(p, p.b_broadcast, [&](int64_t i) {
-                const float *g = dC + i * mn, *Ai = A + p.a_off[i];
-                float* dBi = dB + p.b_off[i];
-                if (!p.tb) gemm_in(precision, !p.ta, false, K, N, M, Ai, p.lda(), g, N, dBi, N, true);    // dB = op(A)^T dC
-                else       gemm_in(precision, true, p.ta, N, K, M, g, N, Ai, p.lda(), dBi, K, true);      // dB = dC^T op(A)
-            });
+        for (int64_t i = 0; dA && i < p.batches; i++) {
+            const float *g = dC + i * mn, *Bi = B + p.b_off[i];
+            float* dAi = dA + p.a_off[i];
+            if (!p.ta) gemm_in(precision, false, !p.tb, M, K, N, g, N, Bi, p.ldb(), dAi, K, true);    // dA = dC op(B)^T
+            else       gemm_in(precision, p.tb, true, K, M, N, Bi, p.ldb(), g, N, dAi, M, true);      // dA = op(B) dC^T
+        }
+        for (int64_t i = 0; dB && i < p.batches; i++) {
+            const float *g = dC + i * mn, *Ai = A + p.a_off[i];
+            float* dBi = dB + p.b_off[i];
+            if (!p.tb) gemm_in(precision, !p.ta, false, K, N, M, Ai, p.lda(), g, N, dBi, N, true);    // dB = op(A)^T dC
+            else       gemm_in(precision, true, p.ta, N, K, M, g, N, Ai, p.lda(), dBi, K, true);      // dB = dC^T op(A)
+        }
     });
     return y;
 }

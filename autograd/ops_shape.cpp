@@ -4,13 +4,8 @@
 #include <stdexcept>
 
 #include "autograd/ops.h"
-#include "autograd/kernels/parallel.h"
 
 namespace autograd {
-
-using kernels::kShapeCopyParallelMin;
-using kernels::parallel_for;
-using kernels::worth_threads;
 
 // ---------------------------------------------------------------- reshape
 
@@ -41,7 +36,7 @@ Tensor reshape(const Tensor& a, const Shape& shape) {
     record(y, {a}, "reshape", [numel](Node& self) {
         const float* dy = self.grad.data();
         float* dx = self.parent_grad(0);
-        parallel_for(numel, worth_threads(numel, kShapeCopyParallelMin), [=](int64_t i) { dx[i] += dy[i]; });
+        for (int64_t i = 0; i < numel; i++) dx[i] += dy[i];
     });
     return y;
 }
@@ -74,12 +69,11 @@ static void permute_walk(const Shape& in, const std::vector<int>& dims, F f) {
     const int64_t n = shape_numel(in);
     if (n == 0) return;
     const int64_t inner = nd ? out_shape[nd - 1] : 1, step = nd ? st[nd - 1] : 0;
-    // rows are independent, and a permutation never sends two elements to one place
-    parallel_for(n / inner, worth_threads(n, kShapeCopyParallelMin), [&](int64_t r) {
+    for (int64_t r = 0; r < n / inner; r++) {   // row r of the output: where it starts in the input
         int64_t base = 0, rem = r;
         for (int d = nd - 2; d >= 0; d--) { base += (rem % out_shape[d]) * st[d]; rem /= out_shape[d]; }
         for (int64_t j = 0; j < inner; j++) f(r * inner + j, base + j * step);
-    });
+    }
 }
 
 // y's dim i is a's dim dims[i]. backward: send each gradient element back to where it came from.

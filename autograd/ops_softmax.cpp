@@ -3,15 +3,10 @@
 // one stable row that attention and cross-entropy use too.
 #include <cmath>
 
-#include "autograd/kernels/parallel.h"
 #include "autograd/kernels/softmax_rows.h"
 #include "autograd/ops.h"
 
 namespace autograd {
-
-using kernels::kSoftmaxParallelMin;
-using kernels::parallel_for;
-using kernels::worth_threads;
 
 namespace {
 // Rows of the last dim: C = row length, R = number of rows.
@@ -25,26 +20,22 @@ static Rows rows_of(const Tensor& x) {
     return {C ? x.numel() / C : 0, C};
 }
 
-// y = row_fn(x) for every row of the last dim, rows split over threads (they are independent)
+// y = row_fn(x) for every row of the last dim (the rows are independent)
 template <class RowFn>
 static Tensor for_each_row(const Tensor& x, RowFn row_fn) {
-    const Rows rows = rows_of(x);
-    const int64_t R = rows.R, C = rows.C;   // not a structured binding: clang before 16 rejects those in OpenMP regions
+    const auto [R, C] = rows_of(x);
     Tensor y = Tensor::empty(x.shape());
-    const float* px = x.data();
-    float* py = y.data();
-    parallel_for(R, worth_threads(R * C, kSoftmaxParallelMin), [=](int64_t r) { row_fn(px + r * C, py + r * C, C); });
+    for (int64_t r = 0; r < R; r++) row_fn(x.data() + r * C, y.data() + r * C, C);
     return y;
 }
 
 // The backward's loop: row_fn(y, dy, dx, C) adds each row's gradient into dx, from the op's
-// output y and its upstream gradient dy; rows split over threads.
+// output y and its upstream gradient dy.
 template <class RowFn>
 static void for_each_row_backward(Node& self, Rows rows, RowFn row_fn) {
-    const int64_t R = rows.R, C = rows.C;
-    const float *py = self.data->data(), *dy = self.grad.data();
+    const float *y = self.data->data(), *dy = self.grad.data();
     float* dx = self.parent_grad(0);
-    parallel_for(R, worth_threads(R * C, kSoftmaxParallelMin), [=](int64_t r) { row_fn(py + r * C, dy + r * C, dx + r * C, C); });
+    for (int64_t r = 0; r < rows.R; r++) row_fn(y + r * rows.C, dy + r * rows.C, dx + r * rows.C, rows.C);
 }
 
 // softmax over the last dimension. x: (..., C) -> y: (..., C), y_i = e^(x_i - m) / sum_j e^(x_j - m)

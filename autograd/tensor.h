@@ -30,8 +30,6 @@ int normalize_dim(int64_t dim, int ndim, const char* op);
 // (autograd/kernels/float_buffer.h).
 using FloatBuffer = kernels::FloatBuffer;
 
-namespace detail { struct NodeInternals; }   // engine bookkeeping that is not the lesson (detail.h)
-
 // One value in the graph.
 struct Node {
     Shape shape;
@@ -42,6 +40,7 @@ struct Node {
     std::vector<std::shared_ptr<Node>> parents;  // inputs of the op that made this value
     std::function<void(Node& self)> backward;    // reads self.grad, adds into parents' grads
     const char* op = "leaf";                     // for errors, printing and graph dumps
+    bool released = false;                       // a backward() freed the graph above this node
 
     Node();
     ~Node();                                     // frees a long chain of parents without recursion
@@ -49,16 +48,12 @@ struct Node {
     Node& operator=(const Node&) = delete;
 
     int64_t numel() const { return static_cast<int64_t>(data->size()); }
-    bool is_leaf() const { return !backward && !released_; }
+    bool is_leaf() const { return !backward && !released; }
     // Zero-filled gradient buffer, allocated on first use (grads always accumulate with +=).
     float* grad_buffer();
     // Parent i's gradient buffer, or nullptr if that parent needs no gradient (skip the work).
     float* parent_grad(size_t i);
     const float* parent_data(size_t i) const { return parents[i]->data->data(); }
-
-private:
-    bool released_ = false;                      // a backward() freed its graph (detail.h)
-    friend struct detail::NodeInternals;
 };
 
 class Tensor {

@@ -109,10 +109,10 @@ int bf16_decoding(int reps) {
     for (int64_t B : {1, 8, 64, 250}) {
         const autograd::Tokens src = data::random_sequences(rng, V, B, L);   // (B, L)
         const autograd::Mask mask = models::padding_mask(src, 0);
-        models::greedy_decode(model, src, mask, {.max_len = L, .bos = 1});   // warm: memory, caches
+        models::greedy_decode_cached(model, src, mask, {.max_len = L, .bos = 1});   // warm: memory, caches
         std::vector<double> times;
         for (int r = 0; r < reps; r++)
-            times.push_back(seconds_of([&] { models::greedy_decode(model, src, mask, {.max_len = L, .bos = 1}); }));
+            times.push_back(seconds_of([&] { models::greedy_decode_cached(model, src, mask, {.max_len = L, .bos = 1}); }));
         const double t = median(times);
         std::printf("%5lld %12.0f %10.1f\n", (long long)B, static_cast<double>(B * (L - 1)) / t, 1e3 * t);
         std::fflush(stdout);
@@ -142,7 +142,7 @@ int main(int argc, char** argv) {
         const double tokens = static_cast<double>(B * (L - 1));
         for (int k : {0, beam}) {
             auto run = [&](bool kv_cache) {
-                if (k == 0) models::greedy_decode(model, src, mask, {.max_len = L, .bos = 1, .kv_cache = kv_cache});
+                if (k == 0) models::greedy_decode_counted(model, src, mask, {.max_len = L, .bos = 1}, kv_cache, nullptr);
                 else models::beam_search_batch(model, src, mask, {.beam_size = k, .max_len = L, .bos = 1, .kv_cache = kv_cache});
             };
             std::vector<double> cached, recomputed;

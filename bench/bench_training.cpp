@@ -81,10 +81,7 @@ int main(int argc, char** argv) {
         const models::Batch b = data::make_copy_batch(rng, 11, B, L);
         opt.zero_grad();   // first: last step's gradients are freed before this step's activations pile up
         models::sum_over_shards(b, shards, [&](const models::Batch& part) {   // as the examples train
-            const autograd::Tensor loss = nn::cross_entropy(model.logits(part.src, part.tgt_in, part.src_mask, part.tgt_mask), part.tgt_out) *
-                                          part.share;
-            loss.backward();
-            return loss.item();
+            return nn::cross_entropy(model.logits(part.src, part.tgt_in, part.src_mask, part.tgt_mask), part.tgt_out) * part.share;
         });
         sched.step();
         opt.step();

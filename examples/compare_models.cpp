@@ -166,10 +166,8 @@ Trained train(models::Seq2Seq& model, const Options& o, int64_t L, int steps, co
         const models::Batch b = eval::make_task_batch(o.task, data_rng, o.vocab, o.batch, L);
         opt.zero_grad();
         const float loss = models::sum_over_shards(b, o.train.shards, [&](const models::Batch& part) {
-            const Tensor loss = model.loss(part, {}) * part.share;   // cross_entropy(model.logits(...), part.tgt_out), x the part's share
-            loss.backward();
-            return loss.item();
-        });
+            return model.loss(part, {}) * part.share;   // cross_entropy(model.logits(...), part.tgt_out), x the part's share
+        });   // each part's forward, then its backward
         if (o.clip > 0) optim::clip_grad_norm(model.parameters(), o.clip);
         sched->step();
         opt.step();

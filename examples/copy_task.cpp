@@ -12,6 +12,7 @@
 // examples/data/copy_task_data.h, the evaluation in examples/eval/copy_task_eval.h.
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "autograd/autograd.h"
@@ -40,6 +41,12 @@ void print_setup(const models::Seq2Seq& model, const Options& o, bool training) 
     if (training)
         std::printf("training: %d steps of B=%d, Adam(0.9, 0.98, 1e-9), %s\n", o.steps, o.batch,
                     common::describe_lr_schedule(o.schedule, o.lr, o.train.lr_factor, o.train.model.d_model, o.train.warmup, o.steps).c_str());
+}
+
+// The loss on batch b: the cross-entropy of each next symbol, the mean over b's tokens.
+Tensor loss_of(models::Transformer& model, const models::Batch& b) {
+    const Tensor logits = model.logits(b.src, b.tgt_in, b.src_mask, b.tgt_mask);   // (B, L-1, V)
+    return nn::cross_entropy(logits, b.tgt_out, {.ignore_index = data::COPY_PAD});  // (): mean per token
 }
 
 // What a saved model holds besides its weights, so --load needs nothing else. The seed is a
@@ -100,7 +107,8 @@ int main(int argc, char** argv) {
     const Options o = options::parse_copy_task(argc, argv);
     try {
         autograd::FusedKernelsGuard fused_kernels(!o.train.reference);   // --reference: each layer's plain form
-        autograd::MixedPrecisionGuard mixed_precision(o.train.bf16);   // --bf16: training and evaluation, --load's too
+        std::optional<autograd::MixedPrecisionGuard> mixed_precision;
+        if (o.train.bf16) mixed_precision.emplace();   // --bf16: bf16 products in training and evaluation, --load's too
         autograd::manual_seed(o.train.seed);   // model init and dropout
         if (!o.load.empty()) return use_checkpoint(o);
 
@@ -124,14 +132,14 @@ int main(int argc, char** argv) {
             for (step++; step <= o.steps; step++) {
                 const models::Batch b = data::make_copy_batch(data_rng, o.vocab, o.batch, o.seq_len);
                 opt.zero_grad();   // first: last step's gradients are freed before this step's activations pile up
-                // forward and backward of b's --shards row slices side by side: the same gradient as one pass over b
-                const float loss = models::sum_over_shards(b, o.train.shards, [&](const models::Batch& part) {
-                    const Tensor logits = model.logits(part.src, part.tgt_in, part.src_mask, part.tgt_mask);   // (rows, L-1, V)
-                    const Tensor loss = nn::cross_entropy(logits, part.tgt_out, {.ignore_index = data::COPY_PAD})   // mean per token,
-                                        * part.share;                               // x the part's share of b's tokens
-                    loss.backward();
-                    return loss.item();
-                });
+                float loss;
+                if (o.train.shards == 1) {   // the whole batch in one pass
+                    const Tensor batch_loss = loss_of(model, b);
+                    batch_loss.backward();
+                    loss = batch_loss.item();
+                } else {   // b's row slices side by side, a thread each: the same gradient (models/data_parallel.h)
+                    loss = models::sum_over_shards(b, o.train.shards, [&](const models::Batch& part) { return loss_of(model, part) * part.share; });
+                }
                 const float lr = sched->step();
                 opt.step();
                 report_step(log, o, step, loss, lr);

@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -182,7 +183,8 @@ int main(int argc, char** argv) {
     try {
         autograd::FusedKernelsGuard fused_kernels(!o.train.reference);   // --reference: each layer's plain form
         const common::MemoryReport memory(o.memory_report);
-        autograd::MixedPrecisionGuard mixed_precision(o.train.bf16);   // --bf16: training and evaluation, --load's too
+        std::optional<autograd::MixedPrecisionGuard> mixed_precision;
+        if (o.train.bf16) mixed_precision.emplace();   // --bf16: training and evaluation, --load's too
         if (!o.load.empty()) return translate_with_checkpoint(o);
 
         // 1) data: sentence pairs -> vocabularies -> id sequences -> batches of similar length
@@ -228,11 +230,9 @@ int main(int argc, char** argv) {
                     const float loss = models::sum_over_shards(b, o.train.shards, [&](const models::Batch& part) {
                         // cross_entropy(model.logits(part...), part.tgt_out): the generator fused into the loss, so the
                         // (rows, T, V) logits are never held whole (models/seq2seq.h)
-                        const Tensor loss = model.loss(part, {.ignore_index = Vocab::PAD, .label_smoothing = o.label_smoothing})
-                                            * part.share;   // mean per token, x the part's share of b's tokens
-                        loss.backward();
-                        return loss.item();
-                    });
+                        return model.loss(part, {.ignore_index = Vocab::PAD, .label_smoothing = o.label_smoothing})
+                               * part.share;   // mean per token, x the part's share of b's tokens
+                    });   // each part's forward, then its backward
                     const float lr = sched.step();
                     opt.step();
                     log.step(loss, static_cast<double>(b.ntokens), {{"epoch", std::to_string(epoch)},

@@ -4,27 +4,28 @@
 //
 //   const float loss = models::sum_over_shards(b, 2, [&](const models::Batch& part) {
 //       const Tensor logits = model.logits(part.src, part.tgt_in, part.src_mask, part.tgt_mask);
-//       const Tensor loss = nn::cross_entropy(logits, part.tgt_out, {.ignore_index = PAD})   // mean over the part's tokens,
-//                           * part.share;                                              // x its share of b's (split_batch)
-//       loss.backward();
-//       return loss.item();
-//   });
+//       return nn::cross_entropy(logits, part.tgt_out, {.ignore_index = PAD})   // mean over the part's tokens,
+//              * part.share;                                                    // x its share of b's (split_batch)
+//   });   // the forward of each part, then its backward
 //   opt.step();
 //
-// fn(part) runs for each of the `shards` parts (split_batch) that has a token, on up to `shards`
-// threads at once; returns the sum of what fn returns, in part order. With each part's mean loss
-// weighted by its share of the batch's tokens,
+// loss_of(part) runs for each of the `shards` parts (split_batch) that has a token, on up to
+// `shards` threads at once, and each loss it returns is backpropagated on the same thread;
+// returns the sum of the losses' values, in part order. With each part's mean loss weighted by
+// its share of the batch's tokens,
 //     loss = sum_p (ntokens_p / ntokens) * loss_p,
 // the parts' backward passes add up in the parameters' grads to the gradient of the batch's mean
 // loss: the same value as one pass, up to rounding, and the same bits on any number of threads
-// for a given `shards`. shards = 1 is fn(b) on the calling thread, exactly.
+// for a given `shards`. shards = 1 is loss_of(b) and its backward on the calling thread, exactly
+// the plain step (which the examples write out as such when --shards is 1).
 #pragma once
 #include <functional>
 
+#include "autograd/tensor.h"
 #include "models/batch.h"
 
 namespace models {
 
-float sum_over_shards(const Batch& b, int shards, const std::function<float(const Batch& part)>& fn);
+float sum_over_shards(const Batch& b, int shards, const std::function<autograd::Tensor(const Batch& part)>& loss_of);
 
 }  // namespace models

@@ -17,6 +17,57 @@ static void check_no_grad(const char* who) {
                                "place, under tensors an earlier step's graph would read)");
 }
 
+// ---------------------------------------------------------------- attention over the cache
+
+nn::AttentionOutput attend_to_cache(const Tensor& q, const Tensor& k, const Tensor& v, int64_t heads, const Mask& mask,
+                                    int64_t length, const std::vector<int64_t>& slot) {
+    check_no_grad("attend_to_cache");
+    const int64_t n = q.dim() == 3 ? q.size(0) : -1;
+    if (q.dim() != 3 || k.dim() != 3 || k.shape() != v.shape() || q.size(2) != k.size(2) || heads <= 0 || q.size(2) % heads != 0)
+        throw std::invalid_argument("attend_to_cache: expected q (n, T, D) and k, v (slots, rows, D) with D a multiple of the " +
+                                    std::to_string(heads) + " heads, got q " + shape_str(q.shape()) + ", k " + shape_str(k.shape()) +
+                                    ", v " + shape_str(v.shape()));
+    if (length < 0 || length > k.size(1))
+        throw std::invalid_argument("attend_to_cache: length " + std::to_string(length) + " is outside [0, " +
+                                    std::to_string(k.size(1)) + "] (the rows of k " + shape_str(k.shape()) + ")");
+    if (static_cast<int64_t>(slot.size()) != n)
+        throw std::invalid_argument("attend_to_cache: " + std::to_string(slot.size()) + " slots for the " + std::to_string(n) +
+                                    " rows of q " + shape_str(q.shape()));
+    for (int64_t s : slot)
+        if (s < 0 || s >= k.size(0))
+            throw std::invalid_argument("attend_to_cache: slot " + std::to_string(s) + " of k " + shape_str(k.shape()) + " with " +
+                                        std::to_string(k.size(0)) + " slots");
+    if (autograd::fused_kernels_enabled()) {   // the kernel reads each row's slot in place
+        const autograd::fused::Attention a = autograd::fused::attention(q, k, v, heads, mask, 0.0f, length, slot);
+        return {a.out, a.weights};
+    }
+    // the plain path: each row's keys and values gathered from its slot, the first `length` rows
+    const Tokens ids(std::vector<int32_t>(slot.begin(), slot.end()), {n});                    // (n,)
+    const Tensor ks = autograd::narrow(autograd::index_select(k, 0, ids), 1, 0, length);      // (n, length, D)
+    const Tensor vs = autograd::narrow(autograd::index_select(v, 0, ids), 1, 0, length);      // (n, length, D)
+    return nn::scaled_dot_product_attention_with_weights(q, ks, vs, heads, mask);
+}
+
+// MultiHeadAttention::forward with the keys and values of the cache: the same projections and
+// attention, with this step's key and value rows written into the cache first (when it needs
+// them), and the queries attending to every row the cache holds.
+static Tensor cached_attention(const nn::MultiHeadAttention& mha, const Tensor& query, const Tensor& key_value, KVCache& cache,
+                               const Mask& mask) {
+    const Tensor q = mha.w_q->forward(query);                                                   // (n, T, D)
+    if (cache.needs_keys()) cache.write(mha.w_k->forward(key_value), mha.w_v->forward(key_value));   // the new rows (., T, D)
+    return mha.w_o->forward(attend_to_cache(q, cache.k, cache.v, mha.heads, mask, cache.length, cache.slot).out);   // (n, T, D)
+}
+
+// DecoderLayer::forward for the newest position x (n, 1, D): its three sublayers, in its order,
+// with the two attentions reading the layer's cache. No target mask: nothing lies in the future
+// of the newest position.
+static Tensor decoder_layer_step(const DecoderLayer& layer, const Tensor& x, LayerCache& cache, const Tensor& memory,
+                                 const Mask& src_mask) {
+    Tensor h = layer.sublayer0->forward(x, [&](const Tensor& y) { return cached_attention(*layer.self_attn, y, y, cache.self_attn, Mask()); });
+    h = layer.sublayer1->forward(h, [&](const Tensor& y) { return cached_attention(*layer.src_attn, y, memory, cache.src_attn, src_mask); });
+    return layer.sublayer2->forward(h, [&](const Tensor& y) { return layer.feed_forward->forward(y); });   // (n, 1, D)
+}
+
 // ---------------------------------------------------------------- self-attention: appending
 
 AppendingCache::AppendingCache(int64_t n, int64_t capacity, int64_t d_model, int64_t slots) {
@@ -160,11 +211,17 @@ Tensor decode_step(Transformer& model, DecoderCache& cache, const Tokens& tokens
     if (tokens.shape != autograd::Shape{n, 1})
         throw std::invalid_argument("decode_step: tokens must be (n, 1) = (" + std::to_string(n) + ", 1) for this cache, got " +
                                     shape_str(tokens.shape));
+    if (cache.layers.size() != model.decoder->layers->size())
+        throw std::invalid_argument("decode_step: the cache has " + std::to_string(cache.layers.size()) + " layers, the decoder " +
+                                    std::to_string(model.decoder->layers->size()));
     autograd::NoGradGuard no_grad;
-    // the decoder on position t alone: no target mask, as nothing lies in its future
-    const Tensor out = model.decode(cache.memory, cache.src_mask, tokens, Mask(), &cache);   // (n, 1, D)
+    // Transformer::decode on position t alone: its embedding and positional encoding, each layer
+    // reading its cache, the final LayerNorm
+    Tensor x = model.tgt_pos->forward(model.tgt_embed->forward(tokens), cache.length());   // (n, 1, D)
+    for (size_t l = 0; l < cache.layers.size(); l++)
+        x = decoder_layer_step((*model.decoder->layers)[l], x, cache.layers[l], cache.memory, cache.src_mask);   // (n, 1, D)
     cache.memory = Tensor();   // every layer's src_attn cache holds its keys and values now
-    return out.reshape({n, D});                                                            // (n, D)
+    return model.decoder->norm->forward(x).reshape({n, D});                                // (n, D)
 }
 
 // ---------------------------------------------------------------- the Transformer's decoding

@@ -28,7 +28,7 @@
 // The cache is a plain value owned by one decoding call and passed to every step, not state
 // hidden inside the modules: the model stays stateless and reusable. A beam search reorders it
 // when it keeps different hypotheses. Sequence i's keys and values are k[slot[i]] and v[slot[i]],
-// read in place by the attention (nn::scaled_dot_product_attention's kv_slot), so a reorder
+// read in place by the attention (autograd::fused::attention's kv_slot), so a reorder
 // (hypothesis i continues hypothesis from[i]) changes the slot maps and moves as little as it can:
 //   the memory's keys and values: nothing. A slot is a sentence's memory, which all its
 //     hypotheses read alike.
@@ -43,13 +43,33 @@
 
 namespace models {
 
+// What one attention of the decoder keeps: k and v (slots, rows, D), of which the first `length`
+// rows are filled, and the slot each sequence reads.
+struct KVCache {
+    virtual ~KVCache() = default;
+    // Does this step project its key and value? (Not when the cache holds them all already, as a
+    // cache of the encoder's output does after the first step.)
+    virtual bool needs_keys() const = 0;
+    // Keep this step's new rows, k_new and v_new (., T, D).
+    virtual void write(const Tensor& k_new, const Tensor& v_new) = 0;
+    Tensor k, v;
+    std::vector<int64_t> slot;
+    int64_t length = 0;
+};
+
+// Attention over cached keys and values: query row i (q (n, T, D)) attends to the first `length`
+// rows of k[slot[i]] and v[slot[i]] (k, v (slots, rows, D)), under mask (n, 1, length) or none.
+// With fused kernels on the kernel reads the slots in place; else the rows are gathered and the
+// plain nn::scaled_dot_product_attention_with_weights runs. Under NoGradGuard only.
+nn::AttentionOutput attend_to_cache(const Tensor& q, const Tensor& k, const Tensor& v, int64_t heads, const Mask& mask,
+                                    int64_t length, const std::vector<int64_t>& slot);
+
 // Self-attention's cache: room for `capacity` rows of up to `slots` sequences, allocated up
 // front; each step writes its new key and value rows after the rows already held, and attends to
 // every row held.
-struct AppendingCache : nn::KVCache {
-    Tensor k, v;                 // (slots, capacity, D): w_k and w_v of positions 0..length-1
-    std::vector<int64_t> slot;   // n entries: sequence i's rows are k[slot[i]], v[slot[i]]
-    int64_t length = 0;          // rows filled
+struct AppendingCache : KVCache {
+    // k, v (slots, capacity, D): w_k and w_v of positions 0..length-1; slot: n entries, sequence
+    // i's rows are k[slot[i]], v[slot[i]]
 
     AppendingCache(int64_t n, int64_t capacity, int64_t d_model, int64_t slots = -1);   // slots = -1: n
     int64_t sequences() const { return static_cast<int64_t>(slot.size()); }            // n
@@ -57,23 +77,20 @@ struct AppendingCache : nn::KVCache {
     bool needs_keys() const override { return true; }
     // k_new, v_new (n, T, D), written at rows length..length+T-1 of each sequence's slot
     void write(const Tensor& k_new, const Tensor& v_new) override;
-    Rows rows() const override { return {k, v, length, slot}; }
     // Sequence i continues sequence from[i]; sequences may repeat or disappear, up to `slots` of them.
     void reorder(const std::vector<int64_t>& from);
 };
 
 // Encoder-decoder attention's cache: the first step projects the key and value (the encoder's
 // output, the same at every step) and keeps them; later steps attend to those.
-struct ComputedOnceCache : nn::KVCache {
-    Tensor k, v;                 // (slots, S, D), one slot per sentence; undefined before the first step
-    std::vector<int64_t> slot;   // sequence i reads slot slot[i]; empty until the first write or reorder:
-                                 // sequence i reads slot i
-    int64_t length = 0;          // S once written
+struct ComputedOnceCache : KVCache {
+    // k, v (slots, S, D), one slot per sentence, undefined before the first step; slot: sequence i
+    // reads slot slot[i], empty until the first write or reorder (sequence i reads slot i); length:
+    // S once written
 
     bool needs_keys() const override { return !k.defined(); }
     // k_new, v_new (slots, S, D): all the rows (every slot[i] must be one of the slots)
     void write(const Tensor& k_new, const Tensor& v_new) override;
-    Rows rows() const override { return {k, v, length, slot}; }
     void reorder(const std::vector<int64_t>& from);   // as AppendingCache's, without a copy
 };
 

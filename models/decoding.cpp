@@ -16,20 +16,61 @@ namespace models {
 using autograd::NoGradGuard;
 using autograd::shape_str;
 
-// Greedy's and sampling's loop: every row starts with bos and gets one token per step, the one
+// ---------------------------------------------------------------- greedy, as plain as it gets
+
+static void check_decoding(const Tokens& src, int64_t max_len, const std::string& who) {
+    if (src.dim() != 2) throw std::invalid_argument(who + ": src must be (B, S), got " + shape_str(src.shape));
+    if (max_len < 1) throw std::invalid_argument(who + ": max_len must be >= 1, got " + std::to_string(max_len));
+}
+
+// Has every row of ys (B, t) produced eos?
+static bool all_ended(const Tokens& ys, int32_t eos) {
+    const int64_t B = ys.size(0), t = ys.size(1);
+    for (int64_t b = 0; b < B; b++)
+        if (std::find(&ys.data[b * t], &ys.data[b * t] + t, eos) == &ys.data[b * t] + t) return false;
+    return true;
+}
+
+// ys (B, t) with next (B, 1) as a new last column -> (B, t + 1); a row that has ended gets pad.
+static Tokens append_column(const Tokens& ys, const Tokens& next, int32_t eos, int32_t pad) {
+    const int64_t B = ys.size(0), t = ys.size(1);
+    Tokens out = Tokens::full({B, t + 1}, pad);   // (B, t + 1)
+    for (int64_t b = 0; b < B; b++) {
+        std::copy_n(&ys.data[b * t], t, &out.data[b * (t + 1)]);
+        if (std::find(&ys.data[b * t], &ys.data[b * t] + t, eos) == &ys.data[b * t] + t) out[b * (t + 1) + t] = next[b];
+    }
+    return out;
+}
+
+Tokens greedy_decode(Seq2Seq& model, const Tokens& src, const Mask& src_mask, const GreedyOptions& opt) {
+    check_decoding(src, opt.max_len, "greedy_decode");
+    NoGradGuard no_grad;
+    Tokens ys = Tokens::full({src.size(0), 1}, opt.bos);                                        // (B, 1): every row starts with bos
+    for (int64_t t = 1; t < opt.max_len && !all_ended(ys, opt.eos); t++) {
+        // the whole model over the whole prefix, as in training; the last position scores the next token
+        const Tensor logits = model.logits(src, ys, src_mask, subsequent_mask(t));                   // (B, t, V)
+        const Tensor log_probs = autograd::log_softmax(autograd::narrow(logits, 1, t - 1, 1));       // (B, 1, V)
+        const Tokens next = autograd::argmax(log_probs, -1);                                         // (B, 1): the most likely
+        ys = append_column(ys, next, opt.eos, opt.pad);                                              // (B, t + 1)
+    }
+    return ys;
+}
+
+// ---------------------------------------------------------------- one position per step
+
+// What the cached decoders share: every row starts with bos and gets one token per step, the one
 // `choose(log_probs (B, V), t)` picks for it (B,); once a row has produced eos it gets pad.
 template <class Choose>
 static Tokens decode_token_by_token(Seq2Seq& model, const Tokens& src, const Mask& src_mask, const GreedyOptions& opt,
-                                    const std::string& who, Choose choose) {
-    if (src.dim() != 2) throw std::invalid_argument(who + ": src must be (B, S), got " + shape_str(src.shape));
-    if (opt.max_len < 1) throw std::invalid_argument(who + ": max_len must be >= 1, got " + std::to_string(opt.max_len));
+                                    bool kv_cache, int64_t* positions, const std::string& who, Choose choose) {
+    check_decoding(src, opt.max_len, who);
     NoGradGuard no_grad;
     autograd::FrozenWeightsGuard frozen_weights;   // no weight changes while decoding: bf16 products pack each once
     const int64_t B = src.size(0);
     // the last token is never fed back: the decoder runs on at most max_len - 1 positions
     const std::unique_ptr<NextTokens> next_log_probs =
-        model.start_decoding(src, src_mask, {.max_positions = opt.max_len - 1, .max_rows = B, .kv_cache = opt.kv_cache,
-                                             .positions = opt.positions});
+        model.start_decoding(src, src_mask, {.max_positions = opt.max_len - 1, .max_rows = B, .kv_cache = kv_cache,
+                                             .positions = positions});
     std::vector<std::vector<int32_t>> rows(B, std::vector<int32_t>{opt.bos});
     std::vector<bool> done(B, false);
     Tokens newest = Tokens::full({B, 1}, opt.bos);                                         // (B, 1)
@@ -47,10 +88,19 @@ static Tokens decode_token_by_token(Seq2Seq& model, const Tokens& src, const Mas
     return pad_rows(rows, opt.pad);                       // (B, L)
 }
 
-Tokens greedy_decode(Seq2Seq& model, const Tokens& src, const Mask& src_mask, const GreedyOptions& opt) {
+Tokens greedy_decode_cached(Seq2Seq& model, const Tokens& src, const Mask& src_mask, const GreedyOptions& opt, int64_t* positions) {
     // the single most likely next token of every row
-    return decode_token_by_token(model, src, src_mask, opt, "greedy_decode",
+    return decode_token_by_token(model, src, src_mask, opt, true, positions, "greedy_decode",
                                  [](const Tensor& log_probs, int64_t) { return autograd::argmax(log_probs, -1); });
+}
+
+Tokens greedy_decode_counted(Seq2Seq& model, const Tokens& src, const Mask& src_mask, const GreedyOptions& opt, bool kv_cache,
+                             int64_t* positions) {
+    if (kv_cache) return greedy_decode_cached(model, src, src_mask, opt, positions);
+    const Tokens out = greedy_decode(model, src, src_mask, opt);   // (B, W): W - 1 steps, step t over t positions
+    const int64_t B = out.size(0), W = out.size(1);
+    if (positions) *positions += B * W * (W - 1) / 2;
+    return out;
 }
 
 // The options a reader can get wrong, each named with its value ("%g": 0.5, not 0.500000).
@@ -110,9 +160,8 @@ Tokens sample_decode(Seq2Seq& model, const Tokens& src, const Mask& src_mask, co
     // One 64-bit seed per call; draw (b, t) is a hash of it and b * max_len + t (counter_uniform,
     // as dropout's draws): no generator state passes from row to row or from thread to thread.
     const uint64_t seed = opt.rng ? opt.rng->next_u64() : opt.seed;
-    const GreedyOptions steps{.max_len = opt.max_len, .bos = opt.bos, .eos = opt.eos, .pad = opt.pad, .kv_cache = opt.kv_cache,
-                              .positions = opt.positions};
-    return decode_token_by_token(model, src, src_mask, steps, "sample_decode", [&](const Tensor& log_probs, int64_t t) {
+    const GreedyOptions steps{.max_len = opt.max_len, .bos = opt.bos, .eos = opt.eos, .pad = opt.pad};
+    return decode_token_by_token(model, src, src_mask, steps, opt.kv_cache, opt.positions, "sample_decode", [&](const Tensor& log_probs, int64_t t) {
         const int64_t B = log_probs.size(0), V = log_probs.size(1);                       // (B, V)
         Tokens next = Tokens::full({B}, 0);                                                // (B,)
         for (int64_t b = 0; b < B; b++) {

@@ -1,18 +1,15 @@
 // Turning a trained model into output sequences: greedy decoding, sampling and beam search, each
-// for a batch of sentences at once, for every model of models/ (the Seq2Seq interface, models/seq2seq.h:
-// the decoder's state grows by a token per step and reorders with the hypotheses).
+// for a batch of sentences at once, for every model of models/ (the Seq2Seq interface, models/seq2seq.h).
 //
-// All three produce one token per step. The Transformer does it in one of two ways (the options' kv_cache):
-//   recomputing (kv_cache = false): run the whole decoder over the whole prefix and keep its last
-//     position. The simplest thing that is correct; a step costs O(t) decoder passes of a
-//     position, a whole output of T tokens O(T^2).
-//   cached (kv_cache = true, the default): run the decoder on the newest position only, with the
-//     earlier positions' keys and values kept in a models::DecoderCache (models/decoder_cache.h).
-//     A step costs one position-pass: a whole output O(T). The same tokens (tests/test_decoding.cpp).
-// The options' `positions` counts that work: each row of each step adds 1 position when cached,
-// t when recomputing a prefix of t tokens, so a greedy output of L tokens (bos included) costs
-// L - 1 positions against 1 + 2 + ... + (L - 1) = L (L - 1) / 2. The recurrent models carry their
-// state from step to step: a step is one position per row either way.
+// Every decoder produces one token per step. greedy_decode is the plain one: at every step it
+// runs the whole model over the whole prefix again, exactly as in training, and keeps the last
+// position's scores. A step costs t position-passes through the decoder, a whole output of L
+// tokens 1 + 2 + ... + (L - 1) = L (L - 1) / 2. The others run the decoder on the newest position
+// only (kv_cache = true, the default): the Transformer keeps the earlier positions' keys and values
+// in a models::DecoderCache (models/decoder_cache.h), the recurrent models carry their state from
+// step to step. A step costs one position-pass per row, a whole output L - 1. The same tokens:
+// greedy_decode_cached gives greedy_decode's (tests/test_decoding.cpp). Their `positions` counts
+// that work: each row of each step adds 1 position when cached, t when recomputing a prefix of t.
 #pragma once
 #include <vector>
 
@@ -26,14 +23,23 @@ struct GreedyOptions {
     int32_t bos = 1;        // the decoder's first input
     int32_t eos = -1;       // -1: no end symbol, every row runs to max_len
     int32_t pad = 0;        // fills a row after its eos
-    bool kv_cache = true;   // false: recompute the whole prefix every step (the reference)
-    int64_t* positions = nullptr;   // when set, gets the decoder's work added: the positions it ran
 };
 
-// Greedy: at every step append the single most likely next token.
+// Greedy: at every step append the single most likely next token, recomputing the whole prefix
+// (The Annotated Transformer's greedy_decode).
 // src (B, S), src_mask (B, 1, S) -> (B, L) ids, L <= max_len, each row starting with bos. Once a
 // row has produced eos, the rest of it is filled with pad; decoding stops early when all rows have.
 Tokens greedy_decode(Seq2Seq& model, const Tokens& src, const Mask& src_mask, const GreedyOptions& opt);
+
+// The same tokens, one position per step: the key/value cache of the Transformer, the carried
+// state of a recurrent model. positions, when set, gets the decoder's work added.
+Tokens greedy_decode_cached(Seq2Seq& model, const Tokens& src, const Mask& src_mask, const GreedyOptions& opt,
+                            int64_t* positions = nullptr);
+
+// One of the two, as kv_cache says, with the decoder's positions added to *positions either way
+// (when set): what the examples' --no-kv-cache chooses between.
+Tokens greedy_decode_counted(Seq2Seq& model, const Tokens& src, const Mask& src_mask, const GreedyOptions& opt, bool kv_cache,
+                             int64_t* positions);
 
 struct SampleOptions {
     int64_t max_len = 50;      // L: the longest output, bos included
@@ -54,7 +60,7 @@ struct SampleOptions {
 
 // Sampling: at every step draw the next token from the model's distribution, sharpened or
 // flattened by the temperature and cut to the top_k (and top_p) most likely tokens.
-// src (B, S), src_mask (B, 1, S) -> (B, L) ids, as greedy_decode (its loop, its eos and pad). Each
+// src (B, S), src_mask (B, 1, S) -> (B, L) ids, as greedy_decode_cached (its loop, its eos and pad). Each
 // draw depends only on (seed, row, step): the same seed gives the same tokens on any number of
 // threads, and a row's tokens do not depend on when the other rows end. Bad options (temperature
 // <= 0, top_k < 0, top_p outside (0, 1]) throw std::invalid_argument naming the option and value.

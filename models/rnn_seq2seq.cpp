@@ -236,9 +236,7 @@ Tensor RNNSeq2Seq::outputs(const Tokens& src, const Tokens& tgt_in, const Mask& 
         step_outputs.push_back(decode_step(squeeze(narrow(gi_prev, 1, t, 1), 1), state, enc, w.w_extra, &weights));   // (B, Hd + X)
         if (weights.defined()) alphas.push_back(weights);                                                     // (B, S)
     }
-    // (B, T, S), for pictures; the shards of a data-parallel step run this side by side, and only
-    // shard 0 writes the member they share, as MultiHeadAttention does
-    if (!alphas.empty() && autograd::current_shard() <= 0) last_attention = stack(alphas, 1);
+    if (keep_attention && !alphas.empty()) last_attention = stack(alphas, 1);   // (B, T, S), for pictures
     // 3) the output layer's input at every step; logits() makes every step's next-word scores from it in one product
     return nn::dropout(stack(step_outputs, 1), cfg.dropout, is_training());                                         // (B, T, Hd + X)
 }

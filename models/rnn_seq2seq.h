@@ -95,8 +95,9 @@ public:
     std::shared_ptr<nn::SoftAttention> attention;             // with attention only
     std::shared_ptr<nn::ModuleList<nn::RecurrentCell>> cells; // L decoder cells
     std::shared_ptr<nn::Linear> out;                          // (V, Hd [+ extra]): the scores of the next word
-    Tensor last_attention;   // (B, T, S): alpha of the last logits() call, for pictures (attention only;
-                             // in a data-parallel step, shard 0's rows: autograd/data_parallel.h)
+    void keep_attention_weights(bool on) override { keep_attention = on; }
+    bool keep_attention = false;   // true: logits() keeps alpha in last_attention (attention only)
+    Tensor last_attention;         // (B, T, S): alpha of the last logits() call, for pictures, when kept
 
 private:
     // Teacher forcing up to the output layer: its input [s_i; extra_i] at every step, after dropout (B, T, Hd + X).

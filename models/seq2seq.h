@@ -56,6 +56,9 @@ public:
     }
     // Decoding without gradients: one row per sentence of src (B, S), src_mask (B, 1, S).
     virtual std::unique_ptr<NextTokens> start_decoding(const Tokens& src, const Mask& src_mask, const DecodingSetup& setup) = 0;
+    // true: each forward keeps its attention weights in the model's last_attention members, to
+    // draw them (off by default: training does not need them).
+    virtual void keep_attention_weights(bool /*on*/) {}   // a model without attention keeps nothing
     virtual int64_t tgt_vocab() const = 0;
     // The longest sequence it reads or writes, in tokens (<bos> and <eos> included): the
     // Transformer's positional table; a recurrent model has no bound (INT64_MAX).

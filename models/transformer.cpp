@@ -4,8 +4,6 @@
 #include <cstdint>
 #include <stdexcept>
 
-#include "models/decoder_cache.h"
-
 namespace models {
 
 using autograd::shape_str;
@@ -101,14 +99,11 @@ DecoderLayer::DecoderLayer(const TransformerConfig& c) {
     sublayer2 = register_module("sublayer2", std::make_shared<SublayerConnection>(c.d_model, c.dropout, c.pre_norm));
 }
 
-Tensor DecoderLayer::forward(const Tensor& x, const Tensor& memory, const Mask& src_mask, const Mask& tgt_mask,
-                             LayerCache* cache) {
-    AppendingCache* self_kv = cache ? &cache->self_attn : nullptr;     // decoding: the earlier positions' keys and values
-    ComputedOnceCache* memory_kv = cache ? &cache->src_attn : nullptr;  // decoding: the memory's, computed at the first step
+Tensor DecoderLayer::forward(const Tensor& x, const Tensor& memory, const Mask& src_mask, const Mask& tgt_mask) {
     // 1) masked self-attention: position t sees only target positions <= t
-    Tensor h = sublayer0->forward(x, [&](const Tensor& y) { return self_attn->forward(y, y, y, tgt_mask, self_kv); });
+    Tensor h = sublayer0->forward(x, [&](const Tensor& y) { return self_attn->forward(y, y, y, tgt_mask); });
     // 2) encoder-decoder attention: queries from the decoder, keys and values from memory
-    h = sublayer1->forward(h, [&](const Tensor& y) { return src_attn->forward(y, memory, memory, src_mask, memory_kv); });
+    h = sublayer1->forward(h, [&](const Tensor& y) { return src_attn->forward(y, memory, memory, src_mask); });
     // 3) feed-forward
     return sublayer2->forward(h, [&](const Tensor& y) { return feed_forward->forward(y); });   // (B, T, D)
 }
@@ -130,12 +125,8 @@ Decoder::Decoder(const TransformerConfig& c) {
     norm = register_module("norm", std::make_shared<nn::LayerNorm>(c.d_model));
 }
 
-Tensor Decoder::forward(Tensor x, const Tensor& memory, const Mask& src_mask, const Mask& tgt_mask, DecoderCache* cache) {
-    if (cache && cache->layers.size() != layers->size())
-        throw std::invalid_argument("Decoder: the cache has " + std::to_string(cache->layers.size()) + " layers, the decoder " +
-                                    std::to_string(layers->size()));
-    for (size_t l = 0; l < layers->size(); l++)
-        x = (*layers)[l].forward(x, memory, src_mask, tgt_mask, cache ? &cache->layers[l] : nullptr);   // (B, T, D)
+Tensor Decoder::forward(Tensor x, const Tensor& memory, const Mask& src_mask, const Mask& tgt_mask) {
+    for (auto& layer : *layers) x = layer->forward(x, memory, src_mask, tgt_mask);   // (B, T, D)
     return norm->forward(x);   // (B, T, D)
 }
 
@@ -178,15 +169,18 @@ Tensor Transformer::encode(const Tokens& src, const Mask& src_mask) {
     return encoder->forward(src_pos->forward(src_embed->forward(src)), src_mask);   // (B, S, D)
 }
 
-Tensor Transformer::decode(const Tensor& memory, const Mask& src_mask, const Tokens& tgt, const Mask& tgt_mask,
-                          DecoderCache* cache) {
+Tensor Transformer::decode(const Tensor& memory, const Mask& src_mask, const Tokens& tgt, const Mask& tgt_mask) {
     if (tgt.dim() != 2) throw std::invalid_argument("Transformer::decode: tgt must be (B, T), got " + shape_str(tgt.shape));
-    const int64_t start = cache ? cache->length() : 0;   // the position of tgt's first token
-    return decoder->forward(tgt_pos->forward(tgt_embed->forward(tgt), start), memory, src_mask, tgt_mask, cache);   // (B, T, D)
+    return decoder->forward(tgt_pos->forward(tgt_embed->forward(tgt)), memory, src_mask, tgt_mask);   // (B, T, D)
 }
 
 Tensor Transformer::logits(const Tokens& src, const Tokens& tgt, const Mask& src_mask, const Mask& tgt_mask) {
     return generator->logits(decode(encode(src, src_mask), src_mask, tgt, tgt_mask));   // (B, T, V)
+}
+
+void Transformer::keep_attention_weights(bool on) {
+    for (auto& layer : *encoder->layers) layer->self_attn->keep_attention = on;
+    for (auto& layer : *decoder->layers) layer->self_attn->keep_attention = layer->src_attn->keep_attention = on;
 }
 
 Tensor Transformer::loss(const Batch& b, const nn::CrossEntropyOptions& opt) {

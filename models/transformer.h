@@ -18,9 +18,6 @@ using autograd::Mask;
 using autograd::Tensor;
 using autograd::Tokens;
 
-struct LayerCache;     // models/decoder_cache.h: the keys and values kept while decoding one position at a time
-struct DecoderCache;
-
 struct TransformerConfig {
     int64_t src_vocab = 11;   // V_src: number of source token ids
     int64_t tgt_vocab = 11;   // V_tgt: number of target token ids
@@ -81,10 +78,8 @@ public:
 class DecoderLayer : public nn::Module {
 public:
     explicit DecoderLayer(const TransformerConfig& cfg);
-    // x (B, T, D), memory (B, S, D) -> (B, T, D). With a cache, x holds the positions after the
-    // cached ones, and tgt_mask is relative to all of them (none for one new position).
-    Tensor forward(const Tensor& x, const Tensor& memory, const Mask& src_mask, const Mask& tgt_mask,
-                   LayerCache* cache = nullptr);
+    // x (B, T, D), memory (B, S, D) -> (B, T, D)
+    Tensor forward(const Tensor& x, const Tensor& memory, const Mask& src_mask, const Mask& tgt_mask);
     std::shared_ptr<nn::MultiHeadAttention> self_attn, src_attn;
     std::shared_ptr<nn::PositionwiseFeedForward> feed_forward;
     std::shared_ptr<SublayerConnection> sublayer0, sublayer1, sublayer2;
@@ -101,8 +96,7 @@ public:
 class Decoder : public nn::Module {
 public:
     explicit Decoder(const TransformerConfig& cfg);
-    Tensor forward(Tensor x, const Tensor& memory, const Mask& src_mask, const Mask& tgt_mask,
-                   DecoderCache* cache = nullptr);   // (B, T, D)
+    Tensor forward(Tensor x, const Tensor& memory, const Mask& src_mask, const Mask& tgt_mask);   // (B, T, D)
     std::shared_ptr<nn::ModuleList<DecoderLayer>> layers;
     std::shared_ptr<nn::LayerNorm> norm;
 };
@@ -122,17 +116,16 @@ class Transformer : public Seq2Seq {
 public:
     explicit Transformer(const TransformerConfig& cfg);
     Tensor encode(const Tokens& src, const Mask& src_mask);                                      // (B, S, D)
-    // With a cache (models/decoder_cache.h), tgt holds the tokens after the cached positions.
-    Tensor decode(const Tensor& memory, const Mask& src_mask, const Tokens& tgt, const Mask& tgt_mask,
-                  DecoderCache* cache = nullptr);   // (B, T, D)
+    Tensor decode(const Tensor& memory, const Mask& src_mask, const Tokens& tgt, const Mask& tgt_mask);   // (B, T, D)
     // The whole model for training: logits (B, T, V). Train with nn::cross_entropy, which fuses
     // the generator's log-softmax into the loss (the same value as nll_loss of log_probs).
     Tensor logits(const Tokens& src, const Tokens& tgt, const Mask& src_mask, const Mask& tgt_mask) override;
     // Training's loss: the decoder's output, then the generator and the loss in one (Generator::loss).
     Tensor loss(const Batch& b, const nn::CrossEntropyOptions& opt) override;
-    // Decoding, one position per step with the key/value cache or recomputing the prefix
-    // (setup.kv_cache; models/decoder_cache.h).
+    // Decoding one position per step, with the key/value cache (models/decoder_cache.h) or
+    // recomputing the prefix (setup.kv_cache = false).
     std::unique_ptr<NextTokens> start_decoding(const Tokens& src, const Mask& src_mask, const DecodingSetup& setup) override;
+    void keep_attention_weights(bool on) override;   // every MultiHeadAttention's keep_attention
     int64_t tgt_vocab() const override { return cfg.tgt_vocab; }
     int64_t max_len() const override { return cfg.max_len; }
 

@@ -2,13 +2,18 @@
 // Vaswani et al. (2017), section 3.2.
 #pragma once
 #include <memory>
-#include <vector>
 
 #include "nn/dropout.h"
 #include "nn/linear.h"
 #include "nn/module.h"
 
 namespace nn {
+
+// What attention returns: the output, and the weights it took it with (e.g. to draw them).
+struct AttentionOutput {
+    Tensor out;       // (B, T, D)
+    Tensor weights;   // (B, H, T, S): the softmax probabilities, before dropout; no gradient
+};
 
 // Scaled dot-product attention over H = heads heads:
 //     out_h = dropout(softmax(Q_h K_h^T / sqrt(Dk) with masked scores removed)) V_h   for every head h
@@ -20,47 +25,12 @@ namespace nn {
 // mask: true = "query t may attend to key s"; any shape that broadcasts to (B, T, S), e.g. a
 // padding mask (B, 1, S), the decoder's subsequent mask (1, T, T), or both combined (B, T, S);
 // an empty Mask means no mask. A query row with no allowed key gets weight 0 everywhere.
-// keys: attend to the first `keys` rows of k and v only (S = keys; the mask is relative to it),
-// e.g. the filled rows of a decoder cache that holds more; -1 = all of them.
-// kv_slot (B entries), for decoding without gradients: query row b attends to k[kv_slot[b]] and
-// v[kv_slot[b]] instead of k[b] and v[b], so k and v are (slots, ., D) with any number of slots,
-// e.g. one per sentence, read by all of that sentence's beam hypotheses; empty: slot b. Refused
-// while grad mode is on.
-Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, int64_t heads,
-                                    const Mask& mask = Mask(), float dropout_p = 0.0f, bool training = false,
-                                    int64_t keys = -1, const std::vector<int64_t>& kv_slot = {});
-
-// The same, also returning the attention weights, e.g. to draw them.
-struct AttentionOutput {
-    Tensor out;       // (B, T, D)
-    Tensor weights;   // (B, H, T, S): the softmax probabilities, before dropout; no gradient
-};
+// dropout_p: dropout on the weights (training; 0 in evaluation).
 AttentionOutput scaled_dot_product_attention_with_weights(const Tensor& q, const Tensor& k, const Tensor& v, int64_t heads,
-                                                          const Mask& mask = Mask(), float dropout_p = 0.0f,
-                                                          bool training = false, int64_t keys = -1,
-                                                          const std::vector<int64_t>& kv_slot = {});
-
-// The keys and values of earlier decoding steps, kept while sequences are decoded one position at
-// a time, so that a step projects only its new position's (incremental decoding: models/
-// decoder_cache.h keeps them, and says why the result is the same). MultiHeadAttention hands a
-// cache the rows it projects and attends to every row the cache holds.
-class KVCache {
-public:
-    virtual ~KVCache() = default;
-    // Does this step project its key and value? (Not when the cache holds them all already, as a
-    // cache of the encoder's output does after the first step.)
-    virtual bool needs_keys() const = 0;
-    // Keep this step's new rows, k_new and v_new (., T, D).
-    virtual void write(const Tensor& k_new, const Tensor& v_new) = 0;
-    // What attention reads: k and v (slots, rows, D), of which the first `length` rows are
-    // filled, and the slot each query row reads (kv_slot above).
-    struct Rows {
-        Tensor k, v;
-        int64_t length;
-        std::vector<int64_t> slot;
-    };
-    virtual Rows rows() const = 0;
-};
+                                                          const Mask& mask = Mask(), float dropout_p = 0.0f);
+// The same, the output alone.
+Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, int64_t heads,
+                                    const Mask& mask = Mask(), float dropout_p = 0.0f);
 
 // Multi-head attention (section 3.2.2): project q, k, v to H heads of size Dk = D / H, attend in
 // each head independently, concatenate the heads and project back to D.
@@ -71,16 +41,13 @@ class MultiHeadAttention : public Module {
 public:
     MultiHeadAttention(int64_t d_model, int64_t heads, float dropout = 0.1f);
     // query (B, T, D), key and value (B, S, D), mask broadcastable to (B, T, S) -> (B, T, D).
-    // With a cache (decoding), key and value are read only when cache->needs_keys(), and the
-    // queries attend to every row the cache holds (S counts them, the new ones included).
-    Tensor forward(const Tensor& query, const Tensor& key, const Tensor& value, const Mask& mask = Mask(),
-                   KVCache* cache = nullptr);
+    Tensor forward(const Tensor& query, const Tensor& key, const Tensor& value, const Mask& mask = Mask());
 
     int64_t d_model, heads, d_k;
     float dropout_p;
     std::shared_ptr<Linear> w_q, w_k, w_v, w_o;
-    Tensor last_attention;   // (B, H, T, S) weights of the last forward, for visualization
-                             // (in a data-parallel step, shard 0's rows: autograd/data_parallel.h)
+    bool keep_attention = false;   // true: each forward keeps its weights in last_attention (pictures)
+    Tensor last_attention;         // (B, H, T, S) weights of the last forward, when kept
 };
 
 }  // namespace nn

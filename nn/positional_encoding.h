@@ -4,8 +4,6 @@
 // Each dimension pair is a sinusoid of a different wavelength (2 pi to 10000 * 2 pi), so a
 // fixed offset k is a linear function (a rotation) of PE(pos): relative positions are easy to use.
 #pragma once
-#include <mutex>
-
 #include "nn/dropout.h"
 #include "nn/module.h"
 
@@ -17,17 +15,13 @@ public:
     // x (B, T, D) -> dropout(x + PE[start:start+T]) (B, T, D): the rows of positions start..start+T-1.
     // start > 0 continues a sequence, as decoding one position at a time does.
     Tensor forward(const Tensor& x, int64_t start = 0) const;
-    // PE rows 0..T-1 (T, D): a constant, not a parameter. Rows are computed the first time a
-    // length needs them, not all max_len up front: 5000 x 512 floats would be 10 MB per model
-    // side, mostly for positions a copy task of length 10 never reaches. Safe to call from the
-    // threads of a data-parallel step at once (autograd/data_parallel.h): one grows the table.
-    Tensor table(int64_t T) const;
+    // PE rows start..start+T-1 (T, D): a constant, not a parameter. Computed at every call (T x D
+    // sines and cosines, little beside the layers that follow), so the module holds no state:
+    // a table of all max_len rows would be 10 MB per model side at 5000 x 512, mostly for
+    // positions a copy task of length 10 never reaches.
+    Tensor table(int64_t T, int64_t start = 0) const;
     int64_t d_model, max_len;
     float dropout_p;
-
-private:
-    mutable Tensor pe_;                      // (rows computed so far, D), grows by doubling
-    mutable std::mutex grow_;                // held while pe_ is read or grown
 };
 
 }  // namespace nn

@@ -5,7 +5,6 @@
 #include <limits>
 
 #include "autograd/autograd.h"
-#include "autograd/detail.h"
 #include "tests/hooks.h"
 
 using namespace autograd;

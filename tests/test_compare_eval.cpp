@@ -157,6 +157,7 @@ TEST_CASE("source_attention: an RNN's alpha in source order, the Transformer's l
             manual_seed(1);
             models::RNNSeq2Seq m({.src_vocab = 11, .tgt_vocab = 11, .embed = 5, .hidden = 6, .bidirectional = bidirectional,
                                   .attention = true, .reverse_source = true, .dropout = 0.0f});
+            m.keep_attention_weights(true);
             m.logits(b.src, b.tgt_in, b.src_mask, b.tgt_mask);
             const std::vector<float> alpha = m.last_attention.to_vector();   // (3, 6, 7), over the encoder's positions
             const eval::SourceAttention a = eval::source_attention(m);
@@ -170,6 +171,7 @@ TEST_CASE("source_attention: an RNN's alpha in source order, the Transformer's l
         manual_seed(1);
         models::RNNSeq2Seq m({.src_vocab = 11, .tgt_vocab = 11, .embed = 5, .hidden = 6, .bidirectional = false,
                               .attention = true, .dropout = 0.0f});
+        m.keep_attention_weights(true);
         m.logits(b.src, b.tgt_in, b.src_mask, b.tgt_mask);
         const eval::SourceAttention a = eval::source_attention(m);
         CHECK(a.weights == m.last_attention.to_vector());
@@ -186,6 +188,7 @@ TEST_CASE("source_attention: an RNN's alpha in source order, the Transformer's l
         manual_seed(2);
         models::Transformer m({.src_vocab = 11, .tgt_vocab = 11, .layers = 2, .d_model = 12, .d_ff = 10, .heads = 3, .dropout = 0.0f});
         m.eval();
+        m.keep_attention_weights(true);
         m.logits(b.src, b.tgt_in, b.src_mask, b.tgt_mask);
         const Tensor& w = (*m.decoder->layers)[1].src_attn->last_attention;   // (3, 3, 6, 7): B, H, T, S
         const eval::SourceAttention a = eval::source_attention(m);

@@ -72,12 +72,34 @@ TEST_CASE("for_each_shard: a leaf's grad is its shards' grads added in shard ord
         Tensor w = fresh_weight();
         std::vector<float> losses(3);
         for_each_shard(3, [&](int s) {
-            const Tensor loss = shard_loss(w, s);
+            const Tensor loss = shard_loss(w, s);   // the forward; for_each_shard runs its backward
             losses[s] = loss.item();
-            loss.backward();
+            return loss;
         });
         CHECK(same_bits(w.grad(), want));
         CHECK(losses[1] != losses[0]);   // the shards did differ
+        CHECK(w.is_leaf());
+    }
+}
+
+// A leaf a shard's graph reaches more than once (a tied weight, here w in w ⊙ w and in the
+// product) has one stand-in in that shard: its gradient is the sum of every use, as in a plain
+// backward, and the parents of a shard's nodes are its stand-ins while the leaf stays a leaf.
+TEST_CASE("for_each_shard: a leaf used twice in one shard's graph gets one stand-in, and the gradient of both uses") {
+    auto twice = [](const Tensor& w, int s) { return shard_loss(w, s) + sum(w * w) * static_cast<float>(s + 1); };
+    std::vector<Tensor> alone;   // each shard's gradient on its own: both uses summed
+    for (int s = 0; s < 2; s++) {
+        Tensor w = fresh_weight();
+        twice(w, s).backward();
+        alone.push_back(w.grad());
+    }
+    const Tensor want = alone[0] + alone[1];   // g_0 + g_1, shard 1's uses added together first
+    for (int threads : {1, 2}) {
+        CAPTURE(threads);
+        ThreadCount tc(threads);
+        Tensor w = fresh_weight();
+        for_each_shard(2, [&](int s) { return twice(w, s); });
+        CHECK(same_bits(w.grad(), want));
     }
 }
 
@@ -87,7 +109,10 @@ TEST_CASE("for_each_shard: shard s draws from its own generator, seeded by the s
         ThreadCount tc(threads);
         manual_seed(42);
         std::vector<std::vector<float>> draws(3);
-        for_each_shard(3, [&](int s) { draws[s] = Tensor::rand({5}).to_vector(); });
+        for_each_shard(3, [&](int s) {
+            draws[s] = Tensor::rand({5}).to_vector();
+            return Tensor();   // no loss: nothing to backpropagate
+        });
         const float after = default_rng().uniform();
         // the same by hand
         manual_seed(42);
@@ -110,9 +135,8 @@ TEST_CASE("for_each_shard: shards run side by side on 2 threads, each with the c
         return;
     }
     ThreadCount tc(2);
-    CHECK(current_shard() == -1);
     std::vector<std::thread::id> ids(2);
-    std::vector<int> shard_seen(2), kernel_threads(2);
+    std::vector<int> kernel_threads(2);
     // one byte per shard: std::vector<bool> packs both flags into one word, and two threads
     // writing neighbouring bits of one word race (one write can undo the other)
     std::vector<char> bf16(2), fused(2), grad(2), together(2);
@@ -128,21 +152,19 @@ TEST_CASE("for_each_shard: shards run side by side on 2 threads, each with the c
             while (started.load() < 2 && std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(std::chrono::microseconds(100));
             together[s] = started.load() == 2;
             ids[s] = std::this_thread::get_id();
-            shard_seen[s] = current_shard();
             kernel_threads[s] = kernels::max_threads();
             bf16[s] = matmul_precision() == Precision::bf16;
             fused[s] = fused_kernels_enabled();
             grad[s] = is_grad_enabled();
+            return Tensor();
         });
     }
     CHECK(together == std::vector<char>{true, true});
     CHECK(ids[1] != ids[0]);
-    CHECK(shard_seen == std::vector<int>{0, 1});
     CHECK(kernel_threads == std::vector<int>{1, 1});   // no team inside the team
     CHECK(bf16 == std::vector<char>{true, true});
     CHECK(fused == std::vector<char>{false, false});
     CHECK(grad == std::vector<char>{false, false});
-    CHECK(current_shard() == -1);
     CHECK(kernels::max_threads() == 2);
 }
 
@@ -165,10 +187,14 @@ TEST_CASE("for_each_shard: a shard team that waits for a late thread is seen as 
                 const int64_t until = kernels::now_ns() + 3000000;
                 while (kernels::now_ns() < until) {}
             }
+            return Tensor();
         });
     const bool busy = kernels::cores_busy();
     std::vector<std::thread::id> ids(2);
-    for_each_shard(2, [&](int s) { ids[s] = std::this_thread::get_id(); });
+    for_each_shard(2, [&](int s) {
+        ids[s] = std::this_thread::get_id();
+        return Tensor();
+    });
     const int64_t spells = kernels::serial_spells();
     kernels::test_hooks::busy_cores_state().reset();
     kernels::test_hooks::set_busy_cores_watch(false);
@@ -179,10 +205,13 @@ TEST_CASE("for_each_shard: a shard team that waits for a late thread is seen as 
 }
 
 TEST_CASE("for_each_shard: errors") {
-    CHECK_THROWS_WITH_AS(for_each_shard(0, [](int) {}), "for_each_shard: needs at least 1 shard, got 0", std::invalid_argument);
-    CHECK_THROWS_WITH_AS(for_each_shard(2, [](int) { for_each_shard(2, [](int) {}); }),
+    const auto nothing = [](int) { return Tensor(); };
+    CHECK_THROWS_WITH_AS(for_each_shard(0, nothing), "for_each_shard: needs at least 1 shard, got 0", std::invalid_argument);
+    CHECK_THROWS_WITH_AS(for_each_shard(2, [&](int) {
+                             for_each_shard(2, nothing);
+                             return Tensor();
+                         }),
                          "for_each_shard: called inside a shard (shards do not nest)", std::logic_error);
-    CHECK(current_shard() == -1);
     // an exception in shard 1: the other shards still run, the lowest shard's error comes out, and
     // no stand-in's gradient is merged (the leaf keeps shard 0's)
     for (int threads : {1, 2}) {
@@ -191,15 +220,15 @@ TEST_CASE("for_each_shard: errors") {
         std::vector<int> ran(3, 0);
         CHECK_THROWS_WITH_AS(for_each_shard(3, [&](int s) {
                                  ran[s] = 1;
-                                 shard_loss(w, s).backward();
+                                 const Tensor loss = shard_loss(w, s);
                                  if (s >= 1) throw std::runtime_error("shard " + std::to_string(s) + " failed");
+                                 return loss;
                              }),
                              "shard 1 failed", std::runtime_error);
         CHECK(ran == std::vector<int>{1, 1, 1});
         Tensor w0 = fresh_weight();
         shard_loss(w0, 0).backward();
         CHECK(same_bits(w.grad(), w0.grad()));
-        CHECK(current_shard() == -1);
     }
 }
 
@@ -271,11 +300,7 @@ TEST_CASE("sum_over_shards: the batch's loss and gradient, parts weighted by the
         return g;
     };
     // the examples' step: each part's mean loss weighted by its share of the batch's tokens
-    auto step = [&](const models::Batch& part) {
-        const Tensor loss = loss_of(part) * part.share;
-        loss.backward();
-        return loss.item();
-    };
+    auto step = [&](const models::Batch& part) { return loss_of(part) * part.share; };
     const Tensor plain = loss_of(b);
     plain.backward();
     const std::vector<Tensor> want = grads();
@@ -306,7 +331,7 @@ TEST_CASE("sum_over_shards: the batch's loss and gradient, parts weighted by the
     const float total = models::sum_over_shards(b, 15, [&](const models::Batch& part) {
         for (size_t i = 0; i < pieces.size(); i++)
             if (pieces[i].ntokens > 0 && pieces[i].src.data == part.src.data) seen[i] = part.ntokens;
-        return part.share;
+        return Tensor::scalar(part.share);   // no graph: nothing to backpropagate
     });
     for (size_t i = 0; i < 15; i++) CHECK(seen[i] == (i < 12 ? pieces[i].ntokens : -1));
     CHECK(total == doctest::Approx(1.0));   // the shares add up to the whole batch

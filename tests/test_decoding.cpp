@@ -238,11 +238,11 @@ static Tokens column(const Tokens& ids, int64_t t) {
     return c;
 }
 
-// The cached step is Transformer::decode given a cache, so whatever a layer does, the step does
-// too. Here on both of SublayerConnection's branches (pre- and post-norm), sources padded to
-// different lengths (one a single token), and a cache fed 3 positions in one call (with the
-// subsequent mask over them) before going on one position at a time.
-TEST_CASE("decode_step's output at position t is row t of Transformer::decode: padded sources, pre- and post-norm, a chunk then steps") {
+// The cached step runs the decoder's own modules in DecoderLayer::forward's order, with the
+// attentions reading the cache: bit for bit what Transformer::decode gives at position t. Here on
+// both of SublayerConnection's branches (pre- and post-norm), and sources padded to different
+// lengths (one a single token).
+TEST_CASE("decode_step's output at position t is row t of Transformer::decode: padded sources, pre- and post-norm") {
     for (bool pre_norm : {true, false}) {
         CAPTURE(pre_norm);
         manual_seed(23);
@@ -254,7 +254,7 @@ TEST_CASE("decode_step's output at position t is row t of Transformer::decode: p
         const Mask src_mask = models::padding_mask(src, 0);
         const Tensor memory = model.encode(src, src_mask);                              // (3, 6, D)
         const Tokens ys = models::pad_rows({{1, 4, 4, 2, 8, 3, 7}, {1, 2, 3, 4, 5, 6, 7}, {1, 8, 7, 6, 5, 4, 3}}, 0);   // (3, 7)
-        const int64_t n = 3, T = 7, D = cfg.d_model, chunk = 3;
+        const int64_t n = 3, T = 7, D = cfg.d_model;
         NoGradGuard no_grad;
         const Tensor full = model.decode(memory, src_mask, ys, models::subsequent_mask(T));   // (n, T, D)
         auto full_row = [&](int64_t i, int64_t t) { return full.data() + (i * T + t) * D; };
@@ -269,24 +269,6 @@ TEST_CASE("decode_step's output at position t is row t of Transformer::decode: p
             }
         }
 
-        models::DecoderCache chunked = models::start_decoder_cache(model, memory, src_mask, T);
-        const Tokens first = models::pad_rows({{1, 4, 4}, {1, 2, 3}, {1, 8, 7}}, 0);      // (n, 3): positions 0..2
-        const Tensor out = model.decode(memory, src_mask, first, models::subsequent_mask(chunk), &chunked);   // (n, 3, D)
-        CHECK(chunked.length() == chunk);
-        for (int64_t i = 0; i < n; i++)
-            for (int64_t t = 0; t < chunk; t++) {
-                CAPTURE(t);
-                CAPTURE(i);
-                CHECK(same_bits(out.data() + (i * chunk + t) * D, full_row(i, t), D));
-            }
-        for (int64_t t = chunk; t < T; t++) {
-            const Tensor step = models::decode_step(model, chunked, column(ys, t));   // (n, D)
-            for (int64_t i = 0; i < n; i++) {
-                CAPTURE(t);
-                CAPTURE(i);
-                CHECK(same_bits(step.data() + i * D, full_row(i, t), D));
-            }
-        }
     }
 }
 
@@ -320,24 +302,27 @@ TEST_CASE("DecoderCache: allocated once for max_positions, written in place, and
     CHECK(cache.length() == L);
 }
 
-// A self-attention cache alone: a MultiHeadAttention fed one position at a time attends as one
-// call over the whole sequence with the subsequent mask does; the cache is for decoding without
-// gradients only.
-TEST_CASE("AppendingCache: MultiHeadAttention one position at a time equals one masked call; refused while recording a graph") {
+// A self-attention cache alone: MultiHeadAttention's projections and attend_to_cache, fed one
+// position at a time, give what one MultiHeadAttention call over the whole sequence with the
+// subsequent mask gives; the cache is for decoding without gradients only.
+TEST_CASE("AppendingCache: attention one position at a time equals one masked call; refused while recording a graph") {
     manual_seed(25);
     const int64_t B = 2, T = 5, D = 8;
     nn::MultiHeadAttention mha(D, 2, 0.0f);
     const Tensor x = Tensor::randn({B, T, D});   // (B, T, D)
     models::AppendingCache cache(B, T, D);
-    CHECK_THROWS_WITH_AS(mha.forward(autograd::narrow(x, 1, 0, 1), autograd::narrow(x, 1, 0, 1), autograd::narrow(x, 1, 0, 1), Mask(), &cache),
-                         doctest::Contains("needs autograd::NoGradGuard"), std::logic_error);
+    const Tensor x0 = autograd::narrow(x, 1, 0, 1);
+    CHECK_THROWS_WITH_AS(cache.write(mha.w_k->forward(x0), mha.w_v->forward(x0)), doctest::Contains("needs autograd::NoGradGuard"),
+                         std::logic_error);
     NoGradGuard no_grad;
     const Tensor full = mha.forward(x, x, x, models::subsequent_mask(T));   // (B, T, D)
     for (int64_t t = 0; t < T; t++) {
         CAPTURE(t);
-        const Tensor xt = autograd::narrow(x, 1, t, 1);                     // (B, 1, D)
-        const Tensor out = mha.forward(xt, xt, xt, Mask(), &cache);         // (B, 1, D)
-        CHECK(mha.last_attention.shape() == Shape{B, 2, 1, t + 1});
+        const Tensor xt = autograd::narrow(x, 1, t, 1);                                                    // (B, 1, D)
+        cache.write(mha.w_k->forward(xt), mha.w_v->forward(xt));
+        const nn::AttentionOutput a = models::attend_to_cache(mha.w_q->forward(xt), cache.k, cache.v, 2, Mask(), cache.length, cache.slot);
+        const Tensor out = mha.w_o->forward(a.out);                                                        // (B, 1, D)
+        CHECK(a.weights.shape() == Shape{B, 2, 1, t + 1});
         for (int64_t b = 0; b < B; b++) {
             CAPTURE(b);
             for (int64_t d = 0; d < D; d++) CHECK(out.at({b, 0, d}) == doctest::Approx(full.at({b, t, d})).epsilon(1e-5));
@@ -348,8 +333,8 @@ TEST_CASE("AppendingCache: MultiHeadAttention one position at a time equals one 
 // The decoders on both paths: same tokens, same log-probabilities (bit for bit, see above).
 static void check_cached_equals_recomputing(Transformer& model, const Tokens& src, int64_t max_len, int32_t eos) {
     const Mask m = models::padding_mask(src, 0);
-    const Tokens cached = models::greedy_decode(model, src, m, {.max_len = max_len, .bos = 1, .eos = eos});
-    const Tokens recomputed = models::greedy_decode(model, src, m, {.max_len = max_len, .bos = 1, .eos = eos, .kv_cache = false});
+    const Tokens cached = models::greedy_decode_cached(model, src, m, {.max_len = max_len, .bos = 1, .eos = eos});
+    const Tokens recomputed = models::greedy_decode(model, src, m, {.max_len = max_len, .bos = 1, .eos = eos});
     CHECK(cached.shape == recomputed.shape);
     CHECK(cached.data == recomputed.data);
     for (int beam : {1, 2, 3, 4}) {
@@ -393,7 +378,7 @@ TEST_CASE("decoding under bf16: each decoder weight packed once per call, cached
     MixedPrecisionGuard bf16;
     const auto packs = [] { return autograd::test_hooks::frozen_weight_packs(); };
     const int64_t before = packs();
-    models::greedy_decode(model, src, models::padding_mask(src, 0), {.max_len = 6, .bos = 1, .eos = -1});
+    models::greedy_decode_cached(model, src, models::padding_mask(src, 0), {.max_len = 6, .bos = 1, .eos = -1});
     // per decoder layer, the self-attention's 4 weights, the source attention's query and output
     // weights (its keys and values are projected once per call), the feed-forward's 2; and the
     // generator's. The encoder runs once per call: none of its weights.
@@ -776,8 +761,8 @@ TEST_CASE("greedy_decode: after eos a row is pad at every position, and a row th
     REQUIRE(pad_hides_something);
     for (bool kv_cache : {true, false}) {
         CAPTURE(kv_cache);
-        const Tokens out = models::greedy_decode(*model, src, models::padding_mask(src, 0),
-                                                 {.max_len = max_len, .bos = kBos, .eos = kEos, .pad = pad, .kv_cache = kv_cache});
+        const Tokens out = models::greedy_decode_counted(*model, src, models::padding_mask(src, 0),
+                                                         {.max_len = max_len, .bos = kBos, .eos = kEos, .pad = pad}, kv_cache, nullptr);
         CHECK(out.shape == Shape{B, static_cast<int64_t>(L)});
         CHECK(out.data == expected);   // every position of every row
     }
@@ -800,14 +785,14 @@ TEST_CASE("greedy_decode: after eos a row is pad at every position, and a row th
 TEST_CASE("kv_cache = false recomputes the whole prefix at every step; true runs one position per step") {
     auto model = tiny_model(35, 1.0f);
     nn::MultiHeadAttention& self_attn = *(*model->decoder->layers)[0].self_attn;
+    model->keep_attention_weights(true);   // a recomputing step's weights show which path ran
     const Mask m = models::padding_mask(kSrc, 0);
     const int64_t max_len = 6, H = model->cfg.heads;   // the last step reads a prefix of 5 tokens
     for (bool kv_cache : {false, true}) {
         CAPTURE(kv_cache);
         int64_t greedy_positions = 0, beam_positions = 0;
         self_attn.last_attention = Tensor();
-        models::greedy_decode(*model, kSrc, m,
-                              {.max_len = max_len, .bos = kBos, .eos = -1, .kv_cache = kv_cache, .positions = &greedy_positions});
+        models::greedy_decode_counted(*model, kSrc, m, {.max_len = max_len, .bos = kBos, .eos = -1}, kv_cache, &greedy_positions);
         const Tensor& greedy_weights = self_attn.last_attention;
         if (kv_cache) CHECK((!greedy_weights.defined() || greedy_weights.size(2) == 1));
         else CHECK(greedy_weights.shape() == Shape{1, H, max_len - 1, max_len - 1});
@@ -849,6 +834,7 @@ TEST_CASE("eval::translate_ids: --beam 0 is greedy, --beam K keeps K, and a beam
     REQUIRE(brute_force(*model, Tokens(srcs[1], {1, 4}), max_len, kEos, 0.0)[0].tokens != e[3]);
 
     nn::MultiHeadAttention& self_attn = *(*model->decoder->layers)[0].self_attn;
+    model->keep_attention_weights(true);   // a recomputing step's weights show which path ran
     // which path ran (see the test above): recomputing leaves a square self-attention map of the
     // last prefix; the cache none, or one query per row
     auto ran_path = [&](bool kv_cache) {
@@ -927,6 +913,7 @@ TEST_CASE("eval::exact_match (copy task): --beam 0 is greedy, --beam K keeps K, 
         REQUIRE(expected[k] != expected[k + 1]);
     }
     nn::MultiHeadAttention& self_attn = *(*model->decoder->layers)[0].self_attn;
+    model->keep_attention_weights(true);   // a recomputing step's weights show which path ran
     for (bool kv_cache : {true, false}) {
         for (size_t k = 0; k < beams.size(); k++) {
             CAPTURE(kv_cache);
@@ -1140,7 +1127,7 @@ TEST_CASE("sample_decode: top_k = 1 and a tiny temperature give greedy's tokens;
                 CAPTURE(seed);
                 CAPTURE(eos);
                 CAPTURE(kv_cache);
-                const Tokens greedy = models::greedy_decode(model, src, m, {.max_len = 10, .bos = 1, .eos = eos, .pad = 0, .kv_cache = kv_cache});
+                const Tokens greedy = models::greedy_decode_counted(model, src, m, {.max_len = 10, .bos = 1, .eos = eos, .pad = 0}, kv_cache, nullptr);
                 const auto sample = [&](float T, int k) {
                     return models::sample_decode(model, src, m,
                                                  {.max_len = 10, .bos = 1, .eos = eos, .pad = 0, .temperature = T, .top_k = k, .seed = seed, .kv_cache = kv_cache});

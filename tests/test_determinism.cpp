@@ -45,10 +45,7 @@ struct Run {
             const models::Batch b = data::make_copy_batch(data, 11, 48, 10);
             opt.zero_grad();
             last = models::sum_over_shards(b, shards, [&](const models::Batch& p) {
-                const Tensor loss = nn::cross_entropy(model.logits(p.src, p.tgt_in, p.src_mask, p.tgt_mask), p.tgt_out) *
-                                    p.share;
-                loss.backward();
-                return loss.item();
+                return nn::cross_entropy(model.logits(p.src, p.tgt_in, p.src_mask, p.tgt_mask), p.tgt_out) * p.share;
             });
             sched.step();
             opt.step();

@@ -18,6 +18,7 @@
 #include "autograd/autograd.h"
 #include "autograd/kernels/fast_math.h"
 #include "autograd/kernels/prefetch.h"
+#include "models/decoder_cache.h"
 #include "nn/nn.h"
 #include "tests/compare.h"
 #include "tests/gradcheck_helpers.h"
@@ -137,7 +138,7 @@ TEST_CASE("attention: fused equals plain: masks, several gemm tiles per head, dr
             CAPTURE(shape_str(m.shape));
             auto f = [&](V x) {
                 manual_seed(6);
-                return nn::scaled_dot_product_attention(x[0], x[1], x[2], c.H, m, c.p, true);
+                return nn::scaled_dot_product_attention(x[0], x[1], x[2], c.H, m, c.p);
             };
             expect_fused_equals_plain(f, {q, k, v}, 1e-4, 1e-5);
         }
@@ -152,16 +153,19 @@ TEST_CASE("attention: fused equals plain when q, k and v are one tensor, or two 
     const Tensor x = param({B, T, D}), y = param({B, T, D});
     for (float p : {0.0f, 0.25f}) {
         CAPTURE(p);
-        auto self = [&](V v) { manual_seed(8); return nn::scaled_dot_product_attention(v[0], v[0], v[0], H, Mask(), p, true); };
+        auto self = [&](V v) { manual_seed(8); return nn::scaled_dot_product_attention(v[0], v[0], v[0], H, Mask(), p); };
         expect_fused_equals_plain(self, {x}, 1e-5, 1e-6);
-        auto kv_one = [&](V v) { manual_seed(8); return nn::scaled_dot_product_attention(v[0], v[1], v[1], H, Mask(), p, true); };
+        auto kv_one = [&](V v) { manual_seed(8); return nn::scaled_dot_product_attention(v[0], v[1], v[1], H, Mask(), p); };
         expect_fused_equals_plain(kv_one, {x, y}, 1e-5, 1e-6);
-        auto qk_one = [&](V v) { manual_seed(8); return nn::scaled_dot_product_attention(v[0], v[0], v[1], H, Mask(), p, true); };
+        auto qk_one = [&](V v) { manual_seed(8); return nn::scaled_dot_product_attention(v[0], v[0], v[1], H, Mask(), p); };
         expect_fused_equals_plain(qk_one, {x, y}, 1e-5, 1e-6);
     }
 }
 
-TEST_CASE("attention over a prefix of k and v (keys): fused = plain = attention over a copy of the prefix") {
+// The fused op attends to the first `keys` rows of k and v when they hold more (a decoder's
+// cache, allocated for the longest output): the same as nn's attention over copies of the prefix,
+// and the rows past it get no gradient.
+TEST_CASE("fused::attention over a prefix of k and v (keys) = attention over a copy of the prefix") {
     const int64_t B = 2, H = 2, T = 3, S_alloc = 7, D = 8;
     manual_seed(11);
     const Tensor q = param({B, T, D}), k = param({B, S_alloc, D}), v = param({B, S_alloc, D});
@@ -174,68 +178,61 @@ TEST_CASE("attention over a prefix of k and v (keys): fused = plain = attention 
                 const Mask m = masked ? band_mask(B, T, keys) : Mask();
                 auto prefix = [&](V x) {   // k and v (B, S_alloc, D), attended to through their first `keys` rows
                     manual_seed(12);
-                    return nn::scaled_dot_product_attention(x[0], x[1], x[2], H, m, p, true, keys);
+                    return autograd::fused::attention(x[0], x[1], x[2], H, m, p, keys).out;
                 };
-                expect_fused_equals_plain(prefix, {q, k, v}, 1e-5, 1e-6);
-                // the same as attention over copies of the prefix; the rows past it get no gradient
                 auto copied = [&](V x) {
                     manual_seed(12);
-                    return nn::scaled_dot_product_attention(x[0], narrow(x[1], 1, 0, keys), narrow(x[2], 1, 0, keys), H, m, p, true);
+                    return nn::scaled_dot_product_attention(x[0], narrow(x[1], 1, 0, keys), narrow(x[2], 1, 0, keys), H, m, p);
                 };
                 expect_fused_equals_composed(prefix, copied, {q, k, v}, 1e-6, 1e-7);
-                for (bool fused : {true, false}) {
-                    FusedKernelsGuard path(fused);
-                    const nn::AttentionOutput a = nn::scaled_dot_product_attention_with_weights(q, k, v, H, m, p, true, keys);
-                    CHECK(a.weights.shape() == Shape{B, H, T, keys});
-                    CHECK(a.out.shape() == Shape{B, T, D});
-                }
+                const autograd::fused::Attention a = autograd::fused::attention(q, k, v, H, m, p, keys);
+                CHECK(a.weights.shape() == Shape{B, H, T, keys});
+                CHECK(a.out.shape() == Shape{B, T, D});
             }
-    CHECK_THROWS_WITH_AS(nn::scaled_dot_product_attention(q, k, v, H, Mask(), 0.0f, false, S_alloc + 1),
-                         doctest::Contains("keys = 8 is outside [0, 7]"), std::invalid_argument);
 }
 
 // Beam search's hypotheses read their sentence's memory keys and values in place: query row b of
-// q attends to slot kv_slot[b] of k and v, which hold fewer slots (3) than q has rows (5). The
+// q attends to slot slot[b] of k and v, which hold fewer slots (3) than q has rows (5). The
 // fused kernel offsets its pointers by the slot; the plain path gathers the slots with
 // index_select; both equal attention over that gathered copy.
-TEST_CASE("attention with a slot map (kv_slot): fused = plain = attention over the gathered slots") {
+TEST_CASE("attend_to_cache with a slot map: fused = plain = attention over the gathered slots") {
     const int64_t B = 5, slots = 3, H = 2, T = 3, KV = 7, D = 6;
-    const std::vector<int64_t> kv_slot{2, 0, 2, 1, 0};
+    const std::vector<int64_t> slot{2, 0, 2, 1, 0};
     const Tokens ids({2, 0, 2, 1, 0}, {B});
     manual_seed(13);
     const Tensor q = param({B, T, D}), k = param({slots, KV, D}), v = param({slots, KV, D});
-    CHECK_THROWS_WITH_AS(nn::scaled_dot_product_attention(q, k, v, H, Mask(), 0.0f, false, -1, kv_slot),
-                         doctest::Contains("kv_slot is for decoding without gradients"), std::logic_error);
+    CHECK_THROWS_WITH_AS(models::attend_to_cache(q, k, v, H, Mask(), KV, slot),
+                         doctest::Contains("attend_to_cache: decoding with a cache needs autograd::NoGradGuard"), std::logic_error);
     NoGradGuard no_grad;
-    const Tensor kg = index_select(k, 0, ids), vg = index_select(v, 0, ids);   // (B, KV, D): slot kv_slot[b] in row b
+    const Tensor kg = index_select(k, 0, ids), vg = index_select(v, 0, ids);   // (B, KV, D): slot slot[b] in row b
     for (int64_t keys : {int64_t{4}, KV})
-        for (bool masked : {false, true})
-            for (float p : {0.0f, 0.25f}) {
-                CAPTURE(keys);
-                CAPTURE(masked);
-                CAPTURE(p);
-                const Mask m = masked ? band_mask(B, T, keys) : Mask();
-                auto run = [&](bool fused, bool slotted) {
-                    FusedKernelsGuard path(fused);
-                    manual_seed(14);
-                    return slotted ? nn::scaled_dot_product_attention_with_weights(q, k, v, H, m, p, true, keys, kv_slot)
-                                   : nn::scaled_dot_product_attention_with_weights(q, kg, vg, H, m, p, true, keys);
-                };
-                const nn::AttentionOutput fused = run(true, true), plain = run(false, true);
-                CHECK(fused.out.shape() == Shape{B, T, D});
-                CHECK(fused.weights.shape() == Shape{B, H, T, keys});
-                CHECK(fused.out.to_vector() == run(true, false).out.to_vector());     // the same kernel on a copy: the same bits
-                CHECK(plain.out.to_vector() == run(false, false).out.to_vector());
-                expect_close(fused.out, plain.out, 1e-5, 1e-6, "fused vs plain, out");
-                expect_close(fused.weights, plain.weights, 1e-5, 1e-6, "fused vs plain, weights");
-            }
+        for (bool masked : {false, true}) {
+            CAPTURE(keys);
+            CAPTURE(masked);
+            const Mask m = masked ? band_mask(B, T, keys) : Mask();
+            auto run = [&](bool fused) {
+                FusedKernelsGuard path(fused);
+                return models::attend_to_cache(q, k, v, H, m, keys, slot);
+            };
+            const nn::AttentionOutput fused = run(true), plain = run(false);
+            const nn::AttentionOutput copy = nn::scaled_dot_product_attention_with_weights(q, narrow(kg, 1, 0, keys), narrow(vg, 1, 0, keys), H, m);
+            CHECK(fused.out.shape() == Shape{B, T, D});
+            CHECK(fused.weights.shape() == Shape{B, H, T, keys});
+            CHECK(plain.out.to_vector() == [&] { FusedKernelsGuard off(false); return nn::scaled_dot_product_attention(q, narrow(kg, 1, 0, keys), narrow(vg, 1, 0, keys), H, m); }().to_vector());
+            CHECK(fused.out.to_vector() == autograd::fused::attention(q, kg, vg, H, m, 0.0f, keys).out.to_vector());   // the same kernel on a copy: the same bits
+            expect_close(fused.out, plain.out, 1e-5, 1e-6, "fused vs plain, out");
+            expect_close(fused.weights, plain.weights, 1e-5, 1e-6, "fused vs plain, weights");
+            expect_close(copy.out, plain.out, 1e-5, 1e-6, "the copy vs plain, out");
+        }
     for (bool fused : {true, false}) {
         CAPTURE(fused);
         FusedKernelsGuard path(fused);
-        CHECK_THROWS_WITH_AS(nn::scaled_dot_product_attention(q, k, v, H, Mask(), 0.0f, false, -1, {2, 0, 3, 1, 0}),
-                             doctest::Contains("kv_slot 3 of k (3, 7, 6) with 3 slots"), std::invalid_argument);
-        CHECK_THROWS_WITH_AS(nn::scaled_dot_product_attention(q, k, v, H, Mask(), 0.0f, false, -1, {2, 0}),
-                             doctest::Contains("kv_slot has 2 entries, q (5, 3, 6) 5 rows"), std::invalid_argument);
+        CHECK_THROWS_WITH_AS(models::attend_to_cache(q, k, v, H, Mask(), KV, {2, 0, 3, 1, 0}),
+                             doctest::Contains("slot 3 of k (3, 7, 6) with 3 slots"), std::invalid_argument);
+        CHECK_THROWS_WITH_AS(models::attend_to_cache(q, k, v, H, Mask(), KV, {2, 0}),
+                             doctest::Contains("2 slots for the 5 rows of q (5, 3, 6)"), std::invalid_argument);
+        CHECK_THROWS_WITH_AS(models::attend_to_cache(q, k, v, H, Mask(), KV + 1, slot),
+                             doctest::Contains("length 8 is outside [0, 7]"), std::invalid_argument);
     }
 }
 

@@ -269,6 +269,9 @@ TEST_CASE("Transformer: shapes through every module, parameter names") {
     CHECK(out.shape() == Shape{B, T, D});
     CHECK(model.generator->log_probs(out).shape() == Shape{B, T, 7});
     CHECK(model.logits(src, tgt, sm, tm).shape() == Shape{B, T, 7});
+    CHECK(!(*model.decoder->layers)[1].src_attn->last_attention.defined());   // kept only when asked
+    model.keep_attention_weights(true);
+    model.logits(src, tgt, sm, tm);
     CHECK((*model.decoder->layers)[1].src_attn->last_attention.shape() == Shape{B, 2, T, S});
     bool found = false;
     for (auto& [name, p] : model.named_parameters()) found = found || name == "decoder.layers.1.self_attn.w_q.weight";

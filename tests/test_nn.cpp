@@ -210,7 +210,7 @@ TEST_CASE("add_dropout: x + dropout(y); x + y in evaluation; one shape, or an er
 TEST_CASE("dropout inside attention and in nn::dropout: gradcheck with a fixed seed") {
     // reseeding inside fn makes every evaluation draw the same keep decisions
     const Mask pad({1, 1, 1, 0, 1, 1, 1, 1}, {2, 1, 4});
-    CHECK_GRAD([&](V x) { manual_seed(3); return nn::scaled_dot_product_attention(x[0], x[1], x[2], 2, pad, 0.3f, true); },
+    CHECK_GRAD([&](V x) { manual_seed(3); return nn::scaled_dot_product_attention(x[0], x[1], x[2], 2, pad, 0.3f); },
                param({2, 3, 4}), param({2, 4, 4}), param({2, 4, 4}));
     CHECK_GRAD([](V x) { manual_seed(4); return nn::dropout(x[0], 0.4f, true); }, param({3, 5}));
     CHECK_GRAD([](V x) { manual_seed(4); return nn::add_dropout(x[0], x[1], 0.4f, true); }, param({3, 5}), param({3, 5}));
@@ -218,7 +218,7 @@ TEST_CASE("dropout inside attention and in nn::dropout: gradcheck with a fixed s
     manual_seed(5);
     const Tensor q = Tensor::randn({2, 3, 4}), k = Tensor::randn({2, 4, 4}), v = Tensor::randn({2, 4, 4});
     manual_seed(6);
-    const auto [out, w] = nn::scaled_dot_product_attention_with_weights(q, k, v, 2, pad, 0.5f, true);
+    const auto [out, w] = nn::scaled_dot_product_attention_with_weights(q, k, v, 2, pad, 0.5f);
     CHECK(w.at({1, 1, 2, 0}) + w.at({1, 1, 2, 1}) + w.at({1, 1, 2, 2}) + w.at({1, 1, 2, 3}) == doctest::Approx(1.0));
     // and the output is (weights * keep) V, keep = 0 or 1/(1-p) drawn per weight as nn::dropout draws
     const uint64_t seed = Rng(6).next_u64();
@@ -278,6 +278,9 @@ TEST_CASE("MultiHeadAttention: shapes, weights kept, masks broadcast over heads,
     nn::MultiHeadAttention mha(D, H, 0.0f);
     const Tensor q = Tensor::randn({B, T, D}), kv = Tensor::randn({B, S, D});
     const Mask pad({1, 1, 1, 1, 1, 1, 0, 0}, {B, 1, S});
+    mha.forward(q, kv, kv, pad);
+    CHECK(!mha.last_attention.defined());   // kept only when asked
+    mha.keep_attention = true;
     const Tensor y = mha.forward(q, kv, kv, pad);
     CHECK(y.shape() == Shape{B, T, D});
     CHECK(mha.last_attention.shape() == Shape{B, H, T, S});
@@ -420,7 +423,7 @@ TEST_CASE("every nn op's backward adds into an existing gradient instead of over
     check_backward_adds([&](V x) { return nn::nll_loss(x[0], t, {.ignore_index = 0}); }, {param({2, 3, 5})});
     check_backward_adds([&](V x) { return nn::scaled_dot_product_attention(x[0], x[1], x[2], 2, pad); },
                         {param({2, 3, 4}), param({2, 4, 4}), param({2, 4, 4})});
-    check_backward_adds([&](V x) { manual_seed(1); return nn::scaled_dot_product_attention(x[0], x[1], x[2], 2, pad, 0.3f, true); },
+    check_backward_adds([&](V x) { manual_seed(1); return nn::scaled_dot_product_attention(x[0], x[1], x[2], 2, pad, 0.3f); },
                         {param({2, 3, 4}), param({2, 4, 4}), param({2, 4, 4})});
 }
 

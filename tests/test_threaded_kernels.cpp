@@ -12,6 +12,8 @@
 // so they follow a moved threshold; the region counts say the 2-thread run really was threaded.
 // Built without OpenMP (make OPENMP=0) every run is serial: the comparisons with the references
 // still run, the region counts and the test that needs a real team of 2 are skipped.
+// The generic ops of autograd/ops_*.cpp are the lesson's plain loops: they open no region at
+// all, on any number of threads, at sizes where a kernel would (their tests below say so).
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -151,8 +153,8 @@ TEST_CASE("parallel_for, parallel_blocks, parallel_region: a team only when thre
     CHECK(depth_inside[1] == 1);
 }
 
-TEST_CASE("threaded elementwise ops: equal to a plain loop, the same bytes on 1 and 2 threads") {
-    const int64_t n = prime_above(kElementwiseParallelMin);   // threads split the elements
+TEST_CASE("generic elementwise ops: plain loops on the calling thread (no team on 2 threads), equal to the derivatives by hand") {
+    const int64_t n = prime_above(kElementwiseParallelMin);   // big enough for a kernel's team
     manual_seed(1);
     Tensor a = Tensor::uniform({n}, -2.0f, 2.0f).requires_grad_(), b = Tensor::uniform({n}, 0.5f, 2.0f).requires_grad_();
     const Tensor w = Tensor::randn({n});
@@ -171,8 +173,7 @@ TEST_CASE("threaded elementwise ops: equal to a plain loop, the same bytes on 1 
     };
     for (const Binary& op : binaries) {
         CAPTURE(std::string(op.name));
-        const auto got = same_on_1_and_2_threads([&] { return forward_backward({a, b}, [&] { return op.op(a, b); }, w); },
-                                                 3);   // forward, a's gradient, b's gradient
+        const auto got = same_on_1_and_2_threads([&] { return forward_backward({a, b}, [&] { return op.op(a, b); }, w); }, 0);
         std::vector<float> y(n), ga(n), gb(n);
         for (int64_t i = 0; i < n; i++) {
             y[i] = static_cast<float>(op.f(pa[i], pb[i]));
@@ -199,7 +200,7 @@ TEST_CASE("threaded elementwise ops: equal to a plain loop, the same bytes on 1 
     };
     for (const Unary& op : unaries) {
         CAPTURE(std::string(op.name));
-        const auto got = same_on_1_and_2_threads([&] { return forward_backward({a}, [&] { return op.op(a); }, w); }, 2);
+        const auto got = same_on_1_and_2_threads([&] { return forward_backward({a}, [&] { return op.op(a); }, w); }, 0);
         std::vector<float> y(n), ga(n);
         for (int64_t i = 0; i < n; i++) {
             y[i] = static_cast<float>(op.f(pa[i]));
@@ -210,15 +211,14 @@ TEST_CASE("threaded elementwise ops: equal to a plain loop, the same bytes on 1 
     }
 }
 
-TEST_CASE("threaded shape copies: permute and reshape's gradient move every element to its place") {
-    // permute (I, J, K) -> (K, I, J): y[k][i][j] = x[i][j][k], and the gradient goes back.
-    // Threads split the rows of the output: K * I rows of J in the forward, I * J rows of K in
-    // the backward (the inverse permute).
-    const int64_t I = 37, J = 41, K = prime_above(kShapeCopyParallelMin / (I * J));   // K = 47
+TEST_CASE("generic shape copies: permute and reshape's gradient move every element to its place, on the calling thread") {
+    // permute (I, J, K) -> (K, I, J): y[k][i][j] = x[i][j][k], and the gradient goes back:
+    // K * I rows of J in the forward, I * J rows of K in the backward (the inverse permute).
+    const int64_t I = 37, J = 41, K = prime_above(kElementwiseParallelMin / (I * J));   // K = 47
     manual_seed(2);
     Tensor x = Tensor::randn({I, J, K}).requires_grad_();
     const Tensor w = Tensor::randn({K, I, J});
-    const auto got = same_on_1_and_2_threads([&] { return forward_backward({x}, [&] { return permute(x, {2, 0, 1}); }, w); }, 2);
+    const auto got = same_on_1_and_2_threads([&] { return forward_backward({x}, [&] { return permute(x, {2, 0, 1}); }, w); }, 0);
     int64_t wrong_value = 0, wrong_grad = 0;
     for (int64_t i = 0; i < I; i++)
         for (int64_t j = 0; j < J; j++)
@@ -230,21 +230,20 @@ TEST_CASE("threaded shape copies: permute and reshape's gradient move every elem
     CHECK(wrong_grad == 0);
 
     // reshape shares the storage; its backward copies the gradient through unchanged
-    const int64_t n = prime_above(kShapeCopyParallelMin);   // (n,) -> (1, n)
+    const int64_t n = prime_above(kElementwiseParallelMin);   // (n,) -> (1, n)
     Tensor v = Tensor::randn({n}).requires_grad_();
     const Tensor wv = Tensor::randn({1, n});
-    const auto r = same_on_1_and_2_threads([&] { return forward_backward({v}, [&] { return reshape(v, {1, n}); }, wv); }, 1);
+    const auto r = same_on_1_and_2_threads([&] { return forward_backward({v}, [&] { return reshape(v, {1, n}); }, wv); }, 0);
     CHECK(r[1].to_vector() == wv.to_vector());
 }
 
-TEST_CASE("threaded batched matmul: many small matrices, one per thread, equal to gemm_naive per batch") {
-    // small matrices (M * N * K < 48^3, ops_matmul.cpp): threads split the batch, from 2 batches up
+TEST_CASE("batched matmul: many small matrices, one gemm each on the calling thread, equal to gemm_naive per batch") {
+    // small matrices: too small for gemm's own team, and matmul's loop over the batch is plain
     const int64_t Bt = 7, M = 13, K = 17, N = 11;
     manual_seed(3);
     Tensor a = Tensor::randn({Bt, M, K}).requires_grad_(), b = Tensor::randn({Bt, K, N}).requires_grad_();
     const Tensor w = Tensor::randn({Bt, M, N});
-    const auto got = same_on_1_and_2_threads([&] { return forward_backward({a, b}, [&] { return matmul(a, b); }, w); },
-                                             3);   // forward, dA, dB
+    const auto got = same_on_1_and_2_threads([&] { return forward_backward({a, b}, [&] { return matmul(a, b); }, w); }, 0);
     std::vector<float> c(Bt * M * N), da(Bt * M * K), db(Bt * K * N);
     for (int64_t i = 0; i < Bt; i++) {
         const float *A = a.data() + i * M * K, *B = b.data() + i * K * N, *W = w.data() + i * M * N;
@@ -257,8 +256,8 @@ TEST_CASE("threaded batched matmul: many small matrices, one per thread, equal t
     expect_close(got[2], Tensor::from_vector(db, {Bt, K, N}), 1e-5, 1e-6, "dB");
 }
 
-TEST_CASE("threaded softmax and log_softmax: equal to the composition of primitives, with masked (-inf) entries") {
-    const int64_t C = 131, R = prime_above(kSoftmaxParallelMin / C);   // threads split the R = 251 rows
+TEST_CASE("softmax and log_softmax: plain row loops on the calling thread, equal to the composition of primitives, with masked (-inf) entries") {
+    const int64_t C = 131, R = prime_above(kLayerNormParallelMin / C);   // R = 251 rows: enough for a kernel's team
     manual_seed(4);
     Tensor x = (Tensor::randn({R, C}) * 3.0f).detach().requires_grad_();
     for (int64_t i = 0; i < R * C; i += 7) x.data()[i] = -std::numeric_limits<float>::infinity();   // never a whole row
@@ -266,7 +265,7 @@ TEST_CASE("threaded softmax and log_softmax: equal to the composition of primiti
     for (bool log : {false, true}) {
         CAPTURE(log);
         auto fused = [&] { return log ? log_softmax(x) : softmax(x); };
-        const auto got = same_on_1_and_2_threads([&] { return forward_backward({x}, fused, w); }, 2);
+        const auto got = same_on_1_and_2_threads([&] { return forward_backward({x}, fused, w); }, 0);
         const auto want = forward_backward({x}, [&] { return log ? log_softmax_reference(x) : softmax_reference(x); }, w);
         expect_close(got[0], want[0], 1e-5, 1e-7, "value");
         expect_close(got[1], want[1], 1e-4, 1e-6, "gradient");
@@ -424,12 +423,12 @@ TEST_CASE("threaded attention: equal to the composition of primitives, without a
     const char* names[] = {"value", "dq", "dk", "dv"};
     for (int i = 0; i < 4; i++) expect_close(got[i], want[i], 1e-4, 1e-5, names[i]);
     const auto got_dropout = same_on_1_and_2_threads([&] {
-        return forward_backward({q, k, v}, [&] { manual_seed(13); return nn::scaled_dot_product_attention(q, k, v, H, pad, 0.2f, true); }, w);
+        return forward_backward({q, k, v}, [&] { manual_seed(13); return nn::scaled_dot_product_attention(q, k, v, H, pad, 0.2f); }, w);
     }, 2);
     const auto want_dropout = forward_backward({q, k, v}, [&] {
         FusedKernelsGuard plain(false);
         manual_seed(13);
-        return nn::scaled_dot_product_attention(q, k, v, H, pad, 0.2f, true);
+        return nn::scaled_dot_product_attention(q, k, v, H, pad, 0.2f);
     }, w);
     for (int i = 0; i < 4; i++) expect_close(got_dropout[i], want_dropout[i], 1e-4, 1e-5, names[i]);
 }
@@ -633,10 +632,11 @@ TEST_CASE("busy_cores: a thread that is late at a GEMM team's inner barrier is s
 }
 
 TEST_CASE("busy_cores: while the cores are busy, kernels run on the calling thread, with the same results") {
-    const int64_t C = 128, R = kSoftmaxParallelMin / C + 1;
-    const Tensor x = Tensor::randn({R, C});
+    const int64_t C = 128, R = kLayerNormParallelMin / C + 1;
+    const Tensor x = Tensor::randn({R, C}), gain = Tensor::ones({C}), bias = Tensor::zeros({C});
+    const auto layer_norm = [&] { return std::vector<Tensor>{autograd::fused::layer_norm(x, gain, bias, 1e-5f)}; };   // one team over the rows
     ThreadCount two(2);
-    const Run on_team = run_on(2, [&] { return std::vector<Tensor>{softmax(x)}; });
+    const Run on_team = run_on(2, layer_norm);
     std::vector<float> a(301 * 203), b(203 * 517), c_team(301 * 517), c_busy(301 * 517);
     for (std::size_t i = 0; i < a.size(); i++) a[i] = float(i % 7) - 3.0f;
     for (std::size_t i = 0; i < b.size(); i++) b[i] = float(i % 5) - 2.0f;
@@ -646,7 +646,7 @@ TEST_CASE("busy_cores: while the cores are busy, kernels run on the calling thre
     for (int i = 0; i < 2; i++)   // teams that waited 80% of two windows
         kernels::test_hooks::busy_cores_state().report(now_ns(), BusyCores::kWindowMs * 1000000, BusyCores::kWindowMs * 800000);
     CHECK(cores_busy());
-    const Run busy = run_on(2, [&] { return std::vector<Tensor>{softmax(x)}; });
+    const Run busy = run_on(2, layer_norm);
     gemm(false, false, 301, 517, 203, a.data(), 203, b.data(), 517, c_busy.data(), 517, false);
     kernels::test_hooks::busy_cores_state().reset();
     CHECK_FALSE(cores_busy());

@@ -25,9 +25,7 @@
 
 namespace autograd::kernels {
 
-inline constexpr int64_t kElementwiseParallelMin = int64_t{1} << 16;   // add, mul, exp, relu, ...: forward and backward
-inline constexpr int64_t kShapeCopyParallelMin = int64_t{1} << 16;     // permute's copy, reshape's gradient copy
-inline constexpr int64_t kSoftmaxParallelMin = int64_t{1} << 15;       // softmax and log_softmax rows
+inline constexpr int64_t kElementwiseParallelMin = int64_t{1} << 16;   // a plain add per element: the shards' gradient sums
 inline constexpr int64_t kCrossEntropyParallelMin = int64_t{1} << 15;  // cross_entropy rows (R * V)
 inline constexpr int64_t kLayerNormParallelMin = int64_t{1} << 15;     // layer_norm rows and its gain/bias column sums
 inline constexpr int64_t kAdditiveScoreParallelMin = int64_t{1} << 14;  // additive_score (B * S * A): a vectorized tanh each
@@ -38,7 +36,7 @@ inline constexpr int64_t kAttentionParallelMin = int64_t{1} << 14;     // attent
 inline constexpr int64_t kOptimizerParallelMin = int64_t{1} << 15;     // Adam/SGD update of one parameter
 
 // Is a loop over `work` elements worth a thread team? The first argument of the loops below:
-//     parallel_for(R, worth_threads(R * C, kSoftmaxParallelMin), [=](int64_t r) { ...row r... });
+//     parallel_for(R, worth_threads(R * C, kLayerNormParallelMin), [=](int64_t r) { ...row r... });
 // While another program keeps the cores busy (busy_cores.h), no loop is: one thread does it all.
 // Nor is one inside another region (a shard's of data_parallel.h, gemm_pair_in's), where no new
 // team can start. Without OpenMP, never (max_active_levels() is 0). (parallel.cpp)

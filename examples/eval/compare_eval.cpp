@@ -132,7 +132,7 @@ Scores score(models::Seq2Seq& model, Task task, autograd::Rng& rng, int64_t V, i
         const int64_t n = std::min(chunk, count - done);
         const models::Batch b = make_task_batch(task, rng, V, n, L);
         // 1) free-running: greedy decoding from the start symbol, each output fed back
-        const Tokens out = models::greedy_decode(model, b.src, b.src_mask, {.max_len = L, .bos = data::COPY_START});   // (n, L)
+        const Tokens out = models::greedy_decode_cached(model, b.src, b.src_mask, {.max_len = L, .bos = data::COPY_START});   // (n, L)
         for (int64_t i = 0; i < n; i++) {
             int64_t right = 0;
             for (int64_t t = 0; t < T; t++) right += out[i * L + t + 1] == b.tgt_out[i * T + t];
@@ -140,7 +140,9 @@ Scores score(models::Seq2Seq& model, Task task, autograd::Rng& rng, int64_t V, i
             tokens += right;
         }
         // 2) teacher-forced, for the attention: the decoder reads the right prefix
+        model.keep_attention_weights(true);
         model.logits(b.src, b.tgt_in, b.src_mask, b.tgt_mask);
+        model.keep_attention_weights(false);
         const SourceAttention a = source_attention(model);   // (n, T, L)
         has_attention = !a.weights.empty();
         if (!has_attention) continue;

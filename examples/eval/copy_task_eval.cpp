@@ -36,7 +36,7 @@ std::string join(const Tokens& t, int64_t row) {
 Tokens decode(models::Seq2Seq& model, const Tokens& src, int beam, bool kv_cache, int64_t* positions = nullptr) {
     const int64_t n = src.size(0), L = src.size(1);
     const autograd::Mask mask = models::padding_mask(src, COPY_PAD);
-    if (beam == 0) return models::greedy_decode(model, src, mask, {.max_len = L, .bos = COPY_START, .kv_cache = kv_cache, .positions = positions});
+    if (beam == 0) return models::greedy_decode_counted(model, src, mask, {.max_len = L, .bos = COPY_START}, kv_cache, positions);
     Tokens out = Tokens::full({n, L}, COPY_PAD);
     const std::vector<models::Hypothesis> best =
         models::beam_search_batch(model, src, mask, {.beam_size = beam, .max_len = L, .bos = COPY_START, .kv_cache = kv_cache, .positions = positions});

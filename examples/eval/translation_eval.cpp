@@ -81,9 +81,9 @@ std::vector<std::vector<int32_t>> translate_ids(models::Seq2Seq& model, const st
                                                           .temperature = sample->temperature, .top_k = sample->top_k,
                                                           .top_p = sample->top_p, .rng = &draws, .kv_cache = kv_cache,
                                                           .positions = positions})
-                                 : models::greedy_decode(model, src, src_mask,
-                                                         {.max_len = max_len, .bos = Vocab::BOS, .eos = Vocab::EOS, .pad = Vocab::PAD,
-                                                          .kv_cache = kv_cache, .positions = positions});
+                                 : models::greedy_decode_counted(model, src, src_mask,
+                                                                 {.max_len = max_len, .bos = Vocab::BOS, .eos = Vocab::EOS, .pad = Vocab::PAD},
+                                                                 kv_cache, positions);
         const int64_t L = ys.size(1);
         for (size_t r = 0; r < idx.size(); r++) {
             out[idx[r]].assign(ys.data.begin() + r * L, ys.data.begin() + (r + 1) * L);
@@ -105,7 +105,9 @@ void draw_attention(models::Seq2Seq& model, const data::TextCodec& codec, const 
     const int64_t S = static_cast<int64_t>(src_ids.size()), T = static_cast<int64_t>(out.size()) - 1;
     const Tokens src(src_ids, {1, S}), ys(std::vector<int32_t>(out.begin(), out.end() - 1), {1, T});
     const Mask src_mask = models::padding_mask(src, Vocab::PAD);
+    model.keep_attention_weights(true);
     model.logits(src, ys, src_mask, models::subsequent_mask(T));
+    model.keep_attention_weights(false);
     std::vector<std::string> cols, rows;
     for (int32_t id : src_ids) cols.push_back(codec.src_vocab.token(id));
     for (int64_t t = 1; t <= T; t++) rows.push_back(codec.tgt_vocab.token(out[t]));

@@ -38,6 +38,7 @@ void copy_attention(const std::string& model_path, const std::string& path) {
     const Mask src_mask = models::padding_mask(src, 0);
     const Tokens out = models::greedy_decode(model, src, src_mask, {.max_len = L, .bos = 1});   // (1, L)
     const Tokens tgt_in(std::vector<int32_t>(out.data.begin(), out.data.begin() + (L - 1)), {1, L - 1});
+    model.keep_attention_weights(true);
     model.decode(model.encode(src, src_mask), src_mask, tgt_in, models::subsequent_mask(L - 1));
     std::vector<std::string> rows, cols;
     for (int32_t s : seq) cols.push_back(std::to_string(s));
