@@ -46,37 +46,51 @@ TEST_CASE("allocator: reset_peak_memory starts the peak anew from the live bytes
     tensor_free(small);
 }
 
-// Blocks of 128 KB and more are mappings the allocator keeps when they are freed (allocator.h).
+// Blocks of kLargeBlockBytes (L) and more are mappings the allocator keeps when they are freed
+// (allocator.h); the sizes below are multiples of L, so they follow a moved threshold.
 TEST_CASE("allocator: a freed big block serves the next request whole, split or grown; the cache never passes 9/8 of the peak") {
-    const std::size_t page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+    const std::size_t page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE)), L = kernels::kLargeBlockBytes;
     auto mapping = [&](std::size_t bytes) { return (64 + bytes + page - 1) / page * page; };   // header + bytes, whole pages
     kernels::release_free_memory();
     kernels::reset_peak_memory();
     CHECK(memory_stats().cached_bytes == 0);
-    char* a = static_cast<char*>(tensor_alloc(1 << 20));
+    tensor_free(tensor_alloc(L - 128));           // under L (with its header): from malloc, nothing cached
+    CHECK(memory_stats().cached_bytes == 0);
+    char* a = static_cast<char*>(tensor_alloc(4 * L));
     tensor_free(a);
-    CHECK(memory_stats().cached_bytes == mapping(1 << 20));
-    void* b = tensor_alloc((1 << 20) - 100000);   // 10% smaller: the same block, whole (the rest is under 128 KB)
+    CHECK(memory_stats().cached_bytes == mapping(4 * L));
+    void* b = tensor_alloc(4 * L - L / 2);        // smaller: the same block, whole (the rest is under L)
     CHECK(b == a);
     CHECK(memory_stats().cached_bytes == 0);
-    void* c = tensor_alloc(1 << 20);              // the cache is empty: a new one
+    void* c = tensor_alloc(4 * L);                // the cache is empty: a new one
     CHECK(c != a);
     tensor_free(b);
-    void* d = tensor_alloc(300000);               // the front of a's block; the rest stays cached
+    void* d = tensor_alloc(L + L / 5);            // the front of a's block; the rest stays cached
     CHECK(d == a);
-    CHECK(memory_stats().cached_bytes == mapping(1 << 20) - mapping(300000));
-    void* e = tensor_alloc(600000);               // ... and serves this one
-    CHECK(e == a + mapping(300000));
-    CHECK(memory_stats().cached_bytes == mapping(1 << 20) - mapping(300000) - mapping(600000));
+    CHECK(memory_stats().cached_bytes == mapping(4 * L) - mapping(L + L / 5));
+    void* e = tensor_alloc(L + L / 2);            // ... and serves this one
+    CHECK(e == a + mapping(L + L / 5));
+    CHECK(memory_stats().cached_bytes == mapping(4 * L) - mapping(L + L / 5) - mapping(L + L / 2));
     tensor_free(d);
     tensor_free(e);                               // d, e and the rest merge: a's block, whole again
-    void* whole = tensor_alloc(1 << 20);
+    void* whole = tensor_alloc(4 * L);
     CHECK(whole == a);
     for (void* p : {c, whole}) tensor_free(p);
+    // of two free blocks of one size, the one freed last (its memory the likelier in a cache)
+    kernels::release_free_memory();
+    void* older = tensor_alloc(2 * L);
+    void* spacer = tensor_alloc(2 * L);           // live blocks around each: no two free ones merge
+    void* newer = tensor_alloc(2 * L);
+    void* spacer2 = tensor_alloc(2 * L);
+    tensor_free(older);
+    tensor_free(newer);
+    void* again = tensor_alloc(2 * L);
+    CHECK(again == newer);
+    for (void* p : {again, spacer, spacer2}) tensor_free(p);
 #if defined(__linux__)
     kernels::release_free_memory();
-    tensor_free(tensor_alloc(200000));
-    void* f = tensor_alloc(2 << 20);              // only a smaller block is free: it grows
+    tensor_free(tensor_alloc(L + L / 2));
+    void* f = tensor_alloc(8 * L);                // only a smaller block is free: it grows
     CHECK(memory_stats().cached_bytes == 0);
     tensor_free(f);
 #endif
@@ -85,12 +99,12 @@ TEST_CASE("allocator: a freed big block serves the next request whole, split or 
     // peak. Ten free blocks between ten live ones (so that no two free ones merge).
     kernels::release_free_memory();
     std::vector<void*> blocks;
-    for (int i = 0; i < 20; i++) blocks.push_back(tensor_alloc(256 << 10));
+    for (int i = 0; i < 20; i++) blocks.push_back(tensor_alloc(2 * L));
     for (int i = 0; i < 20; i += 2) tensor_free(blocks[i]);
-    CHECK(memory_stats().cached_bytes == 10 * mapping(256 << 10));
+    CHECK(memory_stats().cached_bytes == 10 * mapping(2 * L));
     kernels::reset_peak_memory();
-    void* big = tensor_alloc(4 << 20);
-    const std::size_t live = 10 * mapping(256 << 10) + mapping(4 << 20);   // the phase's peak
+    void* big = tensor_alloc(32 * L);
+    const std::size_t live = 10 * mapping(2 * L) + mapping(32 * L);   // the phase's peak
     CHECK(memory_stats().cached_bytes <= live / 8);
     tensor_free(big);
     for (int i = 1; i < 20; i += 2) tensor_free(blocks[i]);
@@ -100,7 +114,7 @@ TEST_CASE("allocator: a freed big block serves the next request whole, split or 
     kernels::reset_peak_memory();
     std::size_t biggest = 0;
     for (int i = 0; i < 200; i++) {
-        const std::size_t bytes = std::size_t(200 + (i * 7919) % 3000) << 10;   // 200 KB to 3.2 MB, in a scrambled order
+        const std::size_t bytes = L + std::size_t((i * 7919) % 3000) * (L / 200);   // L to 16 L, in a scrambled order
         biggest = std::max(biggest, bytes);
         tensor_free(tensor_alloc(bytes));
         CHECK(memory_stats().cached_bytes <= biggest + biggest / 8 + 2 * 65536);

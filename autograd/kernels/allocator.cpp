@@ -51,9 +51,9 @@ static_assert(sizeof(Header) <= kAlign);
 
 std::atomic<std::size_t> g_live{0}, g_peak{0};
 
-// From this size on (header included) a block has a mapping of its own (LargeBlocks below);
-// smaller ones come from malloc.
-constexpr std::size_t kLargeBlock = std::size_t{128} << 10;
+// From kLargeBlockBytes on (header included) a block has a mapping of its own (LargeBlocks
+// below); smaller ones come from malloc (allocator.h says why 1 MB).
+constexpr std::size_t kLargeBlock = kLargeBlockBytes;
 
 std::size_t page_size() {
     static const std::size_t page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
@@ -78,8 +78,8 @@ private:
 
 // Large blocks: each one its own mapping from the kernel (mmap), and when freed, kept in a cache
 // for the next request instead of unmapped. A request takes
-//   1. the smallest cached block of at least its size, split in two when the rest is 128 KB or
-//      more: the request gets the front, and the rest stays in the cache, a block of its own;
+//   1. the smallest cached block of at least its size (of those, the one freed last), split in
+//      two when the rest is kLargeBlock or more: the request gets the front, and the rest stays in the cache, a block of its own;
 //   2. else, on Linux, the biggest cached block, grown to its size (mremap: the pages it has stay,
 //      only the new ones are faulted in);
 //   3. else a new mapping.
@@ -194,7 +194,7 @@ private:
         BySize::iterator in_size;  // its entry in by_size_
     };
     void add(char* base, std::size_t length, std::uint64_t freed_at) {
-        const BySize::iterator s = by_size_.emplace(length, base);
+        const BySize::iterator s = by_size_.emplace_hint(by_size_.lower_bound(length), length, base);   // first of its size: the newest
         by_address_.emplace(base, Free{length, freed_at, s});
     }
     Free remove(char* base) {

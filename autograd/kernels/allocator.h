@@ -10,11 +10,18 @@
 // in it, and with batches of changing shapes (translation) the heaps of the two data-parallel
 // threads grew to 2.5-3 times the tensors' peak (bench/RESULTS.md, "Real-text memory again").
 // So the allocator keeps the big blocks itself (allocator.cpp):
-//   - a block of 128 KB and more is a mapping of its own; when freed it waits in a cache, and
+//   - a block of 1 MB and more is a mapping of its own; when freed it waits in a cache, and
 //     serves the next request it can: whole, split (the rest stays in the cache), or grown (on
 //     Linux: only the added pages are new). The blocks freed longest ago are unmapped when the
 //     mapped total would pass 9/8 of the most the big blocks held in this phase of the run;
-//   - smaller blocks come from malloc, which is asked to keep its heap (not trim it).
+//   - smaller blocks come from malloc, which is asked to keep its heap (not trim it). Each thread
+//     allocates from a heap of its own there (glibc's arenas), and a step on such blocks ran
+//     faster than on mappings: at D = 128 (every activation between 128 KB and 1 MB), 1.13 times
+//     the time with its blocks mapped from 128 KB up, 1.00 with them from malloc (bench_training
+//     d128, 8 alternated pairs; bench/RESULTS.md, "Where the speed went"). Which effect costs the
+//     time (mappings freed on one shard's thread and taken on the other's, page-table walks) is
+//     not settled: preferring a block the same thread took, varying each block's start within
+//     its first page, reusing the newest free block and huge pages each recovered 1% or less.
 // So
 //   - a loop of fixed shapes (the copy task's training) asks the kernel for no new page after
 //     its first step (tests/test_allocator.cpp checks this), and
@@ -38,6 +45,9 @@
 #include "autograd/kernels/float_buffer.h"
 
 namespace autograd::kernels {
+
+// From this size on (the 64-byte header included) a block is a mapping of its own.
+inline constexpr std::size_t kLargeBlockBytes = std::size_t{1} << 20;
 
 struct MemoryStats {
     std::size_t live_bytes = 0;       // in blocks handed out and not yet freed
