@@ -81,7 +81,8 @@ void finish_training(common::TrainingLog& log, const models::Seq2Seq& model, con
 // Exact match on --eval fresh sequences: the same ones for a --load'ed model as after training.
 void evaluate(models::Seq2Seq& model, const Options& o) {
     autograd::Rng eval_rng(o.train.seed + 1000003);   // a stream of its own, apart from the training data's
-    eval::print_exact_match(eval::exact_match(model, eval_rng, o.vocab, o.seq_len, o.eval_count, o.beam, !o.no_kv_cache), o.beam);
+    const bool kv_cache = !o.no_kv_cache && !o.train.reference;   // --reference: the plain greedy_decode, the whole prefix each step
+    eval::print_exact_match(eval::exact_match(model, eval_rng, o.vocab, o.seq_len, o.eval_count, o.beam, kv_cache), o.beam);
 }
 
 // --load: the saved model's exact match (or, with --decode, its outputs for a file); no training.

@@ -94,11 +94,16 @@ void end_epoch(models::Seq2Seq& model, const data::TranslationData& d, const Opt
     log.result(line);
 }
 
+// Does decoding run one position per step (the key/value cache, a recurrent model's carried
+// state)? Not with --no-kv-cache, nor with --reference, whose greedy decoding is the plain
+// greedy_decode: the whole prefix at every step.
+bool kv_cache(const Options& o) { return !o.no_kv_cache && !o.train.reference; }
+
 // How decoding runs, as the decoding lines on stderr say it: the cache or not, and bf16 products
 // (--bf16, which a --load'ed model decodes with too).
 std::string path_name(const Options& o) {
-    const std::string path = o.train.model_kind != "transformer" ? "the recurrent state"
-                             : o.no_kv_cache ? "recomputing the prefix: --no-kv-cache" : "key/value cache";
+    const std::string path = !kv_cache(o) ? "recomputing the prefix: --no-kv-cache or --reference"
+                             : o.train.model_kind != "transformer" ? "the recurrent state" : "key/value cache";
     return o.train.bf16 ? path + ", bf16 products" : path;
 }
 
@@ -121,14 +126,14 @@ std::string decoder_name(const Options& o) {
 void report_test(models::Seq2Seq& model, const data::TranslationData& d, const Options& o, const common::TrainingLog& log,
                  const common::MemoryReport& memory, const std::string& what = "test") {
     const char* w = what.c_str();
-    const eval::Score greedy = eval::score(model, d.codec, d.text.test, 0, o.bleu_lowercase, !o.no_kv_cache);
+    const eval::Score greedy = eval::score(model, d.codec, d.text.test, 0, o.bleu_lowercase, kv_cache(o));
     memory.phase(what + " greedy");
     std::printf("%s greedy: BLEU %.1f, exact match %.1f%%  [%s]\n", w, greedy.bleu.score, greedy.exact, data::to_string(greedy.bleu).c_str());
     for (size_t i = 0; i < std::min<size_t>(3, d.text.test.size()); i++)
         std::printf("  src: %s\n  ref: %s\n  out: %s\n", d.text.test[i].src.c_str(), d.text.test[i].tgt.c_str(),
                     greedy.hypotheses[i].c_str());
     const bool other = o.beam > 0 || o.sample;   // a decoder besides greedy
-    const eval::Score final_score = other ? eval::score(model, d.codec, d.text.test, o.beam, o.bleu_lowercase, !o.no_kv_cache,
+    const eval::Score final_score = other ? eval::score(model, d.codec, d.text.test, o.beam, o.bleu_lowercase, kv_cache(o),
                                                         o.sample ? &o.sampling : nullptr) : greedy;
     if (other) memory.phase(what + (o.sample ? " sample" : " beam"));
     if (other)
@@ -168,7 +173,7 @@ int translate_with_checkpoint(const Options& o) {
         texts.push_back(lines[i]);
     }
     int64_t positions = 0;
-    const std::vector<std::string> out = eval::translate(model, codec, texts, o.beam, !o.no_kv_cache, o.attention, &positions,
+    const std::vector<std::string> out = eval::translate(model, codec, texts, o.beam, kv_cache(o), o.attention, &positions,
                                                          o.sample ? &o.sampling : nullptr);
     size_t next = 0;
     for (const std::string& line : lines) std::printf("%s\n", line.empty() ? "" : out[next++].c_str());

@@ -533,6 +533,9 @@ TEST_CASE("copy_task --reference: says it runs the plain autograd ops, and train
     REQUIRE(plain.status == 0);
     CHECK(fused.out.find("| kernels: fused\n") != std::string::npos);
     CHECK(plain.out.find("| kernels: plain autograd ops (--reference)\n") != std::string::npos);
+    // and decodes by the plain greedy_decode, the whole prefix each step, not through the cache
+    CHECK(fused.out.find("decoder positions (key/value cache)") != std::string::npos);
+    CHECK(plain.out.find("decoder positions (recomputing the prefix: --no-kv-cache or --reference)") != std::string::npos);
     const std::vector<StepLine> a = step_lines(fused.out), b = step_lines(plain.out);
     REQUIRE(a.size() == 20);
     REQUIRE(b.size() == 20);
@@ -745,7 +748,7 @@ TEST_CASE("copy_task --no-kv-cache: recomputing the prefix decodes the same as t
         REQUIRE(cached.status == 0);
         REQUIRE(recomputed.status == 0);
         CHECK(cached.out.find("(key/value cache)") != std::string::npos);
-        CHECK(recomputed.out.find("(recomputing the prefix: --no-kv-cache)") != std::string::npos);
+        CHECK(recomputed.out.find("(recomputing the prefix: --no-kv-cache or --reference)") != std::string::npos);
         CHECK(recomputed.out.find("key/value cache") == std::string::npos);
         for (const Decoded& d : all_printed(recomputed.out)) CHECK(d.out == (beam ? model.most_likely(d.src) : model.greedy(d.src)));
         CHECK(exact_match(recomputed.out) == exact_match(cached.out));

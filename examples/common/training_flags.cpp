@@ -31,8 +31,8 @@ void add_training_flags(ArgParser& p, TrainingFlags& t, const std::string& seed_
     p.flag("--bf16", &t.bf16, "mixed precision: Linear and attention products read bf16, accumulate in fp32 (needs AVX512_BF16)");
     p.flag("--reference", &t.reference,
            "train and evaluate through the plain autograd ops of nn/ (each layer's manual form) instead of the fused "
-           "kernels; the same results up to float rounding, several times slower; for stepping through what the "
-           "chapters teach");
+           "kernels, and decode by recomputing the whole prefix (as --no-kv-cache); the same results up to float "
+           "rounding, several times slower; for stepping through what the chapters teach");
 }
 
 void add_model_flags(ArgParser& p, TrainingFlags& t) {

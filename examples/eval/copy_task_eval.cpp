@@ -77,7 +77,7 @@ void print_exact_match(const ExactMatch& r, int beam) {
     std::printf("exact match: %d/%d (%.1f%%)\n", r.correct, r.total, 100.0 * r.correct / r.total);
     const double tokens = static_cast<double>(r.total) * (r.shown_src.size(1) - 1);   // generated: all but the start symbol
     std::printf("decoding: %.3f s, %.0f tokens/s, %lld decoder positions (%s)\n", r.seconds, tokens / r.seconds,
-                (long long)r.decoder_positions, r.kv_cache ? "key/value cache" : "recomputing the prefix: --no-kv-cache");
+                (long long)r.decoder_positions, r.kv_cache ? "key/value cache" : "recomputing the prefix: --no-kv-cache or --reference");
 }
 
 void decode_file(models::Seq2Seq& model, const std::string& path) {
