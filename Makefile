@@ -8,7 +8,7 @@
 # make figures   redraw every figure of docs/ from the current code (about 8 minutes; docs/figures/)
 # make figures-reproduce   make figures, then fail if a figure differs from the committed one
 # make figures-check   render every SVG of docs/ (needs rsvg-convert, Debian's librsvg2-bin)
-# make docs-check     every link in README.md and docs/ resolves, every code name they cite exists
+# make docs-check     every link in README.md and docs/ resolves, every code name and quoted line exists
 # make mutate    plant each mistake of tests/mutations.txt in turn and report those the suite
 #                 misses (a developer's check of the tests; 7 minutes on 2 cores; tests/mutate.sh)
 # make clean
