@@ -1,14 +1,17 @@
-// The figures of chapters 6a to 12: the recurrent encoder-decoder, heads, masks, positional
-// encoding, the architecture, the label-smoothed target and the learning-rate schedules.
+// The figures of chapters 6a to 12: the recurrent encoder-decoder, attention's data flow, heads,
+// masks, positional encoding, the architecture, the label-smoothed target and the learning-rate
+// schedules.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "autograd/autograd.h"
 #include "examples/common/svg.h"
+#include "examples/data/attention_by_hand_numbers.h"
 #include "examples/data/vocab.h"
 #include "examples/eval/compare_eval.h"
 #include "examples/figures/figures.h"
@@ -174,6 +177,151 @@ void rnn_encoder_decoder(const std::string& path) {
            "name as compare_models builds it", 12, "start", "#444");
     c.text(20, foot + 18, "(eval::make_system), X the width of extraᵢ as its W_out (V, Hd + X) reads it; with attention the encoder reads both ways, "
            "and hⱼ = [hⱼ→ ; hⱼ←].", 12, "start", "#444");
+    common::write_text_file(path, c.svg());
+    wrote(path);
+}
+
+// ---------------------------------------------------------------- chapter 7: attention's data flow
+
+// Scaled dot-product attention for one (b, h) slice, each intermediate as a grid of its numbers:
+// docs/07's worked example ("the cat sleeps", Q, K and V from attention_by_hand) as T = 3 queries
+// over S = 4 keys, the fourth a padding position, so that T and S differ and the mask has work to
+// do. The stages are the plain path's ops (matmul, scale, masked_fill, softmax, matmul), checked
+// against nn::scaled_dot_product_attention_with_weights.
+void attention_flow(const std::string& path) {
+    namespace abh = data::attention_by_hand;
+    const int T = abh::T, S = abh::T + 1, Dk = abh::DK;
+    std::vector<std::string> keys(abh::TOKENS, abh::TOKENS + T);
+    keys.push_back("pad");
+    std::vector<float> q, k, v;
+    for (int t = 0; t < T; t++)
+        for (int d = 0; d < Dk; d++) q.push_back(abh::Q[t][d]), k.push_back(abh::K[t][d]), v.push_back(abh::V[t][d]);
+    for (int d = 0; d < Dk; d++) k.push_back(1.0f), v.push_back(1.0f);   // the padding position's key and value: any numbers
+    const Tensor Q = Tensor::from_vector(q, {1, T, Dk});   // (B, T, Dk)
+    const Tensor K = Tensor::from_vector(k, {1, S, Dk});   // (B, S, Dk)
+    const Tensor V = Tensor::from_vector(v, {1, S, Dk});   // (B, S, Dk)
+    const Mask allowed = models::padding_mask(Tokens({7, 4, 9, Vocab::PAD}, {1, S}), Vocab::PAD);   // (B, 1, S)
+    Mask blocked = allowed;   // masked_fill fills where true: the keys that may not be attended to
+    for (auto& m : blocked.data) m = !m;
+    const float scale = 1.0f / std::sqrt(static_cast<float>(Dk));
+    const Tensor scores = autograd::matmul(Q, K, false, true);                                              // (B, T, S)
+    const Tensor scaled = scores * scale;                                                                    // (B, T, S)
+    const Tensor masked = autograd::masked_fill(scaled, blocked, -std::numeric_limits<float>::infinity());   // (B, T, S)
+    const Tensor A = autograd::softmax(masked);                                                              // (B, T, S)
+    const Tensor out = autograd::matmul(A, V);                                                               // (B, T, Dk)
+    const nn::AttentionOutput lib = nn::scaled_dot_product_attention_with_weights(Q, K, V, /*heads=*/1, allowed);
+    const std::vector<float> a = A.to_vector(), o = out.to_vector(), lib_a = lib.weights.to_vector(), lib_o = lib.out.to_vector();
+    for (size_t i = 0; i < a.size(); i++)
+        if (std::fabs(a[i] - lib_a[i]) > 1e-6f) throw std::logic_error("attention_flow: the weights differ from the library's");
+    for (size_t i = 0; i < o.size(); i++)
+        if (std::fabs(o[i] - lib_o[i]) > 1e-6f) throw std::logic_error("attention_flow: the output differs from the library's");
+
+    const double cw = 46, ch = 26, W = 1000;
+    common::SvgCanvas c(W, 672, "Scaled dot-product attention, step by step");
+    auto exact = [](float x) -> std::string {   // the inputs and the scores: 2, 0.5, −∞
+        if (std::isinf(x)) return "−∞";
+        char buf[32];
+        std::snprintf(buf, sizeof buf, "%g", x);
+        return buf;
+    };
+    auto four = [](float x) { return x == 0 ? std::string("0") : fixed(x, 4); };   // the weights and the output: 0.5065
+    auto heat = [](float x) {   // the heatmaps' colour of a weight in 0..1
+        const common::Rgb rgb = common::heat_color(x);
+        char buf[8];
+        std::snprintf(buf, sizeof buf, "#%02x%02x%02x", rgb.r, rgb.g, rgb.b);
+        return std::string(buf);
+    };
+    // a (rows, cols) grid at (x, y), colour(value) filling each cell; text on a dark cell is white
+    auto grid = [&](double x, double y, int rows, int cols, const std::vector<float>& values, const auto& colour,
+                    const auto& shown) {
+        for (int r = 0; r < rows; r++)
+            for (int col = 0; col < cols; col++) {
+                const float val = values[static_cast<size_t>(r * cols + col)];
+                const std::string fill = colour(val);
+                const int red = std::stoi(fill.substr(1, 2), nullptr, 16), green = std::stoi(fill.substr(3, 2), nullptr, 16),
+                          blue = std::stoi(fill.substr(5, 2), nullptr, 16);
+                const bool dark = 0.299 * red + 0.587 * green + 0.114 * blue < 140;
+                c.rect(x + col * cw, y + r * ch, cw, ch, fill, "#777", 1);
+                c.text(x + (col + 0.5) * cw, y + (r + 0.5) * ch, shown(val), 11, "middle", dark ? "#ffffff" : "#222");
+            }
+    };
+    auto labels_left = [&](double x, double y, const std::vector<std::string>& names) {
+        for (size_t r = 0; r < names.size(); r++) c.text(x - 6, y + (r + 0.5) * ch, names[r], 11, "end", "#333");
+    };
+    auto labels_above = [&](double x, double y, const std::vector<std::string>& names) {
+        for (size_t col = 0; col < names.size(); col++) c.text(x + (col + 0.5) * cw, y - 9, names[col], 10, "middle", "#333");
+    };
+    auto caption = [&](double x, double w, double y, const std::string& line1, const std::string& line2) {
+        c.text(x + w / 2, y + 14, line1, 12, "middle", "#222", true);
+        c.text(x + w / 2, y + 30, line2, 11, "middle", "#444");
+    };
+    const auto input = [](float) { return std::string("#eeeeee"); };
+    const auto score = [](float x) { return std::string(std::isinf(x) ? "#d9d9d9" : "#fdd0a2"); };
+    const auto output = [](float) { return std::string("#c7e9c0"); };
+    const std::vector<std::string> queries(keys.begin(), keys.begin() + T);
+    const std::string t_dk = "(" + std::to_string(T) + ", " + std::to_string(Dk) + ")", s_dk = "(" + std::to_string(S) + ", " + std::to_string(Dk) + ")";
+    std::vector<float> kt;   // K drawn transposed, (Dk, S), above the scores it makes
+    for (int d = 0; d < Dk; d++)
+        for (int s = 0; s < S; s++) kt.push_back(k[static_cast<size_t>(s * Dk + d)]);
+    std::vector<float> mask_row;   // the padding mask's one row, (1, S), which every query row shares
+    for (int s = 0; s < S; s++) mask_row.push_back(allowed.data[static_cast<size_t>(s)] ? 1.0f : 0.0f);
+
+    c.text(W / 2, 22, "Scaled dot-product attention, one head: T = " + std::to_string(T) + " queries, S = " + std::to_string(S) +
+                          " keys, Dk = " + std::to_string(Dk) + " (docs/07)", 16, "middle", "#222", true);
+    c.text(W / 2, 44, "Q, and the first three keys and values: the chapter's example (attention_by_hand); the fourth key is padding", 12,
+           "middle", "#444");
+    // row 1: Q Kᵀ (Kᵀ above, Q to the left, as a matrix product is written by hand), the scale, the mask
+    const double r1 = 200, gw = 4 * cw, xq = 90, xs = 300, xsc = 540, xm = 780;
+    grid(xq, r1, T, Dk, q, input, exact);
+    labels_left(xq, r1, queries);
+    caption(xq, gw, r1 + T * ch, "Q", "(T, Dk) = " + t_dk);
+    const double kt_y = r1 - Dk * ch - 14;
+    grid(xs, kt_y, Dk, S, kt, input, exact);
+    labels_above(xs, kt_y, keys);
+    c.text(xs - 12, kt_y + Dk * ch / 2 - 9, "Kᵀ, of K (S, Dk) = " + s_dk, 12, "end", "#222", true);
+    c.text(xs - 12, kt_y + Dk * ch / 2 + 9, "one column per key", 11, "end", "#444");
+    grid(xs, r1, T, S, scores.to_vector(), score, exact);
+    caption(xs, gw, r1 + T * ch, "Q Kᵀ: the scores", "(T, S): query t · key s");
+    c.arrow(xs + gw + 8, r1 + T * ch / 2, xsc - 8, r1 + T * ch / 2);
+    c.text((xs + gw + xsc) / 2, r1 + T * ch / 2 - 12, "· 1/√Dk", 12, "middle", "#222", true);
+    grid(xsc, r1, T, S, scaled.to_vector(), score, exact);
+    caption(xsc, gw, r1 + T * ch, "scaled: · " + exact(scale), "(T, S)");
+    c.arrow(xsc + gw + 8, r1 + T * ch / 2, xm - 8, r1 + T * ch / 2);
+    c.text((xsc + gw + xm) / 2, r1 + T * ch / 2 - 12, "mask", 12, "middle", "#222", true);
+    const double mask_y = r1 - ch - 46;
+    grid(xm, mask_y, 1, S, mask_row, heat, exact);
+    labels_above(xm, mask_y, keys);
+    c.text(xm + gw / 2, mask_y + ch + 12, "padding_mask (B, 1, S): 1 = may attend", 10, "middle", "#444");
+    c.arrow(xm + gw / 2, mask_y + ch + 20, xm + gw / 2, r1 - 4);
+    grid(xm, r1, T, S, masked.to_vector(), score, exact);
+    caption(xm, gw, r1 + T * ch, "masked_fill: −∞ where 0", "(T, S): the mask's row, in every query row");
+
+    // the turn into row 2: softmax over each row
+    const double turn = r1 + T * ch + 62, r2 = turn + Dk * ch + 44, xa = xs, xo = xsc;
+    c.line(xm + gw / 2, r1 + T * ch + 40, xm + gw / 2, turn);
+    c.line(xm + gw / 2, turn, xa + gw / 2, turn);
+    c.arrow(xa + gw / 2, turn, xa + gw / 2, r2 - 22);
+    c.text((xa + xm + gw) / 2, turn - 10, "softmax over each row (over the S keys)", 12, "middle", "#222", true);
+    // row 2: A V (V above, A to the left)
+    grid(xa, r2, T, S, a, heat, four);
+    labels_left(xa, r2, queries);
+    labels_above(xa, r2, keys);
+    caption(xa, gw, r2 + T * ch, "A: the weights", "(T, S): each row sums to 1; −∞ gives 0");
+    const double v_y = r2 - Dk * ch - 14;
+    grid(xo, v_y, S, Dk, v, input, exact);
+    for (int s = 0; s < S; s++) c.text(xo + gw + 6, v_y + (s + 0.5) * ch, keys[static_cast<size_t>(s)], 11, "start", "#333");
+    c.text(xo + gw + 56, v_y + Dk * ch / 2 - 9, "V (S, Dk) = " + s_dk, 12, "start", "#222", true);
+    c.text(xo + gw + 56, v_y + Dk * ch / 2 + 9, "one row per key", 11, "start", "#444");
+    grid(xo, r2, T, Dk, o, output, four);
+    caption(xo, gw, r2 + T * ch, "out = A V", "(T, Dk): row t = Σₛ A[t, s] · V[s]");
+
+    std::vector<float> pad_scores;   // the padding key's scaled scores, which the mask throws away
+    for (int t = 0; t < T; t++) pad_scores.push_back(scaled.to_vector()[static_cast<size_t>(t * S + S - 1)]);
+    const double foot = r2 + T * ch + 62;
+    c.text(W / 2, foot, "The padding key's scaled scores, " + list(pad_scores) + ", are as high as any; masked, it gets weight exactly 0, and A's rows are "
+           "the chapter's table for S = 3.", 12, "middle", "#444");
+    c.text(W / 2, foot + 18, "In the model each grid is one (b, h) slice: Q (B, H, T, Dk), K and V (B, H, S, Dk), the scores and A (B, H, T, S).", 12,
+           "middle", "#444");
     common::write_text_file(path, c.svg());
     wrote(path);
 }
