@@ -29,6 +29,9 @@ int main(int argc, char** argv) {
         // Part I, the model
         figures::broadcasting(at("broadcasting.svg"));                 // docs/01
         figures::ab_graph(at("ab_graph.svg"));                         // docs/02
+        figures::layer_norm_row(at("layer_norm_row.svg"));             // docs/05
+        figures::rnn_encoder_decoder(at("rnn_encoder_decoder.svg"));   // docs/06a
+        figures::attention_flow(at("attention_flow.svg"));             // docs/07
         figures::heads(at("heads.svg"));                               // docs/07
         figures::masks(at("masks.svg"));                               // docs/08
         figures::positional_encoding(at("positional_encoding.svg"));   // docs/09

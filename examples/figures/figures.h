@@ -10,6 +10,9 @@ namespace figures {
 // Part I, the model
 void broadcasting(const std::string& path);          // docs/01: (2, 3) + (3,) through a stride-0 view
 void ab_graph(const std::string& path);              // docs/02: the graph of L = (a·b + a)², values and grads
+void layer_norm_row(const std::string& path);        // docs/05: one row through μ, σ², x − μ, x̂ and γ ⊙ x̂ + β
+void rnn_encoder_decoder(const std::string& path);   // docs/06a: the RNN encoder-decoder unrolled: C first, C every step, C_i
+void attention_flow(const std::string& path);        // docs/07: Q Kᵀ, scale, mask, softmax, · V, with shapes and numbers
 void heads(const std::string& path);                 // docs/07: D split into H heads of Dk columns
 void masks(const std::string& path);                 // docs/08: padding, subsequent and target masks
 void positional_encoding(const std::string& path);   // docs/09: the sinusoid table

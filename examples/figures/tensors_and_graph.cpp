@@ -1,4 +1,5 @@
-// The figures of chapters 1 and 2: broadcasting through strides, and a small recorded graph.
+// The figures of chapters 1, 2 and 5: broadcasting through strides, a small recorded graph, and
+// LayerNorm of one row.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -12,6 +13,7 @@
 #include "autograd/autograd.h"
 #include "examples/common/svg.h"
 #include "examples/figures/figures.h"
+#include "nn/nn.h"
 
 using autograd::Node;
 using autograd::Shape;
@@ -31,6 +33,16 @@ std::string list(const std::vector<float>& v) {   // "[50, 94, 138]"
     std::string s = "[";
     for (size_t i = 0; i < v.size(); i++) s += (i ? ", " : "") + number(v[i]);
     return s + "]";
+}
+
+std::string decimals4(double v) {   // -1.3416, 2.5, 0.8944: as docs/05 writes them, with a real minus sign
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.4f", v);
+    std::string s = buf;
+    while (s.back() == '0') s.pop_back();
+    if (s.back() == '.') s.pop_back();
+    if (s == "-0") s = "0";
+    return s[0] == '-' ? "\u2212" + s.substr(1) : s;
 }
 
 }  // namespace
@@ -254,6 +266,99 @@ void ab_graph(const std::string& path) {
             shares += shares.empty() ? number(e.sent) : e.sent < 0 ? " + (" + number(e.sent) + ")" : " + " + number(e.sent);
     c.text(30, 375, "a feeds two ops, so two red arrows come back into it, and its grad is their sum (the += of every backward): da = " +
                         shares + " = " + number(a.grad().item()), 12, "start", "#222");
+    common::write_text_file(path, c.svg());
+    wrote(path);
+}
+
+// ---------------------------------------------------------------- chapter 5: LayerNorm of one row
+
+// docs/05's row x = [1, 2, 3, 4], stage by stage: its mean and variance, x − μ, x̂ = (x − μ)·r and
+// y = γ ⊙ x̂ + β. The stages are the plain path's ops (mean, var, sub, sqrt, div), y is nn::layer_norm's;
+// the figure checks that layer_norm with γ = 1, β = 0 (nn::LayerNorm's start, the chapter's example)
+// gives the x̂ drawn. Each value as a cell, and as a dot on a number line, one colour per feature.
+void layer_norm_row(const std::string& path) {
+    const nn::LayerNorm ln(4);   // gain ones, bias zeros, eps 1e-5
+    const Tensor x = Tensor::from_vector({1, 2, 3, 4}, {1, 4});                  // (1, C)
+    const Tensor gamma = Tensor::from_vector({2, 1, 1, 0.5f}, {4});               // (C,): an example of learned values
+    const Tensor beta = Tensor::from_vector({1, 1, 1, 1}, {4});                   // (C,)
+    const Tensor mu = autograd::mean(x, -1, true);                                // (1, 1)
+    const Tensor variance = autograd::var(x, -1, /*unbiased=*/false, true);       // (1, 1)
+    const Tensor centred = x - mu;                                                // (1, C)
+    const Tensor xhat = centred / autograd::sqrt(variance + ln.eps);              // (1, C): as nn::layer_norm's plain path
+    const double r = 1.0 / std::sqrt(variance.item() + ln.eps);                   // the chapter's r, for the label
+    const Tensor y = nn::layer_norm(x, gamma, beta, ln.eps);                      // (1, C)
+    const std::vector<float> at_start = ln.forward(x).to_vector(), xh = xhat.to_vector(), yv = y.to_vector();
+    for (size_t j = 0; j < xh.size(); j++)
+        if (std::fabs(at_start[j] - xh[j]) > 1e-6f || std::fabs(yv[j] - (xh[j] * gamma.to_vector()[j] + beta.to_vector()[j])) > 1e-6f)
+            throw std::logic_error("layer_norm_row: nn::layer_norm differs from the formula drawn");
+    const double m = mu.item(), v = variance.item(), sigma = std::sqrt(v);
+    if (ln.eps != 1e-5f) throw std::logic_error("layer_norm_row: the figure says ε = 1e-5, nn::LayerNorm's default");
+
+    struct Stage { std::vector<float> values; std::string formula; std::vector<std::string> notes; };
+    const std::vector<Stage> stages = {
+        {x.to_vector(), "x: one row, C = 4 features", {"μ = (1/C) Σⱼ xⱼ = " + decimals4(m), "σ² = (1/C) Σⱼ (xⱼ − μ)² = " + decimals4(v) + " (biased)"}},
+        {centred.to_vector(), "x − μ: centred", {"mean 0, the spread unchanged"}},
+        {xh, "x̂ = (x − μ) · r: unit scale", {"r = 1/√(σ² + ε) = " + decimals4(r) + ", ε = 1e-5", "mean 0, variance 1"}},
+        {yv, "y = γ ⊙ x̂ + β", {"here γ = " + list(gamma.to_vector()) + ", β = " + list(beta.to_vector()),
+                              "(learned; they start at γ = 1, β = 0, where y = x̂)"}},
+    };
+
+    const double W = 940, cx0 = 340, cw = 64, ch = 30, nl0 = 650, nl1 = 905, row0 = 112, pitch = 84;
+    double lo = 0, hi = 0;   // the number line: whole numbers around every value drawn
+    for (const Stage& s : stages)
+        for (float val : s.values) lo = std::min(lo, std::floor(static_cast<double>(val))), hi = std::max(hi, std::ceil(static_cast<double>(val)));
+    auto px = [&](double val) { return nl0 + (val - lo) / (hi - lo) * (nl1 - nl0); };
+    auto row_y = [&](size_t k) { return row0 + static_cast<double>(k) * pitch; };
+    const std::string dot[] = {"#3182bd", "#e6550d", "#31a354", "#756bb1"}, fill[] = {"#c6dbef", "#fdd0a2", "#c7e9c0", "#dadaeb"};
+    const double last = row_y(stages.size() - 1);
+
+    common::SvgCanvas c(W, last + 110, "LayerNorm of one row");
+    c.text(W / 2, 22, "LayerNorm of one row, x = " + list(x.to_vector()) + " (docs/05)", 16, "middle", "#222", true);
+    c.text(W / 2, 44, "μ, σ², x − μ and x̂ from the plain path's ops (mean, var, sub, sqrt, div); y from nn::layer_norm", 12, "middle", "#444");
+    // the number line's grid: one vertical line per whole number, labelled above and below
+    for (double t = lo; t <= hi; t += 1) {
+        c.line(px(t), row0 - 30, px(t), last + 30, "#e3e3e3", 1);
+        c.text(px(t), row0 - 40, decimals4(t), 11, "middle", "#555");
+        c.text(px(t), last + 40, decimals4(t), 11, "middle", "#555");
+    }
+    for (size_t k = 0; k < stages.size(); k++) {
+        const Stage& s = stages[k];
+        const double yk = row_y(k), text_top = yk - 8 * static_cast<double>(s.notes.size());
+        c.text(24, text_top, s.formula, 13, "start", "#222", true);
+        for (size_t n = 0; n < s.notes.size(); n++) c.text(24, text_top + 17 * static_cast<double>(n + 1), s.notes[n], 12, "start", "#444");
+        for (size_t j = 0; j < s.values.size(); j++) {
+            c.box(cx0 + j * cw, yk - ch / 2, cw, ch, fill[j], decimals4(s.values[j]), 13, "#555");
+            if (k + 1 < stages.size()) {   // the same feature, one stage down: in its column, and on the line
+                c.arrow(cx0 + (j + 0.5) * cw, yk + ch / 2 + 2, cx0 + (j + 0.5) * cw, row_y(k + 1) - ch / 2 - 2, "#999", 1.2);
+            }
+        }
+        c.line(nl0, yk, nl1, yk, "#444", 1.2);
+    }
+    for (size_t k = 0; k + 1 < stages.size(); k++)   // each feature's path on the number line, light, under the marks
+        for (size_t j = 0; j < stages[k].values.size(); j++)
+            c.line(px(stages[k].values[j]), row_y(k), px(stages[k + 1].values[j]), row_y(k + 1), fill[j], 2);
+    // the marks: the mean and the spread of each stage that has them
+    auto mark = [&](double yk, double at, const std::string& label) {
+        c.line(px(at), yk - 16, px(at), yk + 6, "#c0392b", 2);
+        c.text(px(at), yk - 24, label, 11, "middle", "#c0392b");
+    };
+    auto spread = [&](double yk, double from, double to, const std::string& label) {
+        c.line(px(from), yk + 13, px(to), yk + 13, "#555", 1.2);
+        c.line(px(from), yk + 9, px(from), yk + 17, "#555", 1.2);
+        c.line(px(to), yk + 9, px(to), yk + 17, "#555", 1.2);
+        c.text((px(from) + px(to)) / 2, yk + 25, label, 11, "middle", "#555");
+    };
+    mark(row_y(0), m, "μ = " + decimals4(m));
+    spread(row_y(0), m - sigma, m + sigma, "μ ± σ");
+    mark(row_y(1), 0, "mean 0");
+    spread(row_y(1), -sigma, sigma, "± σ");
+    mark(row_y(2), 0, "mean 0");
+    spread(row_y(2), -1, 1, "± 1");
+    for (size_t k = 0; k < stages.size(); k++)   // the dots last, over the lines
+        for (size_t j = 0; j < stages[k].values.size(); j++) c.box(px(stages[k].values[j]) - 5, row_y(k) - 5, 10, 10, dot[j], "", 10, dot[j]);
+    c.text(24, last + 66, "Each row loses its mean and its scale in x̂, so a sublayer sees inputs of the same size at any depth;", 12, "start",
+           "#444");
+    c.text(24, last + 84, "γ and β, one pair per feature, let the layer learn back whatever scale and shift help it.", 12, "start", "#444");
     common::write_text_file(path, c.svg());
     wrote(path);
 }
