@@ -92,7 +92,7 @@ int main(int argc, char** argv) {
     const double median = ms[ms.size() / 2];
     rusage ru{};
     getrusage(RUSAGE_SELF, &ru);
-    const std::string shape = rnn ? rcfg.describe() : common::describe(cfg);
+    const std::string shape = rnn ? rcfg.describe() : common::describe(cfg, bf16);
     std::printf("%-10s %s B=%lld threads=%d shards=%d | median %7.1f ms/step "
                 "(min %.1f, max %.1f, %lld steps) | %7.0f tokens/s | peak RSS %.0f MB (tensors %.0f MB) | serial spells %lld\n",
                 (name + (bf16 ? suffix : "")).c_str(), shape.c_str(), (long long)B, autograd::kernels::max_threads(), shards, median, ms.front(), ms.back(), (long long)steps,

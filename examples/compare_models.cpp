@@ -144,7 +144,7 @@ void print_setup(const Options& o) {
                 "weight is on their symbol's source position (or, for an RNN, on the state that read it one step before)\n",
                 o.eval_count);
     for (const std::string& m : o.models)
-        std::printf("  %-22s %s\n", m.c_str(), common::describe(*eval::make_system(m, o.vocab)).c_str());
+        std::printf("  %-22s %s\n", m.c_str(), common::describe(*eval::make_system(m, o.vocab), o.train.bf16).c_str());
 }
 
 struct Trained {

@@ -37,7 +37,7 @@ namespace {
 // The task and the model; before training, the optimizer and the learning-rate schedule too.
 void print_setup(const models::Seq2Seq& model, const Options& o, bool training) {
     std::printf("copy task: V=%lld L=%lld | model %s | %lld parameters | %s\n", (long long)o.vocab, (long long)o.seq_len,
-                common::describe(model).c_str(), (long long)model.num_parameters(), common::describe_compute(o.train.shards).c_str());
+                common::describe(model, o.train.bf16).c_str(), (long long)model.num_parameters(), common::describe_compute(o.train.shards).c_str());
     if (training)
         std::printf("training: %d steps of B=%d, Adam(0.9, 0.98, 1e-9), %s\n", o.steps, o.batch,
                     common::describe_lr_schedule(o.schedule, o.lr, o.train.lr_factor, o.train.model.d_model, o.train.warmup, o.steps).c_str());

@@ -50,7 +50,7 @@ void print_setup(const data::TranslationData& d, const models::Seq2Seq& model, s
         std::printf("subwords: %zu BPE merges learned jointly from %lld words (%lld distinct) in %.2f s, one shared vocabulary\n",
                     d.codec.bpe.merges().size(), (long long)d.bpe_stats.words, (long long)d.bpe_stats.distinct_words,
                     d.bpe_stats.seconds);
-    std::printf("model: %s, %lld parameters | %zu batches/epoch, %d epochs | %s\n", common::describe(model).c_str(),
+    std::printf("model: %s, %lld parameters | %zu batches/epoch, %d epochs | %s\n", common::describe(model, o.train.bf16).c_str(),
                 (long long)model.num_parameters(), batches, o.epochs, common::describe_compute(o.train.shards).c_str());
     if (o.batch_tokens > 0) std::printf("batches of about %d source and %d target tokens (padding included)\n", o.batch_tokens, o.batch_tokens);
     std::error_code ec;

@@ -6,6 +6,7 @@
 #include <unordered_set>
 
 #include "autograd/frozen_weights.h"
+#include "autograd/fused_ops.h"
 
 namespace optim {
 
@@ -50,9 +51,10 @@ int Optimizer::add_state(const std::string& buffer_name) {
 }
 
 void Optimizer::begin_step() {
-    // Inside a FrozenWeightsGuard (decoding) the products may read packed copies of the weights
-    // made before: moving the weights under them would leave those stale.
-    if (autograd::weights_frozen())
+    // Inside a FrozenWeightsGuard (decoding) the fused products may read packed copies of the
+    // weights made before: moving the weights under them would leave those stale. (The plain
+    // path's products read the weights in place, and keep no copy.)
+    if (autograd::fused_kernels_enabled() && autograd::weights_frozen())
         throw std::logic_error("optimizer step() inside a FrozenWeightsGuard: the guard promises that no weight changes "
                                "(autograd/frozen_weights.h); end it before stepping");
     if (!state_ready_) {                 // the only allocation a step() ever makes

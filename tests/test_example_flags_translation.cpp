@@ -938,6 +938,9 @@ TEST_CASE("translation --reference: says it runs the plain autograd ops, and tra
     REQUIRE(plain.status == 0);
     CHECK(fused.out.find("| kernels: fused\n") != std::string::npos);
     CHECK(plain.out.find("| kernels: plain autograd ops (--reference)\n") != std::string::npos);
+    // and decodes by the plain greedy_decode, the whole prefix at every step
+    CHECK(fused.err.find("decoder positions (key/value cache)") != std::string::npos);
+    CHECK(plain.err.find("decoder positions (recomputing the prefix: --no-kv-cache or --reference)") != std::string::npos);
     for (const char* epoch : {"epoch  1  train loss ", "epoch  2  train loss "}) {
         CAPTURE(epoch);
         const double train_fused = number_after(fused.out, epoch), train_plain = number_after(plain.out, epoch);

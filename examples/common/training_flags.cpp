@@ -131,13 +131,15 @@ void apply_training_flags(const ArgParser& p, TrainingFlags& t) {
     }
     try {
         t.model.validate();   // the one check of the model's shape: --heads must divide --d-model, ...
-        t.rnn.layers = t.model.layers;
-        t.rnn.dropout = t.model.dropout;
-        t.rnn.cell = nn::cell_kind_from_name(t.rnn_cell);
-        t.rnn.context = models::context_from_name(t.rnn_context);
-        t.rnn.attention = kind == "rnn-attention";
-        t.rnn.score = nn::score_from_name(t.rnn_score);
-        t.rnn.bidirectional = !t.rnn_unidirectional;
+        if (kind != "transformer") {   // the recurrent model's config (refuse_flags_of_another_model kept the others off)
+            t.rnn.layers = t.model.layers;
+            t.rnn.dropout = t.model.dropout;
+            t.rnn.cell = nn::cell_kind_from_name(t.rnn_cell);
+            t.rnn.context = models::context_from_name(t.rnn_context);
+            t.rnn.attention = kind == "rnn-attention";
+            t.rnn.score = nn::score_from_name(t.rnn_score);
+            t.rnn.bidirectional = !t.rnn_unidirectional;
+        }
     } catch (const std::invalid_argument& e) {
         p.fail(e.what());
     }
@@ -151,19 +153,19 @@ void apply_training_flags(const ArgParser& p, TrainingFlags& t) {
         p.fail("--bf16 needs a CPU with AVX512_BF16 (vdpbf16ps), and this one has none");
 }
 
-std::string describe(const models::TransformerConfig& cfg) {
+std::string describe(const models::TransformerConfig& cfg, bool bf16) {
     char line[160];
     std::snprintf(line, sizeof line, "N=%lld D=%lld F=%lld h=%lld dropout=%.2g%s", (long long)cfg.layers, (long long)cfg.d_model,
                   (long long)cfg.d_ff, (long long)cfg.heads, cfg.dropout,
-                  autograd::matmul_precision() == autograd::Precision::bf16 ? " bf16" : "");
+                  bf16 ? " bf16" : "");
     if (cfg.tie_weights) return std::string(line) + ", tied embeddings";
     return line;
 }
 
-std::string describe(const models::Seq2Seq& model) {
-    if (const auto* t = dynamic_cast<const models::Transformer*>(&model)) return describe(t->cfg);
+std::string describe(const models::Seq2Seq& model, bool bf16) {
+    if (const auto* t = dynamic_cast<const models::Transformer*>(&model)) return describe(t->cfg, bf16);
     const auto& r = dynamic_cast<const models::RNNSeq2Seq&>(model);
-    return r.cfg.describe() + (autograd::matmul_precision() == autograd::Precision::bf16 ? " bf16" : "");
+    return r.cfg.describe() + (bf16 ? " bf16" : "");
 }
 
 std::string describe_compute(int shards) {

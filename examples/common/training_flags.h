@@ -80,8 +80,8 @@ void apply_training_flags(const ArgParser& p, TrainingFlags& t);
 
 // "N=2 D=128 F=256 h=4 dropout=0.1", for the line each example prints before training; a
 // recurrent model as RNNSeq2SeqConfig::describe says it.
-std::string describe(const models::TransformerConfig& cfg);
-std::string describe(const models::Seq2Seq& model);
+std::string describe(const models::TransformerConfig& cfg, bool bf16);
+std::string describe(const models::Seq2Seq& model, bool bf16);
 
 // "2 threads, 2 shards | kernels: fused" (or "kernels: plain autograd ops (--reference)" inside a
 // FusedKernelsGuard that turns them off): how the layers run, for the same line.
