@@ -16,12 +16,15 @@
 #include <vector>
 
 #include "autograd/autograd.h"
+#include "autograd/kernels/attention.h"
 #include "autograd/kernels/fast_math.h"
+#include "autograd/kernels/parallel.h"
 #include "autograd/kernels/prefetch.h"
 #include "models/decoder_cache.h"
 #include "nn/nn.h"
 #include "tests/compare.h"
 #include "tests/gradcheck_helpers.h"
+#include "tests/thread_count.h"
 
 using namespace autograd;
 using V = const std::vector<Tensor>&;
@@ -160,6 +163,102 @@ TEST_CASE("attention: fused equals plain when q, k and v are one tensor, or two 
         auto qk_one = [&](V v) { manual_seed(8); return nn::scaled_dot_product_attention(v[0], v[0], v[1], H, Mask(), p); };
         expect_fused_equals_plain(qk_one, {x, y}, 1e-5, 1e-6);
     }
+}
+
+// The kernel's backward (four gemm calls per head, the (b, h) pairs split over threads, stored or
+// added) against attention_backward_reference, the plain loops docs/07 derives, on raw arrays.
+// The sizes are odd primes, all different, so that a head, a row or a transpose mixed up cannot
+// hide behind symmetry, and B*H*T*S*Dk is above kAttentionParallelMin, so 2 threads split the
+// 15 (b, h) pairs 8 : 7. The mask hides keys 8 to 10 from every query and query 3 of batch 2
+// from every key: the reference alone must give those exact zeros.
+TEST_CASE("attention_backward equals attention_backward_reference: mask, dropout, 1 and 2 threads, store and add") {
+    using namespace autograd::kernels;
+    const int64_t B = 3, H = 5, T = 7, S = 11, Dk = 17, D = H * Dk;
+    static_assert(3 * 5 * 7 * 11 * 17 > kAttentionParallelMin);
+    manual_seed(21);
+    auto draw = [](int64_t n) { return Tensor::randn({n}).to_vector(); };
+    const std::vector<float> q = draw(B * T * D), k = draw(B * S * D), v = draw(B * S * D), dout = draw(B * T * D),
+                             g0 = draw(B * S * D);   // what a gradient held before the kernel adds to it
+    Mask allowed = band_mask(B, T, S);               // (B, T, S): key s <= t + 1, and batch 1 never key 0
+    for (int64_t s = 0; s < S; s++) allowed[(2 * T + 3) * S + s] = 0;   // query 3 of batch 2 sees no key
+    const AttentionDims d{B, H, T, S, Dk, S};
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    const int64_t nq = B * T * D, nk = B * S * D;
+    struct Grads { std::vector<float> dq, dk, dv; };
+    auto reference = [&](const std::vector<float>& P, const DropoutDraws& drop, const std::vector<float>& q_,
+                         const std::vector<float>& k_, const std::vector<float>& v_, const std::vector<float>& dout_) {
+        Grads r{std::vector<float>(nq, 0.0f), std::vector<float>(nk, 0.0f), std::vector<float>(nk, 0.0f)};   // zero-filled: it adds
+        attention_backward_reference(r.dq.data(), r.dk.data(), r.dv.data(), dout_.data(), q_.data(), k_.data(), v_.data(), P.data(),
+                                     B, H, T, S, Dk, drop);
+        return r;
+    };
+    auto as_tensor = [](const std::vector<float>& x) { return Tensor::from_vector(x, {int64_t(x.size())}); };
+    auto expect_equal = [&](const Grads& got, const Grads& want, const char* what) {
+        INFO(what);
+        expect_close(as_tensor(got.dq), as_tensor(want.dq), 1e-5, 1e-6, "dq");
+        expect_close(as_tensor(got.dk), as_tensor(want.dk), 1e-5, 1e-6, "dk");
+        expect_close(as_tensor(got.dv), as_tensor(want.dv), 1e-5, 1e-6, "dv");
+    };
+    auto max_diff = [](const Grads& a, const Grads& b) {
+        float m = 0.0f;
+        for (auto [x, y] : {std::pair{&a.dq, &b.dq}, std::pair{&a.dk, &b.dk}, std::pair{&a.dv, &b.dv}})
+            for (size_t i = 0; i < x->size(); i++) m = std::max(m, std::fabs((*x)[i] - (*y)[i]));
+        return m;
+    };
+    for (bool masked : {false, true})
+        for (float p : {0.0f, 0.3f}) {
+            CAPTURE(masked);
+            CAPTURE(p);
+            const DropoutDraws drop = p > 0.0f ? DropoutDraws(p, 1234) : DropoutDraws();
+            std::vector<float> out(nq), P(B * H * T * S);
+            attention_forward(out.data(), P.data(), q.data(), k.data(), v.data(), masked ? allowed.data.data() : nullptr, d, drop);
+            const Grads want = reference(P, drop, q, k, v, dout);
+            Grads first_run;
+            for (int threads : {1, 2}) {
+                CAPTURE(threads);
+                ThreadCount tc(threads);
+                // stored into buffers of garbage (NaN: an element the kernel skips shows)
+                Grads stored{std::vector<float>(nq, nan), std::vector<float>(nk, nan), std::vector<float>(nk, nan)};
+                attention_backward({stored.dq.data(), false}, {stored.dk.data(), false}, {stored.dv.data(), false}, dout.data(),
+                                   q.data(), k.data(), v.data(), P.data(), d, drop);
+                expect_equal(stored, want, "stored");
+                // added to what the gradients held: g0 + the reference's
+                Grads added{std::vector<float>(g0.begin(), g0.begin() + nq), g0, g0}, want_added = want;
+                attention_backward({added.dq.data(), true}, {added.dk.data(), true}, {added.dv.data(), true}, dout.data(),
+                                   q.data(), k.data(), v.data(), P.data(), d, drop);
+                for (int64_t i = 0; i < nq; i++) want_added.dq[i] += g0[i];
+                for (int64_t i = 0; i < nk; i++) want_added.dk[i] += g0[i], want_added.dv[i] += g0[i];
+                expect_equal(added, want_added, "added");
+                if (threads == 1) first_run = stored;
+                else CHECK(max_diff(stored, first_run) == 0.0f);   // each thread writes its own heads: the same bits
+            }
+            // The mask's exact zeros, from the reference: keys 8 to 10 get no dk and no dv, nor,
+            // in batch 1, key 0; query 3 of batch 2 gets no dq. Without the mask they are not zero.
+            auto row_is_zero = [&](const std::vector<float>& g, int64_t rows, int64_t b, int64_t r) {
+                for (int64_t i = 0; i < D; i++)
+                    if (g[(b * rows + r) * D + i] != 0.0f) return false;
+                return true;
+            };
+            for (int64_t b = 0; b < B; b++)
+                for (int64_t s = 8; s < S; s++) {
+                    CHECK(row_is_zero(want.dk, S, b, s) == masked);
+                    CHECK(row_is_zero(want.dv, S, b, s) == masked);
+                }
+            CHECK(row_is_zero(want.dk, S, 1, 0) == masked);
+            CHECK(row_is_zero(want.dq, T, 2, 3) == masked);
+            // Every input counts: change one (an element the mask leaves visible, or the draws'
+            // seed) and the reference no longer equals the kernel's gradients.
+            auto changed = [](std::vector<float> x) { x[0] += 1.0f; return x; };
+            CHECK(max_diff(reference(P, drop, changed(q), k, v, dout), want) > 1e-3f);      // dk = dSc^T Q
+            CHECK(max_diff(reference(P, drop, q, changed(k), v, dout), want) > 1e-3f);      // dq = dSc K
+            CHECK(max_diff(reference(P, drop, q, k, changed(v), dout), want) > 1e-3f);      // dP = dO V^T
+            CHECK(max_diff(reference(P, drop, q, k, v, changed(dout)), want) > 1e-3f);      // all three
+            CHECK(max_diff(reference(changed(P), drop, q, k, v, dout), want) > 1e-3f);      // the weights
+            if (p > 0.0f) {
+                CHECK(max_diff(reference(P, DropoutDraws(p, 1235), q, k, v, dout), want) > 1e-3f);   // other draws
+                CHECK(max_diff(reference(P, DropoutDraws(), q, k, v, dout), want) > 1e-3f);          // no dropout
+            }
+        }
 }
 
 // The fused op attends to the first `keys` rows of k and v when they hold more (a decoder's

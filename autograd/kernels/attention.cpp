@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <vector>
 
 #include "autograd/kernels/allocator.h"
 #include "autograd/kernels/gemm_dispatch.h"
@@ -12,7 +13,7 @@
 
 namespace autograd::kernels {
 
-// Both passes below ask for the next (b, h) pair's rows (prefetch_rows) while they compute this
+// attention_forward and attention_backward ask for the next (b, h) pair's rows (prefetch_rows) while they compute this
 // one's. A head's rows are short and far apart (Dk floats of each row of D), too scattered for
 // the hardware prefetcher, so without it the products wait for each row in turn.
 
@@ -65,18 +66,72 @@ void attention_forward(float* out, float* P, const float* q, const float* k, con
     });
 }
 
+// The backward of attention, one head at a time, in plain loops: the formulas the chapter
+// (docs/07) derives, and the reference attention_backward is tested against (tests/test_kernels.cpp).
+// In the forward pass this was, for head h of batch element b, query t and key s:
+//     Sc[t][s] = sum_i Q[t][i] K[s][i] / sqrt(Dk)       (-inf where the mask forbids key s)
+//     P[t][s]  = e^Sc[t][s] / sum_j e^Sc[t][j]          (softmax over the keys)
+//     Pd[t][s] = P[t][s] keep[t][s]                     (dropout: keep = 0 or 1/(1-p); 1 without)
+//     O[t][i]  = sum_s Pd[t][s] V[s][i]
+// Walking back from dO = dL/dO, each line the chain rule through one line above:
+//     dV[s][i]  += sum_t Pd[t][s] dO[t][i]              (O is a product: chapter 2's matmul rule)
+//     dPd[t][s]  = sum_i dO[t][i] V[s][i],   dP[t][s] = dPd[t][s] keep[t][s]
+//     dSc[t][s]  = sum_j dP[t][j] P[t][j] (delta_js - P[t][s])     (softmax's Jacobian, chapter 4)
+//                = P[t][s] (dP[t][s] - sum_j dP[t][j] P[t][j])
+//     dQ[t][i]  += sum_s dSc[t][s] K[s][i] / sqrt(Dk)
+//     dK[s][i]  += sum_t dSc[t][s] Q[t][i] / sqrt(Dk)
+// A masked key has P[t][s] = 0, so dSc[t][s] = 0: no gradient flows through it.
+void attention_backward_reference(float* dq, float* dk, float* dv, const float* dout, const float* q, const float* k,
+                                  const float* v, const float* P, int64_t B, int64_t H, int64_t T, int64_t S, int64_t Dk,
+                                  const DropoutDraws& drop) {
+    const int64_t D = H * Dk;
+    const float scale = 1.0f / std::sqrt(static_cast<float>(Dk));
+    std::vector<float> dP(S);   // row t of dP
+    for (int64_t b = 0; b < B; b++)
+        for (int64_t h = 0; h < H; h++) {
+            // head h of batch element b: columns [h*Dk, (h+1)*Dk) of each row; row t starts at t * D
+            const float* Q = q + b * T * D + h * Dk;       // (T, Dk)
+            const float* K = k + b * S * D + h * Dk;       // (S, Dk)
+            const float* V = v + b * S * D + h * Dk;       // (S, Dk)
+            const float* dO = dout + b * T * D + h * Dk;   // (T, Dk)
+            const float* Pbh = P + (b * H + h) * T * S;    // (T, S); row t starts at t * S
+            float* dQ = dq + b * T * D + h * Dk;           // (T, Dk)
+            float* dK = dk + b * S * D + h * Dk;           // (S, Dk)
+            float* dV = dv + b * S * D + h * Dk;           // (S, Dk)
+            for (int64_t t = 0; t < T; t++) {
+                for (int64_t s = 0; s < S; s++) {   // dV and dP, through O = Pd V and the dropout
+                    const float keep = drop.keep(((b * H + h) * T + t) * S + s);
+                    const float Pd = Pbh[t * S + s] * keep;
+                    float dPd = 0.0f;
+                    for (int64_t i = 0; i < Dk; i++) {
+                        dV[s * D + i] += Pd * dO[t * D + i];
+                        dPd += dO[t * D + i] * V[s * D + i];
+                    }
+                    dP[s] = dPd * keep;
+                }
+                float dot = 0.0f;   // sum_j dP[t][j] P[t][j]
+                for (int64_t j = 0; j < S; j++) dot += dP[j] * Pbh[t * S + j];
+                for (int64_t s = 0; s < S; s++) {   // dSc through the softmax, then dQ and dK through Sc = Q K^T / sqrt(Dk)
+                    const float dSc = Pbh[t * S + s] * (dP[s] - dot);
+                    for (int64_t i = 0; i < Dk; i++) {
+                        dQ[t * D + i] += dSc * K[s * D + i] * scale;
+                        dK[s * D + i] += dSc * Q[t * D + i] * scale;
+                    }
+                }
+            }
+        }
+}
+
 void attention_backward(GradOut dq, GradOut dk, GradOut dv, const float* dout, const float* q, const float* k,
                         const float* v, const float* P, const AttentionDims& d, const DropoutDraws& draws,
                         Precision precision) {
     const int64_t B = d.B, H = d.H, T = d.T, S = d.S, Dk = d.Dk, D = d.D(), KV = d.kv_rows;
     const float scale = 1.0f / std::sqrt(static_cast<float>(Dk));
     const bool dropping = draws.active();
-    // In the forward pass this was, per (b, h), with Sc = Q K^T / sqrt(Dk):
-    //     P = softmax(Sc) (masked entries -inf, so P = 0 there),  Pd = P * keep,  out = Pd V
-    // so, walking back from dO = dL/dout:
-    //     dV = Pd^T dO                     dPd = dO V^T,   dP = dPd * keep
-    //     dSc = P * (dP - rowsum(dP * P))  (softmax's backward; where P = 0, dSc = 0: masked keys get nothing)
+    // attention_backward_reference's formulas (derived above it), per (b, h) as whole matrices:
+    //     dV = Pd^T dO,   dP = (dO V^T) * keep,   dSc = P * (dP - rowsum(dP * P)),
     //     dQ = dSc K / sqrt(Dk),   dK = dSc^T Q / sqrt(Dk)
+    // run as four gemm calls and one loop over the rows.
     // Each (b, h) writes its own columns [h*Dk, (h+1)*Dk) of dq, dk and dv: the threads never collide.
     parallel_region(worth_threads(B * H * T * S * Dk, kAttentionParallelMin), [=](int team, int thread) {
         const DropoutDraws drop = draws;   // each thread's own copy, as in the forward

@@ -40,4 +40,12 @@ void attention_backward(GradOut dq, GradOut dk, GradOut dv, const float* dout, c
                         const float* v, const float* P, const AttentionDims& d, const DropoutDraws& drop,
                         Precision precision = Precision::fp32);
 
+// The same gradients in plain loops, one head at a time, fp32, with the derivation above it in
+// attention.cpp: what the chapter reads, and what the test holds attention_backward equal to.
+// q and dout (B, T, D), k and v (B, S, D) with D = H * Dk, P (B, H, T, S) the forward's weights,
+// drop the forward's draws. Adds (+=) into dq (B, T, D), dk and dv (B, S, D): fill them with zeros.
+void attention_backward_reference(float* dq, float* dk, float* dv, const float* dout, const float* q, const float* k,
+                                  const float* v, const float* P, int64_t B, int64_t H, int64_t T, int64_t S, int64_t Dk,
+                                  const DropoutDraws& drop);
+
 }  // namespace autograd::kernels
