@@ -2,11 +2,14 @@
 // (nn::linear, layer_norm, scaled_dot_product_attention, dropout, cross_entropy, gru_step) run
 // twice, with fused kernels on and off (FusedKernelsGuard), on the same inputs and from the same seed:
 // values, and the gradient of every input under a random upstream gradient. The plain form is
-// composed from primitive ops whose gradients gradcheck verifies one by one. gemm against
+// composed from primitive ops whose gradients gradcheck verifies one by one. A backward that a
+// chapter derives is also held, on raw arrays, to its plain twin in the kernel's own file
+// (layer_norm_backward_reference, ...: the chapter's formula as a loop). gemm against
 // gemm_naive is in test_gemm.cpp; each kernel's threaded path, just above its threshold, in
 // test_threaded_kernels.cpp; a whole training run both ways in test_fused_kernels.cpp.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -17,14 +20,58 @@
 
 #include "autograd/autograd.h"
 #include "autograd/kernels/fast_math.h"
+#include "autograd/kernels/layer_norm.h"
 #include "autograd/kernels/prefetch.h"
 #include "models/decoder_cache.h"
 #include "nn/nn.h"
 #include "tests/compare.h"
 #include "tests/gradcheck_helpers.h"
+#include "tests/thread_count.h"
 
 using namespace autograd;
 using V = const std::vector<Tensor>&;
+
+// ---- a kernel's backward against its plain twin (`x_backward_reference` beside `x_backward` in
+// autograd/kernels/x.cpp: the chapter's formula as one loop per row, adding into zeros), on raw
+// arrays. The kernel is run in both modes of its GradOut: store (=) into a buffer of NaN, which
+// it must overwrite everywhere, and add (+=) onto a gradient already there.
+namespace plain_twin {
+
+const float kNaN = std::numeric_limits<float>::quiet_NaN();
+
+// n floats drawn uniformly from [lo, hi), from a generator of their own
+std::vector<float> uniform(int64_t n, uint64_t seed, float lo = -1.0f, float hi = 1.0f) {
+    Rng g(seed);
+    std::vector<float> v(static_cast<size_t>(n));
+    for (float& e : v) e = g.uniform(lo, hi);
+    return v;
+}
+
+// a + b, elementwise: what an add-mode kernel must leave where a was
+std::vector<float> plus(std::vector<float> a, const std::vector<float>& b) {
+    for (size_t i = 0; i < a.size(); i++) a[i] += b[i];
+    return a;
+}
+
+// The elements of got further from want than 1e-5 relative, or 1e-5 of want's largest |element|
+// absolute (NaN counts): the kernel and the reference add the same terms in another order (a
+// vectorized reduction, blocked products), a few float ulps of the largest term apart. A wrong
+// term moves a gradient by far more.
+int64_t elements_off(const std::vector<float>& got, const std::vector<float>& want) {
+    REQUIRE(got.size() == want.size());
+    double scale = 0.0;
+    for (float w : want) scale = std::max(scale, std::fabs(static_cast<double>(w)));
+    int64_t off = 0;
+    for (size_t i = 0; i < got.size(); i++)
+        off += !(std::fabs(static_cast<double>(got[i]) - want[i]) <= 1e-5 * (scale + std::fabs(static_cast<double>(want[i]))));
+    return off;
+}
+void expect_same(const std::vector<float>& got, const std::vector<float>& want, const char* what) {
+    INFO(what);
+    CHECK(elements_off(got, want) == 0);
+}
+
+}  // namespace plain_twin
 
 TEST_CASE("softmax and log_softmax equal softmax_reference and log_softmax_reference, with -inf entries") {
     manual_seed(1);
@@ -66,6 +113,68 @@ TEST_CASE("layer_norm: fused equals plain (biased variance), also where eps domi
     expect_fused_equals_plain(f, {flat, g, b}, 1e-5, 1e-6);
     // and a leading batch dim: (B, T, C)
     expect_fused_equals_plain(f, {param({2, 3, 6}), g, b}, 1e-5, 1e-6);
+}
+
+// The backward chapter 5 derives, dx = r (g - mean(g) - x̂ mean(g ⊙ x̂)), dγ and dβ, as
+// layer_norm_backward computes it (vectorized row sums, a thread team over rows and one over
+// columns) against layer_norm_backward_reference, the plain loop beside it. Sizes odd, prime and
+// all different, the last above kLayerNormParallelMin so that 2 threads split it; row 0 constant
+// where R > 1 (variance 0: eps alone sets r).
+TEST_CASE("layer_norm_backward equals layer_norm_backward_reference: odd sizes, a constant row, store and add, 1 and 2 threads") {
+    using namespace plain_twin;
+    struct Size { int64_t R, C; };
+    for (const Size size : {Size{1, 5}, Size{7, 3}, Size{13, 11}, Size{131, 257}})
+        for (const int threads : {1, 2}) {
+            const int64_t R = size.R, C = size.C;
+            CAPTURE(R);
+            CAPTURE(C);
+            CAPTURE(threads);
+            ThreadCount tc(threads);
+            const kernels::LayerNormDims d{R, C};
+            std::vector<float> x = uniform(R * C, 1, -3.0f, 3.0f);
+            if (R > 1) std::fill(x.begin(), x.begin() + C, 0.5f);
+            const std::vector<float> gain = uniform(C, 2, 0.5f, 1.5f), bias = uniform(C, 3), dy = uniform(R * C, 4);
+            std::vector<float> y(R * C), mean(R), rstd(R);
+            kernels::layer_norm_forward(y.data(), mean.data(), rstd.data(), x.data(), gain.data(), bias.data(), d, 1e-5f);
+
+            std::vector<float> dx(R * C, 0.0f), dgain(C, 0.0f), dbias(C, 0.0f);   // the reference, into zeros
+            kernels::layer_norm_backward_reference(dx.data(), dgain.data(), dbias.data(), dy.data(), x.data(), mean.data(),
+                                                   rstd.data(), gain.data(), d);
+            // store: every element written over the NaN
+            std::vector<float> sx(R * C, kNaN), sg(C, kNaN), sb(C, kNaN);
+            kernels::layer_norm_backward({sx.data(), false}, {sg.data(), false}, {sb.data(), false}, dy.data(), x.data(),
+                                         mean.data(), rstd.data(), gain.data(), d);
+            expect_same(sx, dx, "store: dx");
+            expect_same(sg, dgain, "store: dgain");
+            expect_same(sb, dbias, "store: dbias");
+            // add: onto gradients from another op
+            const std::vector<float> before_x = uniform(R * C, 5), before_g = uniform(C, 6), before_b = uniform(C, 7);
+            std::vector<float> ax = before_x, ag = before_g, ab = before_b;
+            kernels::layer_norm_backward({ax.data(), true}, {ag.data(), true}, {ab.data(), true}, dy.data(), x.data(),
+                                         mean.data(), rstd.data(), gain.data(), d);
+            expect_same(ax, plus(before_x, dx), "add: dx");
+            expect_same(ag, plus(before_g, dgain), "add: dgain");
+            expect_same(ab, plus(before_b, dbias), "add: dbias");
+        }
+    // the comparison can fail: with one element of dy changed by 0.01 for the reference only, its
+    // row of dx, and dγ and dβ at its column, come out different
+    const int64_t R = 13, C = 11;
+    const kernels::LayerNormDims d{R, C};
+    const std::vector<float> x = uniform(R * C, 1, -3.0f, 3.0f), gain = uniform(C, 2, 0.5f, 1.5f), bias = uniform(C, 3);
+    const std::vector<float> dy = uniform(R * C, 4);
+    std::vector<float> y(R * C), mean(R), rstd(R);
+    kernels::layer_norm_forward(y.data(), mean.data(), rstd.data(), x.data(), gain.data(), bias.data(), d, 1e-5f);
+    std::vector<float> sx(R * C), sg(C), sb(C);
+    kernels::layer_norm_backward({sx.data(), false}, {sg.data(), false}, {sb.data(), false}, dy.data(), x.data(), mean.data(),
+                                 rstd.data(), gain.data(), d);
+    std::vector<float> dy_changed = dy;
+    dy_changed[5 * C + 7] += 0.01f;
+    std::vector<float> dx(R * C, 0.0f), dgain(C, 0.0f), dbias(C, 0.0f);
+    kernels::layer_norm_backward_reference(dx.data(), dgain.data(), dbias.data(), dy_changed.data(), x.data(), mean.data(),
+                                           rstd.data(), gain.data(), d);
+    CHECK(elements_off(sx, dx) == C);   // row 5, every element: through mean(g) and mean(g ⊙ x̂)
+    CHECK(elements_off(sg, dgain) == 1);
+    CHECK(elements_off(sb, dbias) == 1);
 }
 
 // Tolerance: the kernel rounds as the plain form does (autograd::sigmoid's formula, the same
