@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "autograd/autograd.h"
+#include "autograd/kernels/cross_entropy.h"
 #include "autograd/kernels/fast_math.h"
 #include "autograd/kernels/layer_norm.h"
 #include "autograd/kernels/prefetch.h"
@@ -360,6 +361,70 @@ TEST_CASE("cross_entropy: fused equals plain: ignored targets, label smoothing")
     const Tokens pad = Tokens::full({2, 3}, 0);
     expect_fused_equals_plain([&](V x) { return nn::cross_entropy(x[0], pad, {.ignore_index = 0, .label_smoothing = 0.1f}); },
                               {logits}, 0.0, 0.0);
+}
+
+// The backward chapter 11 derives, dz = dloss (p - q) / n on the counted rows and 0 on the
+// ignored ones, as cross_entropy_backward computes it (a thread team over rows) against
+// cross_entropy_backward_reference, the plain loop beside it: one-hot and smoothed targets,
+// ignored rows, every row ignored, the gradient stored, added, and stored over the logits
+// themselves (as linear_cross_entropy does). The last size is above kCrossEntropyParallelMin.
+TEST_CASE("cross_entropy_backward equals cross_entropy_backward_reference: ignored rows, label smoothing, store, add and in place, 1 and 2 threads") {
+    using namespace plain_twin;
+    struct Size { int64_t R, V; };
+    struct Options { int32_t ignore_index; float eps; };
+    const float dloss = 0.7f;
+    // the forward's lse, and the kernel's backward in each mode next to the reference's
+    const auto check = [&](const std::vector<float>& logits, const std::vector<int32_t>& targets, const kernels::CrossEntropyDims& d) {
+        std::vector<float> lse(d.R);
+        kernels::cross_entropy_forward(lse.data(), logits.data(), targets.data(), d);
+        std::vector<float> want(d.R * d.V, 0.0f);
+        kernels::cross_entropy_backward_reference(want.data(), dloss, logits.data(), lse.data(), targets.data(), d);
+        std::vector<float> stored(d.R * d.V, kNaN);
+        kernels::cross_entropy_backward({stored.data(), false}, dloss, logits.data(), lse.data(), targets.data(), d);
+        expect_same(stored, want, "store");
+        const std::vector<float> before = uniform(d.R * d.V, 8);
+        std::vector<float> added = before;
+        kernels::cross_entropy_backward({added.data(), true}, dloss, logits.data(), lse.data(), targets.data(), d);
+        expect_same(added, plus(before, want), "add");
+        std::vector<float> in_place = logits;
+        kernels::cross_entropy_backward({in_place.data(), false}, dloss, in_place.data(), lse.data(), targets.data(), d);
+        expect_same(in_place, want, "store over the logits");
+        return want;
+    };
+    for (const Size size : {Size{1, 7}, Size{5, 3}, Size{11, 13}, Size{131, 257}})
+        for (const Options opt : {Options{-100, 0.0f}, Options{2, 0.0f}, Options{2, 0.1f}, Options{-100, 0.3f}})
+            for (const int threads : {1, 2}) {
+                CAPTURE(size.R);
+                CAPTURE(size.V);
+                CAPTURE(opt.ignore_index);
+                CAPTURE(opt.eps);
+                CAPTURE(threads);
+                ThreadCount tc(threads);
+                const kernels::CrossEntropyDims d{size.R, size.V, opt.ignore_index, opt.eps};
+                Rng g(9);
+                std::vector<int32_t> targets(size.R);
+                for (int64_t r = 0; r < size.R; r++) targets[r] = r % 3 == 1 ? 2 : static_cast<int32_t>(g.below(size.V));   // 2: padding
+                const std::vector<float> want = check(uniform(size.R * size.V, 10, -4.0f, 4.0f), targets, d);
+                if (opt.ignore_index == 2 && size.R > 1)   // row 1 is ignored: its gradient is 0
+                    CHECK(std::all_of(want.begin() + size.V, want.begin() + 2 * size.V, [](float v) { return v == 0.0f; }));
+            }
+    // every row ignored: n = 0, a zero gradient (stored as zeros, not NaN)
+    const kernels::CrossEntropyDims all{5, 3, 2, 0.1f};
+    const std::vector<float> zero = check(uniform(15, 11), std::vector<int32_t>(5, 2), all);
+    CHECK(zero == std::vector<float>(15, 0.0f));
+    // the comparison can fail: with row 3's target moved to another class for the reference only,
+    // that row comes out different (p - q, with q's peak elsewhere), and only that row
+    const kernels::CrossEntropyDims d{5, 7, -100, 0.1f};
+    const std::vector<float> logits = uniform(35, 12, -4.0f, 4.0f);
+    const std::vector<int32_t> targets = {4, 0, 6, 2, 5};
+    std::vector<float> lse(5), stored(35);
+    kernels::cross_entropy_forward(lse.data(), logits.data(), targets.data(), d);
+    kernels::cross_entropy_backward({stored.data(), false}, dloss, logits.data(), lse.data(), targets.data(), d);
+    std::vector<int32_t> moved = targets;
+    moved[3] = 3;
+    std::vector<float> want(35, 0.0f);
+    kernels::cross_entropy_backward_reference(want.data(), dloss, logits.data(), lse.data(), moved.data(), d);
+    CHECK(elements_off(stored, want) == 2);   // row 3 at classes 2 and 3
 }
 
 // The generator and the loss in one, chunk by chunk (autograd/kernels/linear_cross_entropy.h),
