@@ -22,6 +22,7 @@
 #include "autograd/kernels/cross_entropy.h"
 #include "autograd/kernels/fast_math.h"
 #include "autograd/kernels/layer_norm.h"
+#include "autograd/kernels/linear_cross_entropy.h"
 #include "autograd/kernels/prefetch.h"
 #include "models/decoder_cache.h"
 #include "nn/nn.h"
@@ -464,6 +465,76 @@ TEST_CASE("linear_cross_entropy: chunked equals linear + cross_entropy: uneven c
     expect_fused_equals_composed([&](V v) { return fused::linear_cross_entropy(v[0], v[1], v[2], pad, 0, 0.1f, 4); },
                                  [&](V v) { FusedKernelsGuard off(false); return nn::cross_entropy(nn::linear(v[0], v[1], v[2]), pad, {.ignore_index = 0, .label_smoothing = 0.1f}); },
                                  {x, w, b}, 0.0, 0.0);
+}
+
+// The gradient chapter 11 derives for the generator and the loss together, dz = (p - q) / n and
+// then the Linear's backward with it, as linear_cross_entropy_forward computes it (chunks of rows,
+// gemm, store-or-add per chunk) against linear_cross_entropy_backward_reference, the plain loop
+// beside it: chunks of one row. The kernel stores (=) every gradient, over NaN here; the add is
+// scale_saved_gradient's, in the backward (tested through the op above). The last size is above
+// kCrossEntropyParallelMin.
+TEST_CASE("linear_cross_entropy_forward's gradient equals linear_cross_entropy_backward_reference: uneven chunks, ignored rows, label smoothing, no bias, 1 and 2 threads") {
+    using namespace plain_twin;
+    struct Size { int64_t R, D, V; };
+    struct Options { int32_t ignore_index; float eps; };
+    // the kernel's dx, dW, db (stored over NaN) and the reference's (added into zeros)
+    struct Gradients { std::vector<float> dx, dw, db; };
+    const auto kernel = [](const std::vector<float>& x, const std::vector<float>& w, const float* b, const std::vector<int32_t>& targets,
+                           const kernels::LinearCrossEntropyDims& d) {
+        Gradients got{std::vector<float>(d.R * d.D, kNaN), std::vector<float>(d.V * d.D, kNaN), std::vector<float>(d.V, kNaN)};
+        std::vector<float> scratch(std::min(d.R, d.chunk_rows) * d.V);
+        kernels::linear_cross_entropy_forward(got.dx.data(), got.dw.data(), b ? got.db.data() : nullptr, scratch.data(), x.data(),
+                                              w.data(), b, targets.data(), d, kernels::Precision::fp32);
+        return got;
+    };
+    const auto reference = [](const std::vector<float>& x, const std::vector<float>& w, const float* b, const std::vector<int32_t>& targets,
+                              const kernels::LinearCrossEntropyDims& d) {
+        Gradients want{std::vector<float>(d.R * d.D, 0.0f), std::vector<float>(d.V * d.D, 0.0f), std::vector<float>(d.V, 0.0f)};
+        kernels::linear_cross_entropy_backward_reference(want.dx.data(), want.dw.data(), b ? want.db.data() : nullptr, x.data(), w.data(),
+                                                         b, targets.data(), d);
+        return want;
+    };
+    for (const Size size : {Size{1, 3, 5}, Size{7, 5, 11}, Size{13, 17, 3}, Size{37, 19, 1031}})
+        for (const Options opt : {Options{-100, 0.0f}, Options{0, 0.1f}})
+            for (const bool with_bias : {true, false})
+                for (const int threads : {1, 2}) {
+                    CAPTURE(size.R);
+                    CAPTURE(size.D);
+                    CAPTURE(size.V);
+                    CAPTURE(opt.ignore_index);
+                    CAPTURE(opt.eps);
+                    CAPTURE(with_bias);
+                    CAPTURE(threads);
+                    ThreadCount tc(threads);
+                    const std::vector<float> x = uniform(size.R * size.D, 13), w = uniform(size.V * size.D, 14), b = uniform(size.V, 15);
+                    Rng g(16);
+                    std::vector<int32_t> targets(size.R);
+                    for (int64_t r = 0; r < size.R; r++) targets[r] = r % 4 == 2 ? 0 : static_cast<int32_t>(g.below(size.V));   // 0: padding
+                    const float* bias = with_bias ? b.data() : nullptr;
+                    const kernels::LinearCrossEntropyDims whole{size.R, size.D, size.V, opt.ignore_index, opt.eps, size.R};
+                    const Gradients want = reference(x, w, bias, targets, whole);
+                    for (const int64_t chunk : {int64_t{1}, int64_t{4}, size.R}) {   // 4: uneven
+                        CAPTURE(chunk);
+                        kernels::LinearCrossEntropyDims d = whole;
+                        d.chunk_rows = chunk;
+                        const Gradients got = kernel(x, w, bias, targets, d);
+                        expect_same(got.dx, want.dx, "dx");
+                        expect_same(got.dw, want.dw, "dW");
+                        if (with_bias) expect_same(got.db, want.db, "db");
+                    }
+                }
+    // the comparison can fail: with one element of x changed by 0.01 for the reference only, its
+    // row's logits and so its dz move, and with them dx, dW and db
+    const kernels::LinearCrossEntropyDims d{7, 5, 11, -100, 0.1f, 3};
+    const std::vector<float> x = uniform(35, 13), w = uniform(55, 14), b = uniform(11, 15);
+    const std::vector<int32_t> targets = {3, 0, 10, 7, 1, 4, 9};
+    const Gradients got = kernel(x, w, b.data(), targets, d);
+    std::vector<float> x_changed = x;
+    x_changed[2 * 5 + 1] += 0.01f;
+    const Gradients want = reference(x_changed, w, b.data(), targets, d);
+    CHECK(elements_off(got.dx, want.dx) > 0);
+    CHECK(elements_off(got.dw, want.dw) > 0);
+    CHECK(elements_off(got.db, want.db) > 0);
 }
 
 TEST_CASE("linear_cross_entropy: gradcheck of the chunked op, and nn::linear_cross_entropy on both paths refuses what the two ops refuse") {
