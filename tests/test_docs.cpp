@@ -15,6 +15,7 @@
 #include "autograd/autograd.h"
 #include "autograd/kernels/dropout.h"
 #include "autograd/kernels/gemm_bf16.h"
+#include "autograd/kernels/layer_norm.h"
 #include <doctest/doctest.h>
 #include "examples/common/kept_epochs.h"
 #include "examples/data/attention_by_hand_numbers.h"
@@ -131,6 +132,16 @@ TEST_CASE("docs/05: layer_norm backward on [1, 2, 3, 4]") {
     check_rows(y, {{-1.3416, -0.4472, 0.4472, 1.3416}});
     y.backward(Tensor::from_vector({1, 0, 0, 0}, {1, 4}));
     check_rows(x.grad(), {{0.2683, -0.3578, -0.0894, 0.1789}});
+    // the loop the chapter quotes, layer_norm_backward_reference, from the forward's mean and r
+    const float xs[4] = {1, 2, 3, 4}, ones[4] = {1, 1, 1, 1}, zeros[4] = {0, 0, 0, 0}, dy[4] = {1, 0, 0, 0};
+    float out[4], mean, rstd, dx[4] = {}, dgain[4] = {}, dbias[4] = {};
+    kernels::layer_norm_forward(out, &mean, &rstd, xs, ones, zeros, {1, 4}, 1e-5f);
+    CHECK(mean == 2.5f);
+    CHECK(quoted(rstd, 0.8944));
+    kernels::layer_norm_backward_reference(dx, dgain, dbias, dy, xs, &mean, &rstd, ones, {1, 4});
+    check_rows(Tensor::from_vector({dx[0], dx[1], dx[2], dx[3]}, {1, 4}), {{0.2683, -0.3578, -0.0894, 0.1789}});
+    check_rows(Tensor::from_vector({dgain[0], dgain[1], dgain[2], dgain[3]}, {1, 4}), {{-1.3416, 0, 0, 0}});   // dy ⊙ x̂
+    CHECK(std::vector<float>(dbias, dbias + 4) == std::vector<float>{1, 0, 0, 0});                             // dy
 }
 
 TEST_CASE("docs/06: modules and parameters, Linear and Embedding backward, dropout's draws, Xavier's bound") {
