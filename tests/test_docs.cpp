@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "autograd/autograd.h"
+#include "autograd/kernels/cross_entropy.h"
 #include "autograd/kernels/dropout.h"
 #include "autograd/kernels/gemm_bf16.h"
 #include "autograd/kernels/layer_norm.h"
@@ -562,6 +563,15 @@ TEST_CASE("docs/11: cross-entropy with label smoothing, V = 4, and the H(q) floo
     check_rows(softmax(z), {{0.6439, 0.2369, 0.0871, 0.0321}});
     loss.backward();
     check_rows(z.grad(), {{-0.2811, 0.2119, 0.0621, 0.0071}});   // p - q
+    {   // the loop the chapter quotes, cross_entropy_backward_reference, from the forward's lse
+        const float logits[4] = {2, 1, 0, -1};
+        const int32_t target = 0;
+        const kernels::CrossEntropyDims d{1, 4, -100, 0.1f};
+        float lse, dz[4] = {};
+        CHECK(quoted(kernels::cross_entropy_forward(&lse, logits, &target, d), 0.5902));
+        kernels::cross_entropy_backward_reference(dz, 1.0f, logits, &lse, &target, d);
+        check_rows(Tensor::from_vector({dz[0], dz[1], dz[2], dz[3]}, {1, 4}), {{-0.2811, 0.2119, 0.0621, 0.0071}});
+    }
     {   // the same, worked in double: q = (0.9 + 0.1/4, 0.1/4, 0.1/4, 0.1/4), p = softmax(z),
         // loss = -sum_j q_j log p_j, gradient p - q
         const double zs[] = {2, 1, 0, -1}, q[] = {0.925, 0.025, 0.025, 0.025};
