@@ -13,8 +13,10 @@
 #include <vector>
 
 #include "autograd/autograd.h"
+#include "autograd/kernels/cross_entropy.h"
 #include "autograd/kernels/dropout.h"
 #include "autograd/kernels/gemm_bf16.h"
+#include "autograd/kernels/layer_norm.h"
 #include <doctest/doctest.h>
 #include "examples/common/kept_epochs.h"
 #include "examples/data/attention_by_hand_numbers.h"
@@ -131,6 +133,16 @@ TEST_CASE("docs/05: layer_norm backward on [1, 2, 3, 4]") {
     check_rows(y, {{-1.3416, -0.4472, 0.4472, 1.3416}});
     y.backward(Tensor::from_vector({1, 0, 0, 0}, {1, 4}));
     check_rows(x.grad(), {{0.2683, -0.3578, -0.0894, 0.1789}});
+    // the loop the chapter quotes, layer_norm_backward_reference, from the forward's mean and r
+    const float xs[4] = {1, 2, 3, 4}, ones[4] = {1, 1, 1, 1}, zeros[4] = {0, 0, 0, 0}, dy[4] = {1, 0, 0, 0};
+    float out[4], mean, rstd, dx[4] = {}, dgain[4] = {}, dbias[4] = {};
+    kernels::layer_norm_forward(out, &mean, &rstd, xs, ones, zeros, {1, 4}, 1e-5f);
+    CHECK(mean == 2.5f);
+    CHECK(quoted(rstd, 0.8944));
+    kernels::layer_norm_backward_reference(dx, dgain, dbias, dy, xs, &mean, &rstd, ones, {1, 4});
+    check_rows(Tensor::from_vector({dx[0], dx[1], dx[2], dx[3]}, {1, 4}), {{0.2683, -0.3578, -0.0894, 0.1789}});
+    check_rows(Tensor::from_vector({dgain[0], dgain[1], dgain[2], dgain[3]}, {1, 4}), {{-1.3416, 0, 0, 0}});   // dy ⊙ x̂
+    CHECK(std::vector<float>(dbias, dbias + 4) == std::vector<float>{1, 0, 0, 0});                             // dy
 }
 
 TEST_CASE("docs/06: modules and parameters, Linear and Embedding backward, dropout's draws, Xavier's bound") {
@@ -551,6 +563,15 @@ TEST_CASE("docs/11: cross-entropy with label smoothing, V = 4, and the H(q) floo
     check_rows(softmax(z), {{0.6439, 0.2369, 0.0871, 0.0321}});
     loss.backward();
     check_rows(z.grad(), {{-0.2811, 0.2119, 0.0621, 0.0071}});   // p - q
+    {   // the loop the chapter quotes, cross_entropy_backward_reference, from the forward's lse
+        const float logits[4] = {2, 1, 0, -1};
+        const int32_t target = 0;
+        const kernels::CrossEntropyDims d{1, 4, -100, 0.1f};
+        float lse, dz[4] = {};
+        CHECK(quoted(kernels::cross_entropy_forward(&lse, logits, &target, d), 0.5902));
+        kernels::cross_entropy_backward_reference(dz, 1.0f, logits, &lse, &target, d);
+        check_rows(Tensor::from_vector({dz[0], dz[1], dz[2], dz[3]}, {1, 4}), {{-0.2811, 0.2119, 0.0621, 0.0071}});
+    }
     {   // the same, worked in double: q = (0.9 + 0.1/4, 0.1/4, 0.1/4, 0.1/4), p = softmax(z),
         // loss = -sum_j q_j log p_j, gradient p - q
         const double zs[] = {2, 1, 0, -1}, q[] = {0.925, 0.025, 0.025, 0.025};

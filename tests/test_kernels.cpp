@@ -2,11 +2,14 @@
 // (nn::linear, layer_norm, scaled_dot_product_attention, dropout, cross_entropy, gru_step) run
 // twice, with fused kernels on and off (FusedKernelsGuard), on the same inputs and from the same seed:
 // values, and the gradient of every input under a random upstream gradient. The plain form is
-// composed from primitive ops whose gradients gradcheck verifies one by one. gemm against
+// composed from primitive ops whose gradients gradcheck verifies one by one. A backward that a
+// chapter derives is also held, on raw arrays, to its plain twin in the kernel's own file
+// (layer_norm_backward_reference, ...: the chapter's formula as a loop). gemm against
 // gemm_naive is in test_gemm.cpp; each kernel's threaded path, just above its threshold, in
 // test_threaded_kernels.cpp; a whole training run both ways in test_fused_kernels.cpp.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -17,7 +20,10 @@
 
 #include "autograd/autograd.h"
 #include "autograd/kernels/attention.h"
+#include "autograd/kernels/cross_entropy.h"
 #include "autograd/kernels/fast_math.h"
+#include "autograd/kernels/layer_norm.h"
+#include "autograd/kernels/linear_cross_entropy.h"
 #include "autograd/kernels/parallel.h"
 #include "autograd/kernels/prefetch.h"
 #include "models/decoder_cache.h"
@@ -28,6 +34,48 @@
 
 using namespace autograd;
 using V = const std::vector<Tensor>&;
+
+// ---- a kernel's backward against its plain twin (`x_backward_reference` beside `x_backward` in
+// autograd/kernels/x.cpp: the chapter's formula as one loop per row, adding into zeros), on raw
+// arrays. The kernel is run in both modes of its GradOut: store (=) into a buffer of NaN, which
+// it must overwrite everywhere, and add (+=) onto a gradient already there.
+namespace plain_twin {
+
+const float kNaN = std::numeric_limits<float>::quiet_NaN();
+
+// n floats drawn uniformly from [lo, hi), from a generator of their own
+std::vector<float> uniform(int64_t n, uint64_t seed, float lo = -1.0f, float hi = 1.0f) {
+    Rng g(seed);
+    std::vector<float> v(static_cast<size_t>(n));
+    for (float& e : v) e = g.uniform(lo, hi);
+    return v;
+}
+
+// a + b, elementwise: what an add-mode kernel must leave where a was
+std::vector<float> plus(std::vector<float> a, const std::vector<float>& b) {
+    for (size_t i = 0; i < a.size(); i++) a[i] += b[i];
+    return a;
+}
+
+// The elements of got further from want than 1e-5 relative, or 1e-5 of want's largest |element|
+// absolute (NaN counts): the kernel and the reference add the same terms in another order (a
+// vectorized reduction, blocked products), a few float ulps of the largest term apart. A wrong
+// term moves a gradient by far more.
+int64_t elements_off(const std::vector<float>& got, const std::vector<float>& want) {
+    REQUIRE(got.size() == want.size());
+    double scale = 0.0;
+    for (float w : want) scale = std::max(scale, std::fabs(static_cast<double>(w)));
+    int64_t off = 0;
+    for (size_t i = 0; i < got.size(); i++)
+        off += !(std::fabs(static_cast<double>(got[i]) - want[i]) <= 1e-5 * (scale + std::fabs(static_cast<double>(want[i]))));
+    return off;
+}
+void expect_same(const std::vector<float>& got, const std::vector<float>& want, const char* what) {
+    INFO(what);
+    CHECK(elements_off(got, want) == 0);
+}
+
+}  // namespace plain_twin
 
 TEST_CASE("softmax and log_softmax equal softmax_reference and log_softmax_reference, with -inf entries") {
     manual_seed(1);
@@ -69,6 +117,68 @@ TEST_CASE("layer_norm: fused equals plain (biased variance), also where eps domi
     expect_fused_equals_plain(f, {flat, g, b}, 1e-5, 1e-6);
     // and a leading batch dim: (B, T, C)
     expect_fused_equals_plain(f, {param({2, 3, 6}), g, b}, 1e-5, 1e-6);
+}
+
+// The backward chapter 5 derives, dx = r (g - mean(g) - x̂ mean(g ⊙ x̂)), dγ and dβ, as
+// layer_norm_backward computes it (vectorized row sums, a thread team over rows and one over
+// columns) against layer_norm_backward_reference, the plain loop beside it. Sizes odd, prime and
+// all different, the last above kLayerNormParallelMin so that 2 threads split it; row 0 constant
+// where R > 1 (variance 0: eps alone sets r).
+TEST_CASE("layer_norm_backward equals layer_norm_backward_reference: odd sizes, a constant row, store and add, 1 and 2 threads") {
+    using namespace plain_twin;
+    struct Size { int64_t R, C; };
+    for (const Size size : {Size{1, 5}, Size{7, 3}, Size{13, 11}, Size{131, 257}})
+        for (const int threads : {1, 2}) {
+            const int64_t R = size.R, C = size.C;
+            CAPTURE(R);
+            CAPTURE(C);
+            CAPTURE(threads);
+            ThreadCount tc(threads);
+            const kernels::LayerNormDims d{R, C};
+            std::vector<float> x = uniform(R * C, 1, -3.0f, 3.0f);
+            if (R > 1) std::fill(x.begin(), x.begin() + C, 0.5f);
+            const std::vector<float> gain = uniform(C, 2, 0.5f, 1.5f), bias = uniform(C, 3), dy = uniform(R * C, 4);
+            std::vector<float> y(R * C), mean(R), rstd(R);
+            kernels::layer_norm_forward(y.data(), mean.data(), rstd.data(), x.data(), gain.data(), bias.data(), d, 1e-5f);
+
+            std::vector<float> dx(R * C, 0.0f), dgain(C, 0.0f), dbias(C, 0.0f);   // the reference, into zeros
+            kernels::layer_norm_backward_reference(dx.data(), dgain.data(), dbias.data(), dy.data(), x.data(), mean.data(),
+                                                   rstd.data(), gain.data(), d);
+            // store: every element written over the NaN
+            std::vector<float> sx(R * C, kNaN), sg(C, kNaN), sb(C, kNaN);
+            kernels::layer_norm_backward({sx.data(), false}, {sg.data(), false}, {sb.data(), false}, dy.data(), x.data(),
+                                         mean.data(), rstd.data(), gain.data(), d);
+            expect_same(sx, dx, "store: dx");
+            expect_same(sg, dgain, "store: dgain");
+            expect_same(sb, dbias, "store: dbias");
+            // add: onto gradients from another op
+            const std::vector<float> before_x = uniform(R * C, 5), before_g = uniform(C, 6), before_b = uniform(C, 7);
+            std::vector<float> ax = before_x, ag = before_g, ab = before_b;
+            kernels::layer_norm_backward({ax.data(), true}, {ag.data(), true}, {ab.data(), true}, dy.data(), x.data(),
+                                         mean.data(), rstd.data(), gain.data(), d);
+            expect_same(ax, plus(before_x, dx), "add: dx");
+            expect_same(ag, plus(before_g, dgain), "add: dgain");
+            expect_same(ab, plus(before_b, dbias), "add: dbias");
+        }
+    // the comparison can fail: with one element of dy changed by 0.01 for the reference only, its
+    // row of dx, and dγ and dβ at its column, come out different
+    const int64_t R = 13, C = 11;
+    const kernels::LayerNormDims d{R, C};
+    const std::vector<float> x = uniform(R * C, 1, -3.0f, 3.0f), gain = uniform(C, 2, 0.5f, 1.5f), bias = uniform(C, 3);
+    const std::vector<float> dy = uniform(R * C, 4);
+    std::vector<float> y(R * C), mean(R), rstd(R);
+    kernels::layer_norm_forward(y.data(), mean.data(), rstd.data(), x.data(), gain.data(), bias.data(), d, 1e-5f);
+    std::vector<float> sx(R * C), sg(C), sb(C);
+    kernels::layer_norm_backward({sx.data(), false}, {sg.data(), false}, {sb.data(), false}, dy.data(), x.data(), mean.data(),
+                                 rstd.data(), gain.data(), d);
+    std::vector<float> dy_changed = dy;
+    dy_changed[5 * C + 7] += 0.01f;
+    std::vector<float> dx(R * C, 0.0f), dgain(C, 0.0f), dbias(C, 0.0f);
+    kernels::layer_norm_backward_reference(dx.data(), dgain.data(), dbias.data(), dy_changed.data(), x.data(), mean.data(),
+                                           rstd.data(), gain.data(), d);
+    CHECK(elements_off(sx, dx) == C);   // row 5, every element: through mean(g) and mean(g ⊙ x̂)
+    CHECK(elements_off(sg, dgain) == 1);
+    CHECK(elements_off(sb, dbias) == 1);
 }
 
 // Tolerance: the kernel rounds as the plain form does (autograd::sigmoid's formula, the same
@@ -352,6 +462,70 @@ TEST_CASE("cross_entropy: fused equals plain: ignored targets, label smoothing")
                               {logits}, 0.0, 0.0);
 }
 
+// The backward chapter 11 derives, dz = dloss (p - q) / n on the counted rows and 0 on the
+// ignored ones, as cross_entropy_backward computes it (a thread team over rows) against
+// cross_entropy_backward_reference, the plain loop beside it: one-hot and smoothed targets,
+// ignored rows, every row ignored, the gradient stored, added, and stored over the logits
+// themselves (as linear_cross_entropy does). The last size is above kCrossEntropyParallelMin.
+TEST_CASE("cross_entropy_backward equals cross_entropy_backward_reference: ignored rows, label smoothing, store, add and in place, 1 and 2 threads") {
+    using namespace plain_twin;
+    struct Size { int64_t R, V; };
+    struct Options { int32_t ignore_index; float eps; };
+    const float dloss = 0.7f;
+    // the forward's lse, and the kernel's backward in each mode next to the reference's
+    const auto check = [&](const std::vector<float>& logits, const std::vector<int32_t>& targets, const kernels::CrossEntropyDims& d) {
+        std::vector<float> lse(d.R);
+        kernels::cross_entropy_forward(lse.data(), logits.data(), targets.data(), d);
+        std::vector<float> want(d.R * d.V, 0.0f);
+        kernels::cross_entropy_backward_reference(want.data(), dloss, logits.data(), lse.data(), targets.data(), d);
+        std::vector<float> stored(d.R * d.V, kNaN);
+        kernels::cross_entropy_backward({stored.data(), false}, dloss, logits.data(), lse.data(), targets.data(), d);
+        expect_same(stored, want, "store");
+        const std::vector<float> before = uniform(d.R * d.V, 8);
+        std::vector<float> added = before;
+        kernels::cross_entropy_backward({added.data(), true}, dloss, logits.data(), lse.data(), targets.data(), d);
+        expect_same(added, plus(before, want), "add");
+        std::vector<float> in_place = logits;
+        kernels::cross_entropy_backward({in_place.data(), false}, dloss, in_place.data(), lse.data(), targets.data(), d);
+        expect_same(in_place, want, "store over the logits");
+        return want;
+    };
+    for (const Size size : {Size{1, 7}, Size{5, 3}, Size{11, 13}, Size{131, 257}})
+        for (const Options opt : {Options{-100, 0.0f}, Options{2, 0.0f}, Options{2, 0.1f}, Options{-100, 0.3f}})
+            for (const int threads : {1, 2}) {
+                CAPTURE(size.R);
+                CAPTURE(size.V);
+                CAPTURE(opt.ignore_index);
+                CAPTURE(opt.eps);
+                CAPTURE(threads);
+                ThreadCount tc(threads);
+                const kernels::CrossEntropyDims d{size.R, size.V, opt.ignore_index, opt.eps};
+                Rng g(9);
+                std::vector<int32_t> targets(size.R);
+                for (int64_t r = 0; r < size.R; r++) targets[r] = r % 3 == 1 ? 2 : static_cast<int32_t>(g.below(size.V));   // 2: padding
+                const std::vector<float> want = check(uniform(size.R * size.V, 10, -4.0f, 4.0f), targets, d);
+                if (opt.ignore_index == 2 && size.R > 1)   // row 1 is ignored: its gradient is 0
+                    CHECK(std::all_of(want.begin() + size.V, want.begin() + 2 * size.V, [](float v) { return v == 0.0f; }));
+            }
+    // every row ignored: n = 0, a zero gradient (stored as zeros, not NaN)
+    const kernels::CrossEntropyDims all{5, 3, 2, 0.1f};
+    const std::vector<float> zero = check(uniform(15, 11), std::vector<int32_t>(5, 2), all);
+    CHECK(zero == std::vector<float>(15, 0.0f));
+    // the comparison can fail: with row 3's target moved to another class for the reference only,
+    // that row comes out different (p - q, with q's peak elsewhere), and only that row
+    const kernels::CrossEntropyDims d{5, 7, -100, 0.1f};
+    const std::vector<float> logits = uniform(35, 12, -4.0f, 4.0f);
+    const std::vector<int32_t> targets = {4, 0, 6, 2, 5};
+    std::vector<float> lse(5), stored(35);
+    kernels::cross_entropy_forward(lse.data(), logits.data(), targets.data(), d);
+    kernels::cross_entropy_backward({stored.data(), false}, dloss, logits.data(), lse.data(), targets.data(), d);
+    std::vector<int32_t> moved = targets;
+    moved[3] = 3;
+    std::vector<float> want(35, 0.0f);
+    kernels::cross_entropy_backward_reference(want.data(), dloss, logits.data(), lse.data(), moved.data(), d);
+    CHECK(elements_off(stored, want) == 2);   // row 3 at classes 2 and 3
+}
+
 // The generator and the loss in one, chunk by chunk (autograd/kernels/linear_cross_entropy.h),
 // against nn::linear then nn::cross_entropy on the plain path: the loss and the gradients of x, W
 // and b under a random dloss, for chunks that divide the rows and chunks that do not, one row at
@@ -389,6 +563,76 @@ TEST_CASE("linear_cross_entropy: chunked equals linear + cross_entropy: uneven c
     expect_fused_equals_composed([&](V v) { return fused::linear_cross_entropy(v[0], v[1], v[2], pad, 0, 0.1f, 4); },
                                  [&](V v) { FusedKernelsGuard off(false); return nn::cross_entropy(nn::linear(v[0], v[1], v[2]), pad, {.ignore_index = 0, .label_smoothing = 0.1f}); },
                                  {x, w, b}, 0.0, 0.0);
+}
+
+// The gradient chapter 11 derives for the generator and the loss together, dz = (p - q) / n and
+// then the Linear's backward with it, as linear_cross_entropy_forward computes it (chunks of rows,
+// gemm, store-or-add per chunk) against linear_cross_entropy_backward_reference, the plain loop
+// beside it: chunks of one row. The kernel stores (=) every gradient, over NaN here; the add is
+// scale_saved_gradient's, in the backward (tested through the op above). The last size is above
+// kCrossEntropyParallelMin.
+TEST_CASE("linear_cross_entropy_forward's gradient equals linear_cross_entropy_backward_reference: uneven chunks, ignored rows, label smoothing, no bias, 1 and 2 threads") {
+    using namespace plain_twin;
+    struct Size { int64_t R, D, V; };
+    struct Options { int32_t ignore_index; float eps; };
+    // the kernel's dx, dW, db (stored over NaN) and the reference's (added into zeros)
+    struct Gradients { std::vector<float> dx, dw, db; };
+    const auto kernel = [](const std::vector<float>& x, const std::vector<float>& w, const float* b, const std::vector<int32_t>& targets,
+                           const kernels::LinearCrossEntropyDims& d) {
+        Gradients got{std::vector<float>(d.R * d.D, kNaN), std::vector<float>(d.V * d.D, kNaN), std::vector<float>(d.V, kNaN)};
+        std::vector<float> scratch(std::min(d.R, d.chunk_rows) * d.V);
+        kernels::linear_cross_entropy_forward(got.dx.data(), got.dw.data(), b ? got.db.data() : nullptr, scratch.data(), x.data(),
+                                              w.data(), b, targets.data(), d, kernels::Precision::fp32);
+        return got;
+    };
+    const auto reference = [](const std::vector<float>& x, const std::vector<float>& w, const float* b, const std::vector<int32_t>& targets,
+                              const kernels::LinearCrossEntropyDims& d) {
+        Gradients want{std::vector<float>(d.R * d.D, 0.0f), std::vector<float>(d.V * d.D, 0.0f), std::vector<float>(d.V, 0.0f)};
+        kernels::linear_cross_entropy_backward_reference(want.dx.data(), want.dw.data(), b ? want.db.data() : nullptr, x.data(), w.data(),
+                                                         b, targets.data(), d);
+        return want;
+    };
+    for (const Size size : {Size{1, 3, 5}, Size{7, 5, 11}, Size{13, 17, 3}, Size{37, 19, 1031}})
+        for (const Options opt : {Options{-100, 0.0f}, Options{0, 0.1f}})
+            for (const bool with_bias : {true, false})
+                for (const int threads : {1, 2}) {
+                    CAPTURE(size.R);
+                    CAPTURE(size.D);
+                    CAPTURE(size.V);
+                    CAPTURE(opt.ignore_index);
+                    CAPTURE(opt.eps);
+                    CAPTURE(with_bias);
+                    CAPTURE(threads);
+                    ThreadCount tc(threads);
+                    const std::vector<float> x = uniform(size.R * size.D, 13), w = uniform(size.V * size.D, 14), b = uniform(size.V, 15);
+                    Rng g(16);
+                    std::vector<int32_t> targets(size.R);
+                    for (int64_t r = 0; r < size.R; r++) targets[r] = r % 4 == 2 ? 0 : static_cast<int32_t>(g.below(size.V));   // 0: padding
+                    const float* bias = with_bias ? b.data() : nullptr;
+                    const kernels::LinearCrossEntropyDims whole{size.R, size.D, size.V, opt.ignore_index, opt.eps, size.R};
+                    const Gradients want = reference(x, w, bias, targets, whole);
+                    for (const int64_t chunk : {int64_t{1}, int64_t{4}, size.R}) {   // 4: uneven
+                        CAPTURE(chunk);
+                        kernels::LinearCrossEntropyDims d = whole;
+                        d.chunk_rows = chunk;
+                        const Gradients got = kernel(x, w, bias, targets, d);
+                        expect_same(got.dx, want.dx, "dx");
+                        expect_same(got.dw, want.dw, "dW");
+                        if (with_bias) expect_same(got.db, want.db, "db");
+                    }
+                }
+    // the comparison can fail: with one element of x changed by 0.01 for the reference only, its
+    // row's logits and so its dz move, and with them dx, dW and db
+    const kernels::LinearCrossEntropyDims d{7, 5, 11, -100, 0.1f, 3};
+    const std::vector<float> x = uniform(35, 13), w = uniform(55, 14), b = uniform(11, 15);
+    const std::vector<int32_t> targets = {3, 0, 10, 7, 1, 4, 9};
+    const Gradients got = kernel(x, w, b.data(), targets, d);
+    std::vector<float> x_changed = x;
+    x_changed[2 * 5 + 1] += 0.01f;
+    const Gradients want = reference(x_changed, w, b.data(), targets, d);
+    CHECK(elements_off(got.dx, want.dx) > 0);
+    CHECK(elements_off(got.dw, want.dw) > 0);
+    CHECK(elements_off(got.db, want.db) > 0);
 }
 
 TEST_CASE("linear_cross_entropy: gradcheck of the chunked op, and nn::linear_cross_entropy on both paths refuses what the two ops refuse") {

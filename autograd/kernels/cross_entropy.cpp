@@ -75,4 +75,27 @@ void cross_entropy_backward(GradOut dlogits, float dloss, const float* logits, c
     cross_entropy_rows_backward(dlogits, n ? dloss / static_cast<float>(n) : 0.0f, logits, lse, targets, d);
 }
 
+// cross_entropy_backward's plain twin (cross_entropy.h): the chapter's formula, one row at a time.
+void cross_entropy_backward_reference(float* dlogits, float dloss, const float* logits, const float* lse, const int32_t* targets,
+                                      const CrossEntropyDims& d) {
+    const int64_t R = d.R, V = d.V;
+    const float eps = d.label_smoothing;
+    int64_t n = 0;   // the rows the mean is over
+    for (int64_t row = 0; row < R; row++)
+        if (targets[row] != d.ignore_index) n++;
+    for (int64_t row = 0; row < R; row++) {
+        const int32_t y = targets[row];
+        if (y == d.ignore_index) continue;   // an ignored row's gradient is 0
+        const float* z = logits + row * V;
+        float* dz = dlogits + row * V;
+        // ℓ = −Σ_j q_j log p_j with log p_j = z_j − lse(z) and q_j = (1 − ε)·[j = y] + ε/V.
+        // ∂lse/∂z_j = p_j and Σ_j q_j = 1, so ∂ℓ/∂z_j = p_j − q_j; the mean over n rows divides by n
+        for (int64_t j = 0; j < V; j++) {
+            const float p = std::exp(z[j] - lse[row]);
+            const float q = (j == y ? 1.0f - eps : 0.0f) + eps / static_cast<float>(V);
+            dz[j] += dloss / static_cast<float>(n) * (p - q);
+        }
+    }
+}
+
 }  // namespace autograd::kernels

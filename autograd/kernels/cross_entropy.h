@@ -40,4 +40,11 @@ float cross_entropy_forward(float* lse, const float* logits, const int32_t* targ
 void cross_entropy_backward(GradOut dlogits, float dloss, const float* logits, const float* lse, const int32_t* targets,
                             const CrossEntropyDims& d);
 
+// The same gradient as a plain loop, the chapter's formula one row at a time
+// (docs/11-label-smoothing-and-loss.md): adds (+=) dloss (p - q) / n into each counted row of
+// dlogits (R, V), which the caller fills with zeros, and nothing into the ignored ones. What
+// cross_entropy_backward is held equal to.
+void cross_entropy_backward_reference(float* dlogits, float dloss, const float* logits, const float* lse, const int32_t* targets,
+                                      const CrossEntropyDims& d);
+
 }  // namespace autograd::kernels

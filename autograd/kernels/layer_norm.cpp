@@ -64,4 +64,31 @@ void layer_norm_backward(GradOut dx, GradOut dgain, GradOut dbias, const float* 
         });
 }
 
+// layer_norm_backward's plain twin (layer_norm.h): the chapter's formulas, one row at a time.
+void layer_norm_backward_reference(float* dx, float* dgain, float* dbias, const float* dy, const float* x, const float* mean,
+                                   const float* rstd, const float* gain, const LayerNormDims& d) {
+    const int64_t R = d.R, C = d.C;
+    for (int64_t row = 0; row < R; row++) {
+        const float mu = mean[row], r = rstd[row];
+        const float *x_row = x + row * C, *dy_row = dy + row * C;
+        // x̂_j = (x_j − μ)·r and g = dy ⊙ γ; μ and r depend on every x_j of the row, so
+        //     dx_j = r · (g_j − mean(g) − x̂_j · mean(g ⊙ x̂))
+        //     dγ  += dy ⊙ x̂          dβ += dy          (summed over the rows)
+        float mean_g = 0.0f, mean_g_xhat = 0.0f;
+        for (int64_t j = 0; j < C; j++) {
+            const float xhat = (x_row[j] - mu) * r, g = dy_row[j] * gain[j];
+            mean_g += g;
+            mean_g_xhat += g * xhat;
+        }
+        mean_g /= static_cast<float>(C);
+        mean_g_xhat /= static_cast<float>(C);
+        for (int64_t j = 0; j < C; j++) {
+            const float xhat = (x_row[j] - mu) * r, g = dy_row[j] * gain[j];
+            dx[row * C + j] += r * (g - mean_g - xhat * mean_g_xhat);
+            dgain[j] += dy_row[j] * xhat;
+            dbias[j] += dy_row[j];
+        }
+    }
+}
+
 }  // namespace autograd::kernels

@@ -24,4 +24,10 @@ void layer_norm_forward(float* y, float* mean, float* rstd, const float* x, cons
 void layer_norm_backward(GradOut dx, GradOut dgain, GradOut dbias, const float* dy, const float* x, const float* mean,
                          const float* rstd, const float* gain, const LayerNormDims& d);
 
+// The same gradients as plain loops, the chapter's formulas one row at a time (docs/05-layernorm.md):
+// adds (+=) into dx (R, C), dgain and dbias (C,), which the caller fills with zeros. What
+// layer_norm_backward is held equal to.
+void layer_norm_backward_reference(float* dx, float* dgain, float* dbias, const float* dy, const float* x, const float* mean,
+                                   const float* rstd, const float* gain, const LayerNormDims& d);
+
 }  // namespace autograd::kernels

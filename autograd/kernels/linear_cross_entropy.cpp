@@ -6,6 +6,7 @@
 #include "autograd/kernels/cross_entropy.h"
 #include "autograd/kernels/linear.h"
 #include "autograd/kernels/parallel.h"
+#include "autograd/kernels/softmax_rows.h"
 
 namespace autograd::kernels {
 
@@ -45,6 +46,39 @@ void scale_saved_gradient(GradOut out, float dloss, const float* saved, int64_t 
         #pragma omp simd
         for (int64_t i = begin; i < end; i++) o[i] = (add ? o[i] : 0.0f) + dloss * saved[i];
     });
+}
+
+// linear_cross_entropy_forward's gradient as plain loops (linear_cross_entropy.h): chunks of one row.
+void linear_cross_entropy_backward_reference(float* dx, float* dw, float* db, const float* x, const float* w, const float* b,
+                                             const int32_t* targets, const LinearCrossEntropyDims& d) {
+    const int64_t R = d.R, D = d.D, V = d.V;
+    int64_t n = 0;   // the rows the mean is over
+    for (int64_t row = 0; row < R; row++)
+        if (targets[row] != d.ignore_index) n++;
+    std::vector<float> z(V), dz(V);   // one row of logits, and its gradient
+    for (int64_t row = 0; row < R; row++) {
+        const float* x_row = x + row * D;
+        // 1) the row's logits: z = W x_row + b   (V)
+        for (int64_t j = 0; j < V; j++) {
+            z[j] = b ? b[j] : 0.0f;
+            for (int64_t k = 0; k < D; k++) z[j] += w[j * D + k] * x_row[k];
+        }
+        // 2) dz = (p − q) / n: cross-entropy's backward for this one row (0 if it is ignored)
+        const LogSumExp l = log_sum_exp_row(z.data(), V);
+        const float lse = l.max + l.log_sum;
+        std::fill(dz.begin(), dz.end(), 0.0f);
+        if (n > 0)
+            cross_entropy_backward_reference(dz.data(), 1.0f / static_cast<float>(n), z.data(), &lse, targets + row,
+                                             {1, V, d.ignore_index, d.label_smoothing});
+        // 3) the Linear's backward with dy = dz: dx_row = dz W, dW += dz x_rowᵀ, db += dz
+        for (int64_t j = 0; j < V; j++) {
+            for (int64_t k = 0; k < D; k++) {
+                dx[row * D + k] += dz[j] * w[j * D + k];
+                dw[j * D + k] += dz[j] * x_row[k];
+            }
+            if (db) db[j] += dz[j];
+        }
+    }
 }
 
 }  // namespace autograd::kernels

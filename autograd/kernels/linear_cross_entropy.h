@@ -45,4 +45,12 @@ float linear_cross_entropy_forward(float* dx, float* dw, float* db, float* scrat
 // out (+)= dloss * saved, n floats: the backward, from the gradient the forward saved.
 void scale_saved_gradient(GradOut out, float dloss, const float* saved, int64_t n);
 
+// The gradient linear_cross_entropy_forward writes, as plain loops over chunks of one row
+// (docs/11-label-smoothing-and-loss.md): per row, its V logits, their gradient (p - q) / n
+// (cross_entropy_backward_reference), then the Linear's backward with it. Adds (+=) the gradient
+// for dloss = 1 into dx (R, D), dW (V, D) and db (V,), which the caller fills with zeros; b and db
+// may be nullptr (no bias). fp32 products. What linear_cross_entropy_forward is held equal to.
+void linear_cross_entropy_backward_reference(float* dx, float* dw, float* db, const float* x, const float* w, const float* b,
+                                             const int32_t* targets, const LinearCrossEntropyDims& d);
+
 }  // namespace autograd::kernels
