@@ -3,7 +3,7 @@
 //
 // The decoder is causal: position t attends only to positions <= t, so once a position is
 // decoded, every layer's output there never changes again. Re-running the decoder over the
-// whole prefix for each new token (models/decoding.cpp's recomputing path) redoes all that work:
+// whole prefix for each new token (models::greedy_decode, the plain one) redoes all that work:
 // T tokens cost 1 + 2 + ... + T = O(T^2) position-passes through the decoder. What a new position
 // actually needs from the earlier ones is only what its attention reads from them:
 //
@@ -16,9 +16,12 @@
 // One step then runs the decoder on the newest position only: every linear layer, LayerNorm and
 // feed-forward sees 1 row instead of t, and attention reads t cached rows. A token costs O(t)
 // instead of O(t^2), a whole output O(T^2) instead of O(T^3) (and the linear layers, the bulk of
-// the work, drop from O(T^2) to O(T)). The step runs the very modules training runs
-// (Transformer::decode, DecoderLayer::forward, MultiHeadAttention::forward), each given its part
-// of the cache: there is no second copy of the decoder to keep in step with the first.
+// the work, drop from O(T^2) to O(T)). The step runs the very modules training runs (the
+// embeddings, each layer's sublayers, LayerNorms, feed-forward and projections), in the order
+// DecoderLayer::forward and MultiHeadAttention::forward call them (decoder_layer_step and
+// cached_attention in decoder_cache.cpp); only the attention reads its keys and values from the
+// cache (attend_to_cache). tests/test_decoding.cpp holds the two equal: every step's output bit
+// for bit, the same tokens.
 //
 // Memory, with N layers of width D, for outputs of up to L positions: self-attention  2 x N x L x D
 // floats per beam hypothesis (K and V, allocated up front, so a step writes its row in place and
