@@ -9,6 +9,8 @@
 # make figures-reproduce   make figures, then fail if a figure differs from the committed one
 # make figures-check   render every SVG of docs/ (needs rsvg-convert, Debian's librsvg2-bin)
 # make docs-check     every link in README.md and docs/ resolves, every code name and quoted line exists
+# make lesson-lines   the lines a learner's debugger walk through one plain step and one greedy
+#                 decode executes, per file (bench/lesson_lines.sh: a -O0 --coverage build, 2 minutes)
 # make mutate    plant each mistake of tests/mutations.txt in turn and report those the suite
 #                 misses (a developer's check of the tests; 7 minutes on 2 cores; tests/mutate.sh)
 # make clean
@@ -238,14 +240,17 @@ docs-check:
 	bash tests/mutate.sh --check
 
 clean:
-	rm -rf $(BUILD) build-sanitize build-noomp build-fuzz build-figures $(EXAMPLES)
+	rm -rf $(BUILD) build-sanitize build-noomp build-fuzz build-figures build-lesson $(EXAMPLES)
 
 # Mistakes planted one at a time (tests/mutations.txt): does the suite fail on each? A check of the
 # tests themselves, not part of make test. tests/mutate.sh NAME runs only the mutations named so.
 mutate:
 	tests/mutate.sh
 
-.PHONY: all test bench sanitize clean check-doctest docs-check figures figures-reproduce figures-check mutate
+lesson-lines:
+	bash bench/lesson_lines.sh
+
+.PHONY: all test bench sanitize clean check-doctest docs-check figures figures-reproduce figures-check mutate lesson-lines
 .SECONDARY:
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -5,15 +5,15 @@
 
 namespace nn {
 
-// x (..., C), gain (C,), bias (C,) -> y (..., C). Written as the formula reads (mean, variance,
-// normalize, scale, shift: seven primitive ops); with fused kernels on, one op with one loop over
+// x (..., C), gain (C,), bias (C,) -> y (..., C). Written as the formula reads (mean, centre,
+// variance as the mean of the squares, normalize, scale, shift: primitive ops); with fused kernels on, one op with one loop over
 // the rows forward and backward computes the same values (autograd::fused::layer_norm).
 Tensor layer_norm(const Tensor& x, const Tensor& gain, const Tensor& bias, float eps = 1e-5f);
 
 class LayerNorm : public Module {
 public:
     explicit LayerNorm(int64_t features, float eps = 1e-5f);
-    Tensor forward(const Tensor& x) const { return layer_norm(x, gain, bias, eps); }   // (..., C) -> (..., C)
+    Tensor forward(const Tensor& x) const;   // layer_norm(x, gain, bias, eps): (..., C) -> (..., C)
     Tensor gain;   // (C,), ones
     Tensor bias;   // (C,), zeros
     float eps;

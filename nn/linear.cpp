@@ -26,6 +26,8 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, Activat
     return dropout(y, dropout_p, training);      // (..., out)
 }
 
+Tensor Linear::forward(const Tensor& x) const { return linear(x, weight, bias); }   // (..., in) -> (..., out)
+
 Linear::Linear(int64_t in_features, int64_t out_features, LinearOptions opt) {
     if (in_features <= 0 || out_features <= 0)
         throw std::invalid_argument("Linear: features must be positive, got in=" + std::to_string(in_features) +

@@ -21,7 +21,7 @@ struct LinearOptions {
 class Linear : public Module {
 public:
     Linear(int64_t in_features, int64_t out_features, LinearOptions opt = {});
-    Tensor forward(const Tensor& x) const { return linear(x, weight, bias); }   // (..., in) -> (..., out)
+    Tensor forward(const Tensor& x) const;   // linear(x, weight, bias): (..., in) -> (..., out)
     Tensor weight;   // (out, in), Xavier-uniform
     Tensor bias;     // (out,), zeros; undefined when opt.bias is false
 };

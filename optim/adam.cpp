@@ -25,8 +25,14 @@ Adam::Adam(std::vector<Tensor> params, AdamOptions opt, bool decoupled)
     check_beta("beta2", opt.beta2);
     check_nonneg("eps", opt.eps);
     check_nonneg("weight_decay", opt.weight_decay);
-    m_slot_ = add_state("m");
-    v_slot_ = add_state("v");
+    m_state_ = add_state("m");
+    v_state_ = add_state("v");
+}
+
+Adam::BiasCorrection Adam::next_step_of(size_t i) {
+    const double t = static_cast<double>(++param_steps_[i]);
+    return {static_cast<float>(1.0 - std::pow(static_cast<double>(opt_.beta1), t)),    // 1 - beta1^t
+            static_cast<float>(1.0 - std::pow(static_cast<double>(opt_.beta2), t))};   // 1 - beta2^t
 }
 
 // For each parameter p with gradient g, on this parameter's t-th update (t = 1, 2, ...):
@@ -42,28 +48,31 @@ void Adam::step() {
     const float lr = lr_, b1 = opt_.beta1, b2 = opt_.beta2, eps = opt_.eps;
     const float l2 = decoupled_ ? 0.0f : opt_.weight_decay;                  // added to g
     const float decay = decoupled_ ? 1.0f - lr * opt_.weight_decay : 1.0f;   // multiplies p
-    std::vector<autograd::fused::AdamParam> params;   // the arrays of every parameter with a gradient
+    if (autograd::fused_kernels_enabled()) return fused_step(l2, decay);      // fused: this loop on every thread, memory fetched ahead; the same bits
     for (size_t i = 0; i < params_.size(); i++) {
         const float* g = params_[i].grad_data();
         if (!g) continue;                                 // unused in the forward pass
-        const double t = static_cast<double>(++param_steps_[i]);
-        const float bc1 = static_cast<float>(1.0 - std::pow(static_cast<double>(b1), t));   // 1 - beta1^t
-        const float bc2 = static_cast<float>(1.0 - std::pow(static_cast<double>(b2), t));   // 1 - beta2^t
-        params.push_back({g, params_[i].data(), state(m_slot_, i), state(v_slot_, i), params_[i].numel(), bc1, bc2});
-    }
-    if (autograd::fused_kernels_enabled())   // fused: this loop on every thread, memory fetched ahead; the same bits
-        return autograd::fused::adam_update(params, {lr, b1, b2, eps, l2, decay});
-    for (const autograd::fused::AdamParam& u : params) {
-        const float* g = u.g;
-        float *p = u.p, *m = u.m, *v = u.v;
-        for (int64_t j = 0; j < u.n; j++) {
+        const BiasCorrection bc = next_step_of(i);
+        float *p = params_[i].data(), *m = state(m_state_, i), *v = state(v_state_, i);
+        for (int64_t j = 0; j < params_[i].numel(); j++) {
             const float gj = g[j] + l2 * p[j];
             m[j] = b1 * m[j] + (1.0f - b1) * gj;
             v[j] = b2 * v[j] + (1.0f - b2) * gj * gj;
-            const float m_hat = m[j] / u.bias_correction1, v_hat = v[j] / u.bias_correction2;
+            const float m_hat = m[j] / bc.first, v_hat = v[j] / bc.second;
             p[j] = p[j] * decay - lr * m_hat / (std::sqrt(v_hat) + eps);
         }
     }
+}
+
+void Adam::fused_step(float l2, float decay) {
+    std::vector<autograd::fused::AdamParam> params;   // the arrays of every parameter with a gradient
+    for (size_t i = 0; i < params_.size(); i++) {
+        const float* g = params_[i].grad_data();
+        if (!g) continue;
+        const BiasCorrection bc = next_step_of(i);
+        params.push_back({g, params_[i].data(), state(m_state_, i), state(v_state_, i), params_[i].numel(), bc.first, bc.second});
+    }
+    autograd::fused::adam_update(params, {lr_, opt_.beta1, opt_.beta2, opt_.eps, l2, decay});
 }
 
 std::map<std::string, std::string> Adam::hyperparameters() const {

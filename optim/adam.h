@@ -32,9 +32,13 @@ protected:
     Adam(std::vector<Tensor> params, AdamOptions opt, bool decoupled);
 
 private:
+    // 1 - beta1^t and 1 - beta2^t for parameter i's next update, t = its updates so far + 1
+    using BiasCorrection = std::pair<float, float>;
+    BiasCorrection next_step_of(size_t i);
+    void fused_step(float l2, float decay);   // the same update, every parameter in one fused pass
     AdamOptions opt_;
     bool decoupled_;             // AdamW: weight decay applied to p, not added to the gradient
-    int m_slot_, v_slot_;        // state buffers "m" and "v", shaped like each parameter
+    int m_state_, v_state_;      // state buffers "m" and "v", shaped like each parameter
 };
 
 // The same fields with torch.optim.AdamW's default weight decay. A separate struct, so that

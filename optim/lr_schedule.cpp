@@ -7,6 +7,9 @@
 
 namespace optim {
 
+LRSchedule::LRSchedule(Optimizer& opt) : opt_(opt) {}
+LRSchedule::~LRSchedule() = default;
+
 float LRSchedule::step() {
     const float lr = lr_at(step_ + 1);
     opt_.set_lr(lr);

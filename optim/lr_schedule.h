@@ -14,8 +14,8 @@ namespace optim {
 
 class LRSchedule {
 public:
-    explicit LRSchedule(Optimizer& opt) : opt_(opt) {}
-    virtual ~LRSchedule() = default;
+    explicit LRSchedule(Optimizer& opt);
+    virtual ~LRSchedule();
     float step();                                 // advance to the next step and set its lr
     virtual float lr_at(int64_t step) const = 0;  // the lr of step `step` >= 1 (throws below 1)
     int64_t current_step() const { return step_; }   // steps taken; 0 before the first

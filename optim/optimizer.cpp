@@ -32,6 +32,10 @@ Optimizer::Optimizer(std::vector<Tensor> params, float lr) : params_(std::move(p
     param_steps_.assign(params_.size(), 0);
 }
 
+Optimizer::~Optimizer() = default;
+
+float* Optimizer::state(int buffer, size_t param) { return buffers_[buffer][param].data(); }
+
 static bool valid_lr(float lr) { return std::isfinite(lr) && lr >= 0.0f; }   // false for NaN too
 
 void Optimizer::set_lr(float lr) {

@@ -21,7 +21,7 @@ public:
     // Throws std::invalid_argument on an empty list, an undefined tensor, a tensor listed twice,
     // a tensor that does not require grad or is not a leaf, or an lr that is negative or not finite.
     Optimizer(std::vector<Tensor> params, float lr);
-    virtual ~Optimizer() = default;
+    virtual ~Optimizer();
     Optimizer(const Optimizer&) = delete;               // the state belongs to these parameters
     Optimizer& operator=(const Optimizer&) = delete;
 
@@ -55,10 +55,10 @@ public:
     void set_state(int64_t step_count, float lr, std::vector<int64_t> param_steps, Buffers buffers);
 
 protected:
-    // Declare a per-parameter state buffer, from the subclass constructor; returns its slot. Each
+    // Declare a per-parameter state buffer, from the subclass constructor; returns its index. Each
     // declared buffer is allocated zero-filled, one per parameter, at the first step() and reused.
     int add_state(const std::string& buffer_name);
-    float* state(int slot, size_t param) { return buffers_[slot][param].data(); }
+    float* state(int buffer, size_t param);
     // Call first in every step(): allocates the state once and counts the step.
     void begin_step();
     static std::string float_text(float v);             // 9 significant digits: reads back as the same float
