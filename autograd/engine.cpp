@@ -11,7 +11,7 @@ namespace autograd {
 
 // ---------------------------------------------------------------- modes
 
-// Three switches, each an RAII guard over a flag of the calling thread: grad mode (is the graph
+// Three switches, each an RAII guard over a thread_local flag: grad mode (is the graph
 // recorded?), the fused kernels (does each layer of nn/ run its kernel or its plain form?) and
 // anomaly detection (is every value checked for NaN and Inf?).
 static thread_local bool g_grad_enabled = true;
@@ -52,10 +52,8 @@ void record(Tensor& out, std::vector<Tensor> inputs, const char* op, std::functi
 static std::vector<std::shared_ptr<Node>> topo_order(const std::shared_ptr<Node>& root) {
     std::vector<std::shared_ptr<Node>> order;
     std::unordered_set<Node*> visited;
-    std::vector<std::pair<Node*, size_t>> stack;   // node, index of the next parent to visit
-    std::vector<std::shared_ptr<Node>> owners;     // keeps pushed nodes alive (parallel to stack)
-    stack.push_back({root.get(), 0});
-    owners.push_back(root);
+    std::vector<std::pair<std::shared_ptr<Node>, size_t>> stack;   // node, index of the next parent to visit
+    stack.push_back({root, 0});
     visited.insert(root.get());
     while (!stack.empty()) {
         auto& [node, next] = stack.back();
@@ -68,13 +66,11 @@ static std::vector<std::shared_ptr<Node>> topo_order(const std::shared_ptr<Node>
             const std::shared_ptr<Node>& p = node->parents[next++];
             if (p->requires_grad && !visited.count(p.get())) {
                 visited.insert(p.get());
-                stack.push_back({p.get(), 0});
-                owners.push_back(p);
+                stack.push_back({p, 0});   // (node and next are not used after this)
             }
         } else {
-            order.push_back(owners.back());
+            order.push_back(node);
             stack.pop_back();
-            owners.pop_back();
         }
     }
     return order;

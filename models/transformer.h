@@ -122,8 +122,8 @@ public:
     Tensor logits(const Tokens& src, const Tokens& tgt, const Mask& src_mask, const Mask& tgt_mask) override;
     // Training's loss: the decoder's output, then the generator and the loss in one (Generator::loss).
     Tensor loss(const Batch& b, const nn::CrossEntropyOptions& opt) override;
-    // Decoding one position per step, with the key/value cache (models/decoder_cache.h) or
-    // recomputing the prefix (setup.kv_cache = false).
+    // Decoding one position per step, or recomputing the prefix (DecodingSetup, models/seq2seq.h;
+    // defined with the decoder's machinery in models/).
     std::unique_ptr<NextTokens> start_decoding(const Tokens& src, const Mask& src_mask, const DecodingSetup& setup) override;
     void keep_attention_weights(bool on) override;   // every MultiHeadAttention's keep_attention
     int64_t tgt_vocab() const override { return cfg.tgt_vocab; }

@@ -9,8 +9,8 @@ namespace nn {
 
 // y = x * keep, keep_i = 0 with probability p, else 1/(1-p); x itself when not training.
 // Each call draws one 64-bit seed from the default generator, and element i (its flat index) is
-// kept iff a hash of (seed, i) is >= p, in both paths: so the decisions do not depend on which
-// thread handles which element, the backward recomputes them instead of storing a mask, and the
+// kept iff a hash of (seed, i) is >= p, in both paths: so the decisions do not depend on the
+// order in which the elements are computed, the backward recomputes them instead of storing a mask, and the
 // fused and the plain path drop the same elements (autograd::dropout_keep, autograd/ops.h).
 Tensor dropout(const Tensor& x, float p, bool training);
 

@@ -48,7 +48,7 @@ void Adam::step() {
     const float lr = lr_, b1 = opt_.beta1, b2 = opt_.beta2, eps = opt_.eps;
     const float l2 = decoupled_ ? 0.0f : opt_.weight_decay;                  // added to g
     const float decay = decoupled_ ? 1.0f - lr * opt_.weight_decay : 1.0f;   // multiplies p
-    if (autograd::fused_kernels_enabled()) return fused_step(l2, decay);      // fused: this loop on every thread, memory fetched ahead; the same bits
+    if (autograd::fused_kernels_enabled()) return fused_step(l2, decay);      // fused: this loop, every parameter in one pass; the same bits
     for (size_t i = 0; i < params_.size(); i++) {
         const float* g = params_[i].grad_data();
         if (!g) continue;                                 // unused in the forward pass

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <filesystem>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -843,4 +844,60 @@ TEST_CASE("docs/15: the table's floor and 2-thread rows are the numbers its figu
     const double speedup = (t.d128_one_thread_ms[0] + t.d128_one_thread_ms[1]) / (t.d128_two_threads_ms[0] + t.d128_two_threads_ms[1]);
     CHECK(speedup == doctest::Approx(1.94).epsilon(0.003));
     CHECK(chapter.find("**1.94x**") != std::string::npos);
+}
+
+// The lesson's functions hold the lesson (docs/README.md, "The path"): the files a chapter
+// teaches from name no decoding cache, beam slot, data-parallel shard, thread or parallel loop.
+// That machinery lives beside them (models/decoder_cache, autograd/data_parallel,
+// autograd/kernels/) and reaches them from outside. `thread_local`, the C++ storage of a mode
+// (grad mode, NoGradGuard), is not a thread of work and is let through.
+TEST_CASE("the lesson's files name no decoding cache, beam slot, shard, thread or parallel loop") {
+    const std::vector<std::string> lesson = {
+        "autograd/engine.cpp", "autograd/tensor.h", "autograd/tensor.cpp", "autograd/ops.h", "autograd/ops_elementwise.cpp",
+        "autograd/ops_matmul.cpp", "autograd/ops_reduce.cpp", "autograd/ops_shape.cpp", "autograd/ops_softmax.cpp",
+        "models/transformer.h", "models/transformer.cpp", "models/rnn_seq2seq.h", "models/rnn_seq2seq.cpp", "optim/adam.h",
+        "optim/adam.cpp", "nn/attention.h", "nn/attention.cpp", "nn/dropout.h", "nn/dropout.cpp", "nn/embedding.h",
+        "nn/embedding.cpp", "nn/feed_forward.h", "nn/feed_forward.cpp", "nn/init.h", "nn/init.cpp", "nn/layer_norm.h",
+        "nn/layer_norm.cpp", "nn/linear.h", "nn/linear.cpp", "nn/loss.h", "nn/loss.cpp", "nn/module.h", "nn/module.cpp",
+        "nn/positional_encoding.h", "nn/positional_encoding.cpp", "nn/recurrent.h", "nn/recurrent.cpp", "nn/soft_attention.h",
+        "nn/soft_attention.cpp", "nn/serialization.h", "nn/serialization.cpp", "nn/nn.h"};
+    const std::vector<std::string> words = {"cache", "slot", "shard", "thread", "parallel", "#pragma omp", "omp_"};
+    int checked = 0;
+    for (const std::string& path : lesson) {
+        std::istringstream lines(read_whole_file(path));
+        REQUIRE(lines.str().size() > 0);
+        int n = 0;
+        for (std::string line; std::getline(lines, line);) {
+            n++;
+            std::string lower = line;
+            for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+            for (size_t at; (at = lower.find("thread_local")) != std::string::npos;) lower.erase(at, 12);
+            for (const std::string& w : words) {
+                INFO(path << ":" << n << ": " << line);
+                CHECK(lower.find(w) == std::string::npos);
+            }
+        }
+        checked++;
+    }
+    CHECK(checked == static_cast<int>(lesson.size()));
+}
+
+// docs/README.md promises short lectures: each chapter's lesson, the text before its exercises,
+// is at most 2,000 words (counted as wc -w counts them); the details go to its Notes.
+TEST_CASE("every chapter's lesson, before its exercises, is at most 2,000 words") {
+    int chapters = 0;
+    for (const auto& entry : std::filesystem::directory_iterator("docs")) {
+        const std::string name = entry.path().filename().string();
+        if (name.size() < 3 || !std::isdigit(static_cast<unsigned char>(name[0])) || entry.path().extension() != ".md") continue;
+        std::istringstream lines(read_whole_file(entry.path()));
+        int64_t words = 0;
+        for (std::string line; std::getline(lines, line) && line.rfind("## Exercises", 0) != 0;) {
+            std::istringstream w(line);
+            for (std::string word; w >> word;) words++;
+        }
+        CAPTURE(name);
+        CHECK(words <= 2000);
+        chapters++;
+    }
+    CHECK(chapters == 17);
 }
