@@ -166,14 +166,24 @@ TEST_CASE("allocator: a steady-state training step asks the kernel for no new me
         loss.backward();
         opt.step();
     };
-    // the first steps take their memory (and Adam's state); the heap settles within some more:
-    // after 10 steps, a few hundred faults could still come in a burst as glibc's free chunks
-    // were rearranged (seen when other tests had run first and left the heap in another shape)
+    // The first steps take their memory (and Adam's state); then the heap settles. The blocks of
+    // this step (under kLargeBlockBytes) come from malloc's heap, whose free chunks other tests
+    // leave in some shape: in the serial build, after the whole suite, a window of 20 steps still
+    // saw a burst of ~500 faults as the chunks were rearranged, between windows of none (a
+    // scratch run: 0, 0, 50, 0, ... per 20 steps from step 80 on). So: five windows of 20 steps,
+    // at least one without a fault to speak of, and all of them far under glibc's defaults.
     for (int i = 0; i < 40; i++) step();
-    const long before = minor_page_faults();
-    for (int i = 0; i < 20; i++) step();
-    const long faults = minor_page_faults() - before;
-    INFO("page faults in 20 steady steps: " << faults);
-    CHECK(faults < 500);   // 0 at most steps; the heap's free chunks, rearranged, may still grow it by a few pages
+    std::vector<long> windows;
+    for (int w = 0; w < 5; w++) {
+        const long before = minor_page_faults();
+        for (int i = 0; i < 20; i++) step();
+        windows.push_back(minor_page_faults() - before);
+    }
+    long total = 0, fewest = windows[0];
+    for (long f : windows) total += f, fewest = std::min(fewest, f);
+    INFO("page faults in five windows of 20 steady steps: " << windows[0] << ", " << windows[1] << ", " << windows[2] << ", "
+                                                              << windows[3] << ", " << windows[4]);
+    CHECK(fewest < 50);     // the steady state: most windows none at all
+    CHECK(total < 1500);    // 100 steps; glibc's defaults: ~15,000
 #endif
 }
