@@ -203,9 +203,9 @@ figures:
 	    --save $(FIGURE_RUNS)/translation.safetensors > $(FIGURE_RUNS)/translation.log
 	$(FB)/translation --load $(FIGURE_RUNS)/translation.safetensors --attention $(FIGURES)/attention_heatmap.svg \
 	    --translate "the brave dog does not see the old cat ." > $(FIGURE_RUNS)/attention.log 2>&1
-	$(FB)/compare_models --models rnn,rnn-every-step,rnn-reversed,rnn-additive,transformer --plot $(FIGURE_RUNS)/compare \
+	$(FB)/compare_models --models rnn-sutskever,rnn-cho,rnn-sutskever-reversed,rnn-additive,transformer --plot $(FIGURE_RUNS)/compare \
 	    > $(FIGURE_RUNS)/compare_models.log 2> /dev/null
-	$(FB)/compare_models --task reverse --models rnn,rnn-reversed --lengths 10 > $(FIGURE_RUNS)/compare_reverse.log 2> /dev/null
+	$(FB)/compare_models --task reverse --models rnn-sutskever,rnn-sutskever-reversed --lengths 10 > $(FIGURE_RUNS)/compare_reverse.log 2> /dev/null
 	cp $(FIGURE_RUNS)/compare/exact_match.svg $(FIGURES)/compare_exact_match.svg
 	cp $(FIGURE_RUNS)/compare/attention.svg $(FIGURES)/compare_attention.svg
 	$(FB)/make_figures --out $(FIGURES) --copy-model $(FIGURE_RUNS)/copy.safetensors \

@@ -67,7 +67,8 @@ int main(int argc, char** argv) {
 
     autograd::manual_seed(0);
     autograd::Rng rng(1);
-    const models::RNNSeq2SeqConfig rcfg{.src_vocab = 11, .tgt_vocab = 11, .embed = 64, .hidden = 128, .attention = true, .dropout = 0.0f};
+    const models::RNNSeq2SeqConfig rcfg{.src_vocab = 11, .tgt_vocab = 11, .embed = 64, .hidden = 128, .cell = nn::CellKind::gru,
+                                        .context = models::Context::bahdanau, .bidirectional = true, .dropout = 0.0f};
     std::unique_ptr<models::Seq2Seq> made;
     if (rnn) made = std::make_unique<models::RNNSeq2Seq>(rcfg);
     else made = std::make_unique<models::Transformer>(cfg);

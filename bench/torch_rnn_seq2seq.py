@@ -3,7 +3,7 @@
 bench/compare_pytorch.sh's "rnn-attention" configuration (bench_training rnn-attention).
 
 The same model, sizes and loop as ours: an embedding, a bidirectional nn.GRU encoder (batch
-first), C = tanh(W_c [h_fwd; h_bwd]) as the decoder's first state, additive attention
+first), s_0 = tanh(W_s h_1<-) (the backward direction's final state) as the decoder's first, additive attention
 (k_j = W_k h_j once per batch, e_ij = v . tanh(W_q s_{i-1} + k_j), softmax, C_i = sum alpha h_j),
 an nn.GRUCell decoder reading [embed(y_{i-1}); C_i] (its embedding part for all steps in one
 product before the loop, as ours does), and the output layer over every step's [s_i; C_i] at
@@ -41,7 +41,7 @@ class Seq2Seq(nn.Module):
         super().__init__()
         self.src_embed, self.tgt_embed = nn.Embedding(V, E), nn.Embedding(V, E)
         self.encoder = nn.GRU(E, Hd, batch_first=True, bidirectional=True)
-        self.bridge = nn.Linear(2 * Hd, Hd)
+        self.to_start = nn.Linear(Hd, Hd)
         self.w_key = nn.Linear(2 * Hd, Hd)
         self.w_query = nn.Linear(Hd, Hd, bias=False)
         self.v = nn.Parameter(torch.empty(Hd).uniform_(-Hd ** -0.5, Hd ** -0.5))
@@ -50,7 +50,7 @@ class Seq2Seq(nn.Module):
 
     def forward(self, src, tgt_in):
         states, h_n = self.encoder(self.src_embed(src))                     # (B, S, 2Hd), (2, B, Hd)
-        s = torch.tanh(self.bridge(torch.cat([h_n[0], h_n[1]], -1)))       # (B, Hd): C
+        s = torch.tanh(self.to_start(h_n[1]))                               # (B, Hd): s_0 = tanh(W_s h_1<-)
         keys = self.w_key(states)                                           # (B, S, Hd)
         w_prev, w_extra = self.cell.weight_ih[:, :E], self.cell.weight_ih[:, E:]
         gi_prev = F.linear(self.tgt_embed(tgt_in), w_prev, self.cell.bias_ih)   # (B, T, 3Hd)

@@ -2,19 +2,27 @@
 // sequence task (copy, or reverse) at growing lengths, from the same seed, with the same budget
 // of steps and batches, at about the same number of parameters (the table prints them); one
 // table then says how each does on fresh sequences:
-//   - the LSTM encoder-decoders that squeeze the source into one context vector C (Sutskever et
-//     al.: C as the decoder's first state; Cho et al.: C at every step) lose whole sequences as
-//     they grow. Reading the source backwards (Sutskever et al.'s trick) puts the first outputs
-//     close to their inputs, and gets more tokens right;
-//   - with soft attention (Bahdanau et al.) the decoder looks up the source position it needs at
-//     every step (align%), and length stops mattering. Reading backwards stops mattering too:
-//     their encoder reads both ways, so its states are the same either way round, the two
-//     directions swapped;
+//   - the LSTM encoder-decoders without attention squeeze the source into a state of fixed size
+//     (Sutskever et al.: the encoder's final (h, c) starts the decoder; Cho et al.: one context
+//     vector C, at every step) and lose whole sequences as they grow. Reading the source
+//     backwards (Sutskever et al.'s trick) puts the first outputs close to their inputs, and gets
+//     more tokens right;
+//   - with soft attention (Bahdanau et al., scored four ways: dot, general, cosine, additive) the
+//     decoder looks up the source position it needs at every step (align%), and length stops
+//     mattering. Reading backwards stops mattering too: their encoder reads both ways, so its
+//     states are the same either way round, the two directions swapped;
 //   - the Transformer attends too, and runs all positions of a layer together (--timing).
+//
+// The systems (--models), as eval::make_system builds them (examples/eval/compare_eval.h):
+//   rnn-sutskever, rnn-sutskever-reversed   Sutskever et al., the source read forwards or backwards
+//   rnn-cho                                 Cho et al.
+//   rnn-dot, rnn-general, rnn-cosine, rnn-additive   attention with that score (rnn-dot's encoder reads one way)
+//   rnn-additive-reversed                   rnn-additive, the source read backwards
+//   transformer                             one layer a side
 //
 //   make && ./examples/compare_models                    # the whole comparison, a few minutes on 2 cores
 //   ./examples/compare_models --task reverse --plot figs  # the reverse task, with its figures
-//   ./examples/compare_models --models rnn,rnn-additive --lengths 10,30 --timing
+//   ./examples/compare_models --models rnn-sutskever,rnn-additive --lengths 10,30 --timing
 //   ./examples/compare_models --quick                     # seconds: 3 systems, lengths 4 and 6
 //
 // main() is the experiment: for each system, for each length, train (the loop just above main),
@@ -73,7 +81,12 @@ Options parse_options(int argc, char** argv) {
                                           "same task at growing lengths, then print one table of how each does.");
     p.add("--task", &o.task_name, "copy (the target is the source) or reverse (the start symbol, then the source backwards)", "NAME");
     p.add("--lengths", &o.lengths_text, "sequence lengths L (with the start symbol), comma-separated", "L1,L2,...");
-    p.add("--models", &o.models_text, "systems to compare, comma-separated: " + eval::system_names(), "A,B,...");
+    p.add("--models", &o.models_text,
+          "systems to compare, comma-separated: " + eval::system_names() + ". rnn-sutskever: the LSTM encoder's final (h, c) "
+          "starts the decoder (Sutskever et al. 2014), -reversed: the source read backwards; rnn-cho: C = tanh(V h_S) at every "
+          "step (Cho et al. 2014); rnn-dot, rnn-general, rnn-cosine, rnn-additive: soft attention (Bahdanau et al. 2014) with "
+          "that score (dot s.h and general s.Wh: Luong et al. 2015; additive: Bahdanau et al.'s; rnn-dot's encoder reads one "
+          "way); transformer: one layer a side", "A,B,...");
     p.add("--vocab", &o.vocab, "number of symbols V, including 0 (never used) and the start symbol 1").range(3, 100000);
     p.add("--steps", &o.steps, "training steps of each system at each length").min(0);
     p.add("--batch", &o.batch, "sequences per step (B)").min(1);
@@ -87,13 +100,13 @@ Options parse_options(int argc, char** argv) {
     p.flag("--reference", &o.train.reference, "train and evaluate through the plain autograd ops of nn/ instead of the fused kernels");
     p.flag("--timing", &o.timing, "also time a training step of the Transformer and rnn-additive at each length on 1 and 2 threads");
     p.add("--plot", &o.plot, "write exact_match.svg and attention.svg (the attention systems at the longest length) to DIR", "DIR");
-    p.flag("--quick", &o.quick, "a run of seconds: rnn, rnn-additive and transformer at lengths 4 and 6, 150 steps of 32, "
+    p.flag("--quick", &o.quick, "a run of seconds: rnn-sutskever, rnn-additive and transformer at lengths 4 and 6, 150 steps of 32, "
                                 "100 test sequences (flags given beside it win)");
     p.parse(argc, argv);
     auto preset = [&](const char* flag, auto& field, auto value) { if (!p.given(flag)) field = value; };
     if (o.quick) {
         preset("--lengths", o.lengths_text, std::string("4,6"));
-        preset("--models", o.models_text, std::string("rnn,rnn-additive,transformer"));
+        preset("--models", o.models_text, std::string("rnn-sutskever,rnn-additive,transformer"));
         preset("--steps", o.steps, 150);
         preset("--batch", o.batch, 32);
         preset("--warmup", o.warmup, 15);

@@ -87,13 +87,20 @@ json::Value config_to_json(const RNNSeq2SeqConfig& c) {
     const char* cell = c.cell == nn::CellKind::gru ? "gru" : c.cell == nn::CellKind::lstm ? "lstm" : "rnn";
     return json::Object{{"src_vocab", c.src_vocab}, {"tgt_vocab", c.tgt_vocab}, {"embed", c.embed},
                         {"hidden", c.hidden},       {"layers", c.layers},       {"cell", cell},
-                        {"bidirectional", c.bidirectional}, {"attention", c.attention ? nn::score_name(c.score) : "none"},
-                        {"context", c.context == Context::initial_state ? "initial_state" : "every_step"},
+                        {"context", context_name(c.context)}, {"bidirectional", c.bidirectional},
+                        {"score", c.attention() ? nn::score_name(c.score) : "none"},
                         {"reverse_source", c.reverse_source}, {"dropout", shortest(c.dropout)}};
 }
 
 RNNSeq2SeqConfig rnn_config_from_json(const json::Value& v) {
-    reject_unknown_keys(v, {"src_vocab", "tgt_vocab", "embed", "hidden", "layers", "cell", "bidirectional", "attention", "context",
+    // A config with "attention" (and "context": "initial_state" or "every_step") is of the models
+    // before they were rebuilt as their papers': a bridge into the decoder's first state, the
+    // LSTM's memory restarted at 0, a "dot" that scored through a key map. Their weights fit none
+    // of today's models, so such a file is refused by name.
+    if (v.find("attention"))
+        throw std::runtime_error("a recurrent model of an earlier version (its config has 'attention' and context 'initial_state' "
+                                 "or 'every_step'), whose weights fit none of today's models (sutskever, cho, bahdanau): retrain it");
+    reject_unknown_keys(v, {"src_vocab", "tgt_vocab", "embed", "hidden", "layers", "cell", "context", "bidirectional", "score",
                             "reverse_source", "dropout"});
     RNNSeq2SeqConfig c;
     c.src_vocab = read_key(v, "src_vocab", integer_from_json);
@@ -102,11 +109,13 @@ RNNSeq2SeqConfig rnn_config_from_json(const json::Value& v) {
     c.hidden = read_key(v, "hidden", integer_from_json);
     c.layers = read_key(v, "layers", integer_from_json);
     c.cell = read_key(v, "cell", [](const json::Value& x) { return nn::cell_kind_from_name(x.as_string()); });
-    c.bidirectional = read_key(v, "bidirectional", as_bool);
-    const std::string attention = read_key(v, "attention", [](const json::Value& x) { return x.as_string(); });
-    c.attention = attention != "none";
-    if (c.attention) c.score = nn::score_from_name(attention);
     c.context = read_key(v, "context", [](const json::Value& x) { return context_from_name(x.as_string()); });
+    c.bidirectional = read_key(v, "bidirectional", as_bool);
+    const std::string score = read_key(v, "score", [](const json::Value& x) { return x.as_string(); });
+    if (c.attention() != (score != "none"))
+        throw std::runtime_error("key 'score': '" + score + "' with context '" + context_name(c.context) + "' (only bahdanau has a score; "
+                                 "the others have \"none\")");
+    if (c.attention()) c.score = read_key(v, "score", [](const json::Value& x) { return nn::score_from_name(x.as_string()); });
     c.reverse_source = read_key(v, "reverse_source", as_bool);
     c.dropout = static_cast<float>(read_key(v, "dropout", as_number));
     c.validate();

@@ -37,10 +37,13 @@ json::Value config_to_json(const TransformerConfig& cfg);
 TransformerConfig config_from_json(const json::Value& v);
 
 // {"src_vocab": 11, "tgt_vocab": 11, "embed": 64, "hidden": 128, "layers": 1, "cell": "gru",
-//  "bidirectional": true, "attention": "additive" (or "none", "dot", "cosine"),
-//  "context": "initial_state" (or "every_step"), "reverse_source": false, "dropout": 0.1}
+//  "context": "bahdanau" (or "sutskever", "cho"), "bidirectional": true,
+//  "score": "additive" (or "dot", "general", "cosine"; "none" unless bahdanau),
+//  "reverse_source": false, "dropout": 0.1}
 json::Value config_to_json(const RNNSeq2SeqConfig& cfg);
-RNNSeq2SeqConfig rnn_config_from_json(const json::Value& v);   // every key needed; validates
+// Every key needed; validates. The config of the recurrent models before they were rebuilt as
+// their papers' ("attention": ..., "context": "initial_state" or "every_step") is refused by name.
+RNNSeq2SeqConfig rnn_config_from_json(const json::Value& v);
 
 // Any model a checkpoint may hold: metadata "model" names its kind ("transformer", "rnn"; a file
 // without it holds a Transformer) and "config" its config. model_from_metadata builds the model

@@ -14,9 +14,19 @@ using nn::linear;
 // ---------------------------------------------------------------- config
 
 Context context_from_name(const std::string& name) {
-    if (name == "initial_state") return Context::initial_state;
-    if (name == "every_step") return Context::every_step;
-    throw std::invalid_argument("unknown context '" + name + "' (initial_state or every_step)");
+    if (name == "sutskever") return Context::sutskever;
+    if (name == "cho") return Context::cho;
+    if (name == "bahdanau") return Context::bahdanau;
+    throw std::invalid_argument("unknown context '" + name + "' (sutskever, cho or bahdanau)");
+}
+
+const char* context_name(Context c) {
+    switch (c) {
+        case Context::sutskever: return "sutskever";
+        case Context::cho: return "cho";
+        case Context::bahdanau: return "bahdanau";
+    }
+    return "?";
 }
 
 void RNNSeq2SeqConfig::validate() const {
@@ -26,14 +36,26 @@ void RNNSeq2SeqConfig::validate() const {
     need(src_vocab > 0 && tgt_vocab > 0, "vocab sizes must be positive");
     need(embed > 0 && hidden > 0, "embed and hidden must be positive, got " + std::to_string(embed) + " and " + std::to_string(hidden));
     need(layers > 0, "layers must be positive, got " + std::to_string(layers));
+    need(context != Context::sutskever || !bidirectional,
+         "context sutskever hands each encoder layer's final state to the decoder layer of the same depth, so the encoder must "
+         "read one way, at the decoder's width (bidirectional = false); a bidirectional encoder is the attention model's (bahdanau)");
+    need(context != Context::cho || !bidirectional,
+         "context cho makes C from the last state of an encoder that reads one way, as Cho et al.'s does (bidirectional = false); "
+         "a bidirectional encoder is the attention model's (bahdanau)");
+    need(context != Context::bahdanau || score != nn::Score::dot || !bidirectional,
+         "the dot score compares the decoder's state (Hd = " + std::to_string(hidden) + ") with the encoder's states (dirs*Hd = " +
+             std::to_string(2 * hidden) + ") directly, s . h_j, so they must be equally wide: make the encoder read one way " +
+             "(bidirectional = false; --unidirectional in the examples), or use the general score, whose W maps one width to " +
+             "the other");
     nn::check_dropout_p(dropout, "RNNSeq2SeqConfig");
 }
 
 std::string RNNSeq2SeqConfig::describe() const {
     const char* kind = cell == CellKind::gru ? "GRU" : cell == CellKind::lstm ? "LSTM" : "RNN";
     std::string s = std::string(kind) + " encoder-decoder, ";
-    if (attention) s += std::string(nn::score_name(score)) + " attention";
-    else s += context == Context::initial_state ? "C as the first state" : "C at every step";
+    if (context == Context::sutskever) s += "the encoder's final states start the decoder (Sutskever et al.)";
+    else if (context == Context::cho) s += "C at every step (Cho et al.)";
+    else s += "attention (Bahdanau et al.), " + std::string(nn::score_name(score)) + " score";
     s += reverse_source ? ", source reversed" : "";
     return s + ", E=" + std::to_string(embed) + " Hd=" + std::to_string(hidden) + " L=" + std::to_string(layers) +
            (bidirectional ? " bidirectional" : "") + " dropout=" + std::to_string(dropout).substr(0, 4);
@@ -45,30 +67,34 @@ int64_t RNNSeq2SeqConfig::parameter_count() const {
     const long double G = nn::gate_count(cell), dirs = bidirectional ? 2 : 1;
     // a cell reading `in` floats: weight_ih (G*Hd, in), weight_hh (G*Hd, Hd), bias_ih and bias_hh (G*Hd)
     auto cell_of = [&](long double in) { return G * Hd * in + G * Hd * Hd + 2 * G * Hd; };
+    const long double map = Hd * Hd + Hd;   // an (Hd, Hd) Linear and its bias: V, V' or W_s
     // X, the width of extra_i (RNNSeq2Seq::extra_size): C_i (dirs*Hd), C (Hd) or nothing
-    const long double X = attention ? dirs * Hd : context == Context::every_step ? Hd : 0;
+    const long double X = attention() ? dirs * Hd : context == Context::cho ? Hd : 0;
     const long double embeddings = V_src * E + V_tgt * E;
     const long double encoder = dirs * (cell_of(E) + (L - 1) * cell_of(dirs * Hd));   // layers above the first read both directions
-    const long double bridge = Hd * dirs * Hd + Hd;                                     // (Hd, dirs*Hd) and its bias
+    const long double maps = context == Context::cho ? 2 * map : context == Context::bahdanau ? map : 0;   // V and V', or W_s
     long double soft_attention = 0;
-    if (attention) {
-        soft_attention = Hd * dirs * Hd + Hd;                                  // w_key (Hd, dirs*Hd) and its bias
-        if (score == nn::Score::additive) soft_attention += Hd * Hd + Hd;      // w_query (Hd, Hd), no bias; v (Hd)
-        if (score == nn::Score::cosine) soft_attention += 1;                   // log_temperature
+    if (attention()) {
+        if (score == nn::Score::general) soft_attention = Hd * dirs * Hd;                       // w_key (Hd, dirs*Hd), no bias
+        if (score == nn::Score::cosine) soft_attention = Hd * dirs * Hd + Hd + 1;               // w_key and its bias; log_temperature
+        if (score == nn::Score::additive) soft_attention = Hd * dirs * Hd + Hd + Hd * Hd + Hd;  // w_key and its bias; w_query, no bias; v
     }
     const long double decoder = cell_of(E + X) + (L - 1) * cell_of(Hd);
     const long double out = V_tgt * (Hd + X) + V_tgt;
-    const long double total = embeddings + encoder + bridge + soft_attention + decoder + out;
+    const long double total = embeddings + encoder + maps + soft_attention + decoder + out;
     return total >= 0x1p63L ? INT64_MAX : static_cast<int64_t>(total);
 }
 
 int64_t RNNSeq2SeqConfig::parameter_tensors() const {
     // four per cell (weight_ih, weight_hh, bias_ih, bias_hh): L x dirs in the encoder, L in the
-    // decoder; two embeddings; the bridge's and the output layer's weight and bias; the attention's
-    // w_key (2), w_query and v (additive) or log_temperature (cosine)
+    // decoder; two embeddings; the output layer's weight and bias; V and V' (cho) or W_s
+    // (bahdanau), a weight and a bias each; the attention's w_key (general 1, cosine and additive
+    // 2), w_query and v (additive) or log_temperature (cosine)
     const long double L = layers, dirs = bidirectional ? 2 : 1;
-    const long double soft_attention = !attention ? 0 : score == nn::Score::additive ? 4 : score == nn::Score::cosine ? 3 : 2;
-    const long double total = 4 * L * dirs + 4 * L + 2 + 2 + 2 + soft_attention;
+    const long double maps = context == Context::cho ? 4 : context == Context::bahdanau ? 2 : 0;
+    long double soft_attention = 0;
+    if (attention()) soft_attention = score == nn::Score::dot ? 0 : score == nn::Score::general ? 1 : score == nn::Score::cosine ? 3 : 4;
+    const long double total = 4 * L * dirs + 4 * L + 2 + 2 + maps + soft_attention;
     return total >= 0x1p63L ? INT64_MAX : static_cast<int64_t>(total);
 }
 
@@ -124,8 +150,8 @@ Tokens reverse_rows(const Tokens& src, const Mask& src_mask) {
 // ---------------------------------------------------------------- the model
 
 int64_t RNNSeq2Seq::extra_size() const {
-    if (cfg.attention) return (cfg.bidirectional ? 2 : 1) * cfg.hidden;   // C_i, as wide as an encoder state
-    return cfg.context == Context::every_step ? cfg.hidden : 0;           // C
+    if (cfg.attention()) return (cfg.bidirectional ? 2 : 1) * cfg.hidden;   // C_i, as wide as an encoder state
+    return cfg.context == Context::cho ? cfg.hidden : 0;                    // C, or nothing
 }
 
 RNNSeq2Seq::RNNSeq2Seq(const RNNSeq2SeqConfig& c) : cfg(c) {
@@ -138,8 +164,9 @@ RNNSeq2Seq::RNNSeq2Seq(const RNNSeq2SeqConfig& c) : cfg(c) {
     if (cfg.cell == CellKind::gru) encoder = register_module("encoder", std::make_shared<nn::GRU>(eo));
     else if (cfg.cell == CellKind::lstm) encoder = register_module("encoder", std::make_shared<nn::LSTM>(eo));
     else encoder = register_module("encoder", std::make_shared<nn::RNN>(eo));
-    bridge = register_module("bridge", std::make_shared<nn::Linear>(dirs * Hd, Hd));
-    if (cfg.attention)   // the query is s_{i-1} (Hd), the values the encoder's states (dirs*Hd)
+    if (cfg.context == Context::cho) to_context = register_module("to_context", std::make_shared<nn::Linear>(Hd, Hd));   // V
+    if (cfg.context != Context::sutskever) to_start = register_module("to_start", std::make_shared<nn::Linear>(Hd, Hd)); // V' or W_s
+    if (cfg.attention())   // the query is s_{i-1} (Hd), the values the encoder's states (dirs*Hd)
         attention = register_module("attention", std::make_shared<nn::SoftAttention>(cfg.score, Hd, dirs * Hd, Hd));
     cells = register_module("cells", std::make_shared<nn::ModuleList<nn::RecurrentCell>>());
     for (int64_t l = 0; l < cfg.layers; l++) {
@@ -156,28 +183,32 @@ RNNSeq2Seq::Encoded RNNSeq2Seq::encode(const Tokens& src, const Mask& src_mask) 
         throw std::invalid_argument("RNNSeq2Seq::encode: expected src (B, S) and src_mask (B, 1, S), got " + shape_str(src.shape) +
                                     " and " + shape_str(src_mask.shape));
     const std::vector<int64_t> lengths = lengths_of(src_mask, "RNNSeq2Seq::encode");
-    const int64_t dirs = cfg.bidirectional ? 2 : 1, top = (cfg.layers - 1) * dirs;   // top: the last layer's first row of h_n
+    const int64_t L = cfg.layers, dirs = cfg.bidirectional ? 2 : 1;
     const Tokens ids = cfg.reverse_source ? reverse_rows(src, src_mask) : src;                // (B, S)
     const Tensor x = nn::dropout(src_embed->forward(ids), cfg.dropout, is_training());         // (B, S, E)
     nn::RecurrentOutput r;
     if (cfg.cell == CellKind::gru) r = static_cast<nn::GRU&>(*encoder).forward(x, lengths);
     else if (cfg.cell == CellKind::lstm) r = static_cast<nn::LSTM&>(*encoder).forward(x, lengths);
     else r = static_cast<nn::RNN&>(*encoder).forward(x, lengths);
-    // C: the top layer's final states of both directions, through the bridge
-    std::vector<Tensor> finals;
-    for (int64_t d = 0; d < dirs; d++) finals.push_back(squeeze(narrow(r.h_n, 0, top + d, 1), 0));   // (B, Hd) each
-    const Tensor context = tanh(bridge->forward(cat(finals, -1)));                                   // (B, Hd)
-    Encoded enc{r.output, Tensor(), context, src_mask};                                              // states (B, S, dirs*Hd)
-    if (attention) enc.keys = attention->keys(r.output);                                             // (B, S, Hd)
+    // the final state of encoder layer l, direction d (h_n's row l*dirs + d), (B, Hd)
+    auto final_h = [&](int64_t l, int64_t d) { return squeeze(narrow(r.h_n, 0, l * dirs + d, 1), 0); };
+    auto final_c = [&](int64_t l, int64_t d) { return squeeze(narrow(r.c_n, 0, l * dirs + d, 1), 0); };
+    Encoded enc{r.output, Tensor(), Tensor(), {}, src_mask};                                  // states (B, S, dirs*Hd)
+    if (cfg.context == Context::sutskever) {   // decoder layer l starts where encoder layer l stopped, (h, c) for an LSTM
+        for (int64_t l = 0; l < L; l++)
+            enc.start.push_back({final_h(l, 0), cfg.cell == CellKind::lstm ? final_c(l, 0) : Tensor()});   // (B, Hd) each
+        return enc;
+    }
+    Tensor s0;   // cho and bahdanau: one first state s_0 through a map, for every decoder layer
+    if (cfg.context == Context::cho) {   // C = tanh(V h_S), s_0 = tanh(V' C)
+        enc.context = tanh(to_context->forward(final_h(L - 1, 0)));                 // (B, Hd)
+        s0 = tanh(to_start->forward(enc.context));                                  // (B, Hd)
+    } else {   // bahdanau: s_0 = tanh(W_s h_1<-), the backward direction's final state, at the first word (one way: h_S->)
+        s0 = tanh(to_start->forward(final_h(L - 1, dirs - 1)));                     // (B, Hd)
+        enc.keys = attention->keys(r.output);                                       // (B, S, A)
+    }
+    for (int64_t l = 0; l < L; l++) enc.start.push_back({s0, cfg.cell == CellKind::lstm ? Tensor::zeros(s0.shape()) : Tensor()});   // an LSTM's c from 0
     return enc;
-}
-
-// The decoder's first state: every layer starts from C (the LSTM's memory cell from zeros).
-static std::vector<CellState> first_state(const RNNSeq2SeqConfig& cfg, const Tensor& context) {
-    std::vector<CellState> state;
-    for (int64_t l = 0; l < cfg.layers; l++)
-        state.push_back({context, cfg.cell == CellKind::lstm ? Tensor::zeros(context.shape()) : Tensor()});   // (n, Hd)
-    return state;
 }
 
 // Layer 0 of the decoder reads [embed(y_{i-1}); extra_i]. Its input weights split by those two
@@ -195,11 +226,11 @@ Tensor RNNSeq2Seq::decode_step(const Tensor& gi_prev, std::vector<CellState>& st
                                Tensor* weights) {
     // extra_i: the attention's context C_i (queried with s_{i-1}), or C itself, or nothing
     Tensor extra;
-    if (attention) {
+    if (cfg.attention()) {
         const nn::SoftAttention::Output a = attention->forward(state.back().h, enc.keys, enc.states, enc.src_mask);
         extra = a.context;                                         // (n, dirs*Hd)
         if (weights) *weights = a.weights;                         // (n, S)
-    } else if (cfg.context == Context::every_step) {
+    } else if (cfg.context == Context::cho) {
         extra = enc.context;                                       // (n, Hd)
     }
     Tensor gi = extra.defined() ? gi_prev + linear(extra, w_extra, Tensor()) : gi_prev;   // (n, G*Hd): layer 0's gates' input part
@@ -228,8 +259,8 @@ Tensor RNNSeq2Seq::outputs(const Tokens& src, const Tokens& tgt_in, const Mask& 
     // 1) the previous words' part of layer 0's gates, for all T steps in one product
     const Tensor prev = nn::dropout(tgt_embed->forward(tgt_in), cfg.dropout, is_training());   // (B, T, E)
     const Tensor gi_prev = linear(prev, w.w_prev, (*cells)[0].bias_ih);                        // (B, T, G*Hd)
-    // 2) the decoder, one step at a time, from s_0 = C
-    std::vector<CellState> state = first_state(cfg, enc.context);
+    // 2) the decoder, one step at a time, from s_0
+    std::vector<CellState> state = enc.start;
     std::vector<Tensor> step_outputs, alphas;
     for (int64_t t = 0; t < T; t++) {
         Tensor weights;
@@ -250,12 +281,12 @@ class RNNRows : public NextTokens {
 public:
     RNNRows(RNNSeq2Seq& model, RNNSeq2Seq::Encoded enc, int64_t* positions)
         : model_(model), enc_(std::move(enc)), positions_(positions),
-          w_(split_layer_zero((*model.cells)[0], model.cfg.embed)), state_(first_state(model.cfg, enc_.context)) {}
+          w_(split_layer_zero((*model.cells)[0], model.cfg.embed)), state_(std::move(enc_.start)) {}   // state_ carries s_0 on
 
     Tensor append(const Tokens& tokens) override {
         const int64_t n = tokens.size(0);
-        if (tokens.shape != Shape{enc_.context.size(0), 1})
-            throw std::invalid_argument("RNNSeq2Seq decoding: tokens must be (n, 1) for its " + std::to_string(enc_.context.size(0)) +
+        if (tokens.shape != Shape{state_[0].h.size(0), 1})
+            throw std::invalid_argument("RNNSeq2Seq decoding: tokens must be (n, 1) for its " + std::to_string(state_[0].h.size(0)) +
                                         " rows, got " + shape_str(tokens.shape));
         if (positions_) *positions_ += n;                                                      // one position per row
         const Tensor prev = model_.tgt_embed->forward(tokens).reshape({n, model_.cfg.embed});  // (n, E)

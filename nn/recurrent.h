@@ -36,7 +36,8 @@ Tensor rnn_tanh_step(const Tensor& gi, const Tensor& h, const Tensor& weight_hh,
 // GRU, G = 3, in the order r (reset), z (update), n (new state candidate):
 //   r  = σ(W_ir x + b_ir + W_hr h + b_hr)
 //   z  = σ(W_iz x + b_iz + W_hz h + b_hz)
-//   n  = tanh(W_in x + b_in + r ⊙ (W_hn h + b_hn))   r scales the hidden product, not h (PyTorch, cuDNN)
+//   n  = tanh(W_in x + b_in + r ⊙ (W_hn h + b_hn))   r scales the hidden product (PyTorch, cuDNN); Cho et al.'s
+//                                                     (2014) own GRU scales h before it: tanh(W x + U (r ⊙ h))
 //   h' = (1 − z) ⊙ n + z ⊙ h                          z = 1 keeps the old state
 // gi (B, 3Hd), h (B, Hd) -> h' (B, Hd)
 Tensor gru_step(const Tensor& gi, const Tensor& h, const Tensor& weight_hh, const Tensor& bias_hh);

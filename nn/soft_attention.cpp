@@ -12,23 +12,39 @@ using autograd::shape_str;
 
 Score score_from_name(const std::string& name) {
     if (name == "dot") return Score::dot;
+    if (name == "general") return Score::general;
     if (name == "cosine") return Score::cosine;
     if (name == "additive") return Score::additive;
-    throw std::invalid_argument("unknown attention score '" + name + "' (dot, cosine or additive)");
+    throw std::invalid_argument("unknown attention score '" + name + "' (dot, general, cosine or additive)");
 }
 
-const char* score_name(Score s) { return s == Score::dot ? "dot" : s == Score::cosine ? "cosine" : "additive"; }
+const char* score_name(Score s) {
+    switch (s) {
+        case Score::dot: return "dot";
+        case Score::general: return "general";
+        case Score::cosine: return "cosine";
+        case Score::additive: return "additive";
+    }
+    return "?";
+}
 
 SoftAttention::SoftAttention(Score score_, int64_t query_size_, int64_t value_size_, int64_t attention_size_)
     : score(score_), query_size(query_size_), value_size(value_size_), attention_size(attention_size_) {
+    const std::string sizes = "query_size " + std::to_string(query_size) + ", value_size " + std::to_string(value_size) +
+                              ", attention_size " + std::to_string(attention_size);
     if (query_size <= 0 || value_size <= 0 || attention_size <= 0)
-        throw std::invalid_argument("SoftAttention: sizes must be positive, got query " + std::to_string(query_size) + ", value " +
-                                    std::to_string(value_size) + ", attention " + std::to_string(attention_size));
-    if (score != Score::additive && attention_size != query_size)
+        throw std::invalid_argument("SoftAttention: sizes must be positive, got " + sizes);
+    if (score == Score::dot && (value_size != query_size || attention_size != query_size))
+        throw std::invalid_argument("SoftAttention: a dot score compares the query with the values themselves (s . h_j), so " +
+                                    std::string("query_size, value_size and attention_size must be equal, got ") + sizes +
+                                    " (a general score's W maps one width to the other)");
+    if ((score == Score::general || score == Score::cosine) && attention_size != query_size)
         throw std::invalid_argument(std::string("SoftAttention: a ") + score_name(score) + " score compares the query with the keys, so " +
                                     "attention_size (" + std::to_string(attention_size) + ") must equal query_size (" +
                                     std::to_string(query_size) + ")");
-    w_key = register_module("w_key", std::make_shared<Linear>(value_size, attention_size));
+    // the keys' map: none for dot; general's W without a bias (s . b would add the same to every e_j)
+    if (score != Score::dot)
+        w_key = register_module("w_key", std::make_shared<Linear>(value_size, attention_size, LinearOptions{.bias = score != Score::general}));
     if (score == Score::additive) {
         w_query = register_module("w_query", std::make_shared<Linear>(query_size, attention_size, LinearOptions{.bias = false}));
         v = register_parameter("v", Tensor::empty({attention_size}));
@@ -41,7 +57,7 @@ Tensor SoftAttention::keys(const Tensor& values) const {
     if (values.dim() != 3 || values.size(2) != value_size)
         throw std::invalid_argument("SoftAttention::keys: values " + shape_str(values.shape()) + " should be (B, S, " +
                                     std::to_string(value_size) + ")");
-    return w_key->forward(values);   // (B, S, A)
+    return w_key ? w_key->forward(values) : values;   // (B, S, A); dot's keys are the states themselves
 }
 
 // x / |x| over the last dim; eps keeps a zero vector finite (it stays zero).
@@ -61,13 +77,14 @@ SoftAttention::Output SoftAttention::forward(const Tensor& query, const Tensor& 
     // 1) score every source position j against the query
     Tensor e;
     switch (score) {
-        case Score::dot:         // e_j = q . k_j
+        case Score::dot:         // e_j = s . h_j (the keys are the states)
+        case Score::general:     // e_j = s . W h_j (the keys are k_j = W h_j)
             e = matmul(keys, unsqueeze(query, 2)).reshape({B, S});                                     // (B, S)
             break;
-        case Score::cosine:      // e_j = tau * (q / |q|) . (k_j / |k_j|)
+        case Score::cosine:      // e_j = tau * (s / |s|) . (k_j / |k_j|)
             e = exp(log_temperature) * matmul(unit(keys), unsqueeze(unit(query), 2)).reshape({B, S});   // (B, S)
             break;
-        case Score::additive: {  // e_j = v . tanh(W_q q + k_j)
+        case Score::additive: {  // e_j = v . tanh(W_q s + k_j), k_j = U h_j + b
             const Tensor q = w_query->forward(query);                                                     // (B, A)
             if (autograd::fused_kernels_enabled()) {   // fused: one pass, no (B, S, A) intermediates
                 e = autograd::fused::additive_score(keys, q, v);                                          // (B, S)

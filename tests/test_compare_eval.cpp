@@ -155,8 +155,9 @@ TEST_CASE("source_attention: an RNN's alpha in source order, the Transformer's l
     SUBCASE("an RNN reading the source reversed: each row of alpha turned around, the other neighbour") {
         for (bool bidirectional : {false, true}) {
             manual_seed(1);
-            models::RNNSeq2Seq m({.src_vocab = 11, .tgt_vocab = 11, .embed = 5, .hidden = 6, .bidirectional = bidirectional,
-                                  .attention = true, .reverse_source = true, .dropout = 0.0f});
+            models::RNNSeq2Seq m({.src_vocab = 11, .tgt_vocab = 11, .embed = 5, .hidden = 6, .cell = nn::CellKind::gru,
+                                  .context = models::Context::bahdanau, .bidirectional = bidirectional, .reverse_source = true,
+                                  .dropout = 0.0f});
             m.keep_attention_weights(true);
             m.logits(b.src, b.tgt_in, b.src_mask, b.tgt_mask);
             const std::vector<float> alpha = m.last_attention.to_vector();   // (3, 6, 7), over the encoder's positions
@@ -169,8 +170,8 @@ TEST_CASE("source_attention: an RNN's alpha in source order, the Transformer's l
     }
     SUBCASE("an RNN reading forwards: alpha as it is") {
         manual_seed(1);
-        models::RNNSeq2Seq m({.src_vocab = 11, .tgt_vocab = 11, .embed = 5, .hidden = 6, .bidirectional = false,
-                              .attention = true, .dropout = 0.0f});
+        models::RNNSeq2Seq m({.src_vocab = 11, .tgt_vocab = 11, .embed = 5, .hidden = 6, .cell = nn::CellKind::gru,
+                              .context = models::Context::bahdanau, .bidirectional = false, .dropout = 0.0f});
         m.keep_attention_weights(true);
         m.logits(b.src, b.tgt_in, b.src_mask, b.tgt_mask);
         const eval::SourceAttention a = eval::source_attention(m);
@@ -218,19 +219,24 @@ TEST_CASE("make_system: each name builds the model it names, all with about the 
         }
         const auto* rnn = dynamic_cast<models::RNNSeq2Seq*>(m.get());
         REQUIRE(rnn != nullptr);
-        const bool attention = name.find("-dot") != std::string::npos || name.find("-cosine") != std::string::npos ||
-                               name.find("-additive") != std::string::npos;
-        CHECK(rnn->cfg.attention == attention);
-        CHECK(rnn->cfg.bidirectional == attention);   // Bahdanau et al.'s encoder reads both ways, Sutskever et al.'s one
+        const bool attention = name.find("-dot") != std::string::npos || name.find("-general") != std::string::npos ||
+                               name.find("-cosine") != std::string::npos || name.find("-additive") != std::string::npos;
+        CHECK(rnn->cfg.attention() == attention);
+        CHECK(rnn->cfg.cell == nn::CellKind::lstm);
+        // Bahdanau et al.'s encoder reads both ways, Sutskever et al.'s and Cho et al.'s one; the dot score needs one
+        CHECK(rnn->cfg.bidirectional == (attention && name != "rnn-dot"));
         CHECK(rnn->cfg.reverse_source == (name.find("reversed") != std::string::npos));
         CHECK(rnn->cfg.dropout == 0.0f);
         if (attention) CHECK(std::string(nn::score_name(rnn->cfg.score)) == name.substr(4, name.find('-', 4) - 4));
-        else CHECK((rnn->cfg.context == models::Context::every_step) == (name == "rnn-every-step"));
+        else CHECK(std::string(models::context_name(rnn->cfg.context)) == name.substr(4, name.find('-', 4) - 4));
     }
-    REQUIRE(counts.size() == 8);
+    REQUIRE(counts.size() == 9);
     const auto [lo, hi] = std::minmax_element(counts.begin(), counts.end());
+    CHECK(*lo == 82015);   // the range compare_eval.h states
+    CHECK(*hi == 86811);
     CHECK(static_cast<double>(*hi) / static_cast<double>(*lo) < 1.1);
-    CHECK(eval::system_names() == "rnn, rnn-every-step, rnn-reversed, rnn-dot, rnn-cosine, rnn-additive, rnn-additive-reversed, transformer");
+    CHECK(eval::system_names() == "rnn-sutskever, rnn-sutskever-reversed, rnn-cho, rnn-dot, rnn-general, rnn-cosine, rnn-additive, "
+                                  "rnn-additive-reversed, transformer");
     CHECK_THROWS_WITH_AS(eval::make_system("lstm", 11), ("unknown model 'lstm' (" + eval::system_names() + ")").c_str(),
                          std::invalid_argument);
 }

@@ -22,7 +22,7 @@ namespace {
 
 // One system at one short length, a few steps of a small batch: a run takes milliseconds.
 std::vector<std::string> small_run(std::vector<std::string> more) {
-    std::vector<std::string> args = {"--models", "rnn", "--lengths", "4", "--steps", "5", "--batch", "8", "--eval", "10"};
+    std::vector<std::string> args = {"--models", "rnn-sutskever", "--lengths", "4", "--steps", "5", "--batch", "8", "--eval", "10"};
     args.insert(args.end(), more.begin(), more.end());
     return args;
 }
@@ -78,7 +78,7 @@ int count_of(const std::string& text, const std::string& what) {
 // ---- answers worked out without compare_models
 
 // What one more symbol in the vocabulary adds to a system, from the widths its line in the
-// legend prints ("  rnn-additive  LSTM encoder-decoder, additive attention, E=26 Hd=52 L=1
+// legend prints ("  rnn-additive  LSTM encoder-decoder, attention (Bahdanau et al.), additive score, E=26 Hd=52 L=1
 // bidirectional ..."): each embedding gets a row of E (source and target), and the output layer
 // a row of its input's width plus a bias, where that input is [s_i; extra_i]: Hd, plus Hd for C at
 // every step, plus dirs*Hd for attention's C_i. The Transformer: two embedding rows of D and a
@@ -95,7 +95,7 @@ long long parameters_per_symbol(const std::string& legend_line) {
     return 2 * E + Hd + extra + 1;
 }
 
-// The legend line of `system`: "  rnn  LSTM encoder-decoder, ..."
+// The legend line of `system`: "  rnn-cho  LSTM encoder-decoder, ..."
 std::string legend_line(const std::string& out, const std::string& system) {
     std::smatch m;
     INFO(out);
@@ -119,17 +119,17 @@ TEST_CASE("compare_models --quick: three systems at lengths 4 and 6 in seconds, 
     CHECK(r.out.find("scored on 100 fresh sequences") != std::string::npos);
     const std::vector<TableRow> rows = table_rows(r.out);
     REQUIRE(rows.size() == 6);
-    const char* systems[] = {"rnn", "rnn", "rnn-additive", "rnn-additive", "transformer", "transformer"};
+    const char* systems[] = {"rnn-sutskever", "rnn-sutskever", "rnn-additive", "rnn-additive", "transformer", "transformer"};
     for (size_t i = 0; i < rows.size(); i++) {
         CAPTURE(i);
         CHECK(rows[i].system == systems[i]);
         CHECK(rows[i].L == (i % 2 == 0 ? 4 : 6));
         CHECK(rows[i].exact <= rows[i].token);   // an exact sequence has every token right
         CHECK(rows[i].ms > 0.0);
-        CHECK(std::isnan(rows[i].align) == (rows[i].system == "rnn"));   // only the attention systems have one
+        CHECK(std::isnan(rows[i].align) == (rows[i].system == "rnn-sutskever"));   // only the attention systems have one
         if (i % 2 == 1) CHECK(rows[i].params == rows[i - 1].params);    // the same model at each length
     }
-    // the example's point in miniature: at L = 6 one context vector already loses most sequences
+    // the example's point in miniature: at L = 6 the handed-over state already loses most sequences
     // (7% on the machine this was written on), attention almost none (99%)
     CHECK(rows[3].exact > rows[1].exact + 30.0);
     SUBCASE("flags given beside it win") {
@@ -144,19 +144,19 @@ TEST_CASE("compare_models --quick: three systems at lengths 4 and 6 in seconds, 
 }
 
 TEST_CASE("compare_models --models: those systems, in that order; an unknown or repeated name is refused in one line") {
-    const ExampleRun r = run_example("compare_models", small_run({"--models", "transformer,rnn-every-step,rnn-dot", "--lengths", "3,5"}));
+    const ExampleRun r = run_example("compare_models", small_run({"--models", "transformer,rnn-cho,rnn-dot", "--lengths", "3,5"}));
     REQUIRE(r.status == 0);
     const std::vector<TableRow> rows = table_rows(r.out);
     REQUIRE(rows.size() == 6);
-    const char* order[] = {"transformer", "transformer", "rnn-every-step", "rnn-every-step", "rnn-dot", "rnn-dot"};
+    const char* order[] = {"transformer", "transformer", "rnn-cho", "rnn-cho", "rnn-dot", "rnn-dot"};
     for (size_t i = 0; i < rows.size(); i++) CHECK(rows[i].system == order[i]);
     CHECK(r.out.find("C at every step") != std::string::npos);   // the legend describes each system
-    CHECK(r.out.find("dot attention") != std::string::npos);
-    check_refused_in_one_line(run_example("compare_models", small_run({"--models", "rnn,gru"})),
-                              "unknown model 'gru' (rnn, rnn-every-step, rnn-reversed, rnn-dot, rnn-cosine, rnn-additive, "
-                              "rnn-additive-reversed, transformer)");
-    check_refused_in_one_line(run_example("compare_models", small_run({"--models", "rnn,rnn"})), "--models names 'rnn' twice");
-    check_refused_in_one_line(run_example("compare_models", small_run({"--models", "rnn,"})), "unknown model ''");
+    CHECK(r.out.find("attention (Bahdanau et al.), dot score, E=35 Hd=70 L=1 dropout") != std::string::npos);   // one way
+    check_refused_in_one_line(run_example("compare_models", small_run({"--models", "rnn-cho,gru"})),
+                              "unknown model 'gru' (rnn-sutskever, rnn-sutskever-reversed, rnn-cho, rnn-dot, rnn-general, rnn-cosine, "
+                              "rnn-additive, rnn-additive-reversed, transformer)");
+    check_refused_in_one_line(run_example("compare_models", small_run({"--models", "rnn-cho,rnn-cho"})), "--models names 'rnn-cho' twice");
+    check_refused_in_one_line(run_example("compare_models", small_run({"--models", "rnn-cho,"})), "unknown model ''");
 }
 
 TEST_CASE("compare_models --lengths: a row at each length, in order; anything but whole numbers from 2 is refused") {
@@ -200,8 +200,8 @@ TEST_CASE("compare_models --vocab: each system gains the parameters one more sym
     REQUIRE(fourteen.status == 0);
     CHECK(fourteen.out.find("copy task, V=14,") != std::string::npos);
     const std::vector<TableRow> a = table_rows(eleven.out), b = table_rows(fourteen.out);
-    REQUIRE(a.size() == 8);   // every system, by default
-    REQUIRE(b.size() == 8);
+    REQUIRE(a.size() == 9);   // every system, by default
+    REQUIRE(b.size() == 9);
     for (size_t i = 0; i < a.size(); i++) {
         CAPTURE(a[i].system);
         CHECK(b[i].params - a[i].params == 3 * parameters_per_symbol(legend_line(eleven.out, a[i].system)));
@@ -264,7 +264,7 @@ TEST_CASE("compare_models --eval: each percentage is a count out of that many se
     // A half-trained model (neither 0 nor 100% right), scored on 7 sequences of 5 output tokens:
     // exact match is a multiple of 100/7, token accuracy of 100/35; on the default 500 they
     // would fall anywhere on a grid of 0.2 and 0.04.
-    const ExampleRun r = run_example("compare_models", {"--models", "rnn,rnn-dot", "--lengths", "6", "--steps", "40", "--batch", "16",
+    const ExampleRun r = run_example("compare_models", {"--models", "rnn-sutskever,rnn-dot", "--lengths", "6", "--steps", "40", "--batch", "16",
                                                         "--lr", "0.01", "--warmup", "5", "--eval", "7"});
     REQUIRE(r.status == 0);
     CHECK(r.out.find("scored on 7 fresh sequences") != std::string::npos);
@@ -295,8 +295,8 @@ TEST_CASE("compare_models --seed: the same seed prints the same table, another s
 
 TEST_CASE("compare_models --threads: the header says how many, and 1 or 2 threads print the same table") {
     // run_example sets OMP_NUM_THREADS=1, so "2 threads" can only come from the flag
-    const ExampleRun one = run_example("compare_models", small_run({"--threads", "1", "--models", "rnn,transformer"}));
-    const ExampleRun two = run_example("compare_models", small_run({"--threads", "2", "--models", "rnn,transformer"}));
+    const ExampleRun one = run_example("compare_models", small_run({"--threads", "1", "--models", "rnn-sutskever,transformer"}));
+    const ExampleRun two = run_example("compare_models", small_run({"--threads", "2", "--models", "rnn-sutskever,transformer"}));
     REQUIRE(one.status == 0);
     REQUIRE(two.status == 0);
     CHECK(one.out.find("| 1 threads, 2 shards |") != std::string::npos);
@@ -358,7 +358,7 @@ TEST_CASE("compare_models --timing: a step's time for the Transformer and rnn-ad
 
 TEST_CASE("compare_models --plot: exact match against length, a line per system; the attention systems' maps at the longest length") {
     const std::filesystem::path dir = example_scratch_dir("compare-plot") / "figures";   // made by the program
-    const ExampleRun r = run_example("compare_models", small_run({"--models", "rnn,rnn-additive,transformer", "--lengths", "3,4", "--plot",
+    const ExampleRun r = run_example("compare_models", small_run({"--models", "rnn-sutskever,rnn-additive,transformer", "--lengths", "3,4", "--plot",
                                                                   dir.string()}));
     REQUIRE(r.status == 0);
     CHECK(r.out.find("wrote " + (dir / "exact_match.svg").string()) != std::string::npos);
@@ -366,11 +366,11 @@ TEST_CASE("compare_models --plot: exact match against length, a line per system;
     const std::string curve = read_whole_file(dir / "exact_match.svg"), maps = read_whole_file(dir / "attention.svg");
     std::filesystem::remove_all(dir.parent_path());
     CHECK(count_of(curve, "<path stroke=") == 3);   // a line per system
-    for (const char* name : {">rnn<", ">rnn-additive<", ">transformer<"}) CHECK(count_of(curve, name) == 1);
-    // two maps (rnn has no attention), each T x S = 3 x 4 cells at L = 4, each row's weights summing to 1
+    for (const char* name : {">rnn-sutskever<", ">rnn-additive<", ">transformer<"}) CHECK(count_of(curve, name) == 1);
+    // two maps (rnn-sutskever has no attention), each T x S = 3 x 4 cells at L = 4, each row's weights summing to 1
     CHECK(count_of(maps, ">rnn-additive<") == 1);
     CHECK(count_of(maps, ">transformer<") == 1);
-    CHECK(count_of(maps, ">rnn<") == 0);
+    CHECK(count_of(maps, ">rnn-sutskever<") == 0);
     std::vector<double> cells;
     const std::regex value(R"re(class="cell"[^>]*><title>[^<]*: ([0-9.]+)</title>)re");
     for (std::sregex_iterator it(maps.begin(), maps.end(), value), end; it != end; ++it) cells.push_back(std::stod((*it)[1]));

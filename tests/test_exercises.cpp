@@ -736,11 +736,14 @@ TEST_CASE("docs/06a exercise 1: a GRU layer's parameters, G Hd (I + Hd) + 2 G Hd
 namespace ex06a {
 
 // The chapter's numbers: the query q = [1, 0]; the encoder's states h1 = [1, 0], h2 = [0, 1],
-// h3 = [1, 1], used as their own keys (W_k = I, b_k = 0).
+// h3 = [1, 1], used as their own keys: the dot score's keys are the states, and the cosine's
+// map is set to W_k = I, b_k = 0.
 nn::SoftAttention::Output attend(nn::Score score, const std::vector<uint8_t>& real) {
     nn::SoftAttention a(score, 2, 2, 2);
-    a.w_key->weight.data()[0] = 1, a.w_key->weight.data()[1] = 0, a.w_key->weight.data()[2] = 0, a.w_key->weight.data()[3] = 1;
-    a.w_key->bias.data()[0] = a.w_key->bias.data()[1] = 0;
+    if (score == nn::Score::cosine) {
+        a.w_key->weight.data()[0] = 1, a.w_key->weight.data()[1] = 0, a.w_key->weight.data()[2] = 0, a.w_key->weight.data()[3] = 1;
+        a.w_key->bias.data()[0] = a.w_key->bias.data()[1] = 0;
+    }
     if (score == nn::Score::cosine) a.log_temperature.data()[0] = 0;   // tau = 1
     const Tensor q = Tensor::from_vector({1, 0}, {1, 2});
     const Tensor h = Tensor::from_vector({1, 0, 0, 1, 1, 1}, {1, 3, 2});
@@ -784,10 +787,10 @@ TEST_CASE("docs/06a exercise 2: soft attention by hand: dot, cosine at tau = 1, 
 
 namespace ex06a {
 
-// The textbook GRU (Cho et al. 2014, and many courses): the reset gate scales h before the hidden
-// product, n = tanh(W_in x + b_in + W_hn (r ⊙ h) + b_hn). PyTorch's (nn::gru_step) scales the
-// product: n = tanh(W_in x + b_in + r ⊙ (W_hn h + b_hn)).
-Tensor textbook_gru_step(const Tensor& gi, const Tensor& h, const Tensor& w_hh, const Tensor& b_hh) {
+// Cho et al.'s (2014) own GRU, h~ = tanh(W x + U (r ⊙ h)): the reset gate scales h before the
+// hidden product, n = tanh(W_in x + b_in + W_hn (r ⊙ h) + b_hn). PyTorch's later variant
+// (nn::gru_step, cuDNN's too) scales the product: n = tanh(W_in x + b_in + r ⊙ (W_hn h + b_hn)).
+Tensor cho_gru_step(const Tensor& gi, const Tensor& h, const Tensor& w_hh, const Tensor& b_hh) {
     const int64_t Hd = h.size(1);
     const Tensor gh_rz = nn::linear(h, narrow(w_hh, 0, 0, 2 * Hd), narrow(b_hh, 0, 0, 2 * Hd));            // (B, 2Hd)
     const Tensor r = sigmoid(narrow(gi, 1, 0, Hd) + narrow(gh_rz, 1, 0, Hd));                             // (B, Hd)
@@ -798,18 +801,18 @@ Tensor textbook_gru_step(const Tensor& gi, const Tensor& h, const Tensor& w_hh, 
 
 }  // namespace ex06a
 
-TEST_CASE("docs/06a exercise 3: the textbook GRU passes gradcheck and gives other numbers than PyTorch's") {
+TEST_CASE("docs/06a exercise 3: Cho et al.'s GRU passes gradcheck and gives other numbers than PyTorch's") {
     FusedKernelsGuard plain(false);
     manual_seed(63);
     const Tensor gi = Tensor::randn({2, 9}), w = Tensor::randn({9, 3}), b = Tensor::randn({9});
     Tensor h = Tensor::randn({2, 3}).requires_grad_();
     // a consistent forward: its backward is right, so gradcheck has nothing to say
-    CHECK(gradcheck([&](const std::vector<Tensor>& v) { return ex06a::textbook_gru_step(gi, v[0], w, b); }, {h}).ok);
+    CHECK(gradcheck([&](const std::vector<Tensor>& v) { return ex06a::cho_gru_step(gi, v[0], w, b); }, {h}).ok);
     // but it is another function: only a check of the values (the torch fixtures of
     // tests/test_recurrent.cpp) tells the two conventions apart
-    const Tensor ours = nn::gru_step(gi, h, w, b), textbook = ex06a::textbook_gru_step(gi, h, w, b);
+    const Tensor ours = nn::gru_step(gi, h, w, b), cho = ex06a::cho_gru_step(gi, h, w, b);
     double largest = 0;
-    for (int64_t i = 0; i < ours.numel(); i++) largest = std::max(largest, double(std::fabs(ours.data()[i] - textbook.data()[i])));
+    for (int64_t i = 0; i < ours.numel(); i++) largest = std::max(largest, double(std::fabs(ours.data()[i] - cho.data()[i])));
     CHECK(largest > 0.01);
 }
 

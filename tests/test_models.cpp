@@ -564,7 +564,8 @@ TEST_CASE("Seq2Seq::loss equals cross_entropy of logits, value and every gradien
         compare(model);
     }
     manual_seed(2);
-    models::RNNSeq2Seq rnn({.src_vocab = 20, .tgt_vocab = vocab, .embed = 8, .hidden = 12, .attention = true});
+    models::RNNSeq2Seq rnn({.src_vocab = 20, .tgt_vocab = vocab, .embed = 8, .hidden = 12, .cell = nn::CellKind::gru,
+                            .context = models::Context::bahdanau, .bidirectional = true});
     compare(rnn);
 }
 

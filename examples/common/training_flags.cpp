@@ -37,17 +37,21 @@ void add_training_flags(ArgParser& p, TrainingFlags& t, const std::string& seed_
 
 void add_model_flags(ArgParser& p, TrainingFlags& t) {
     p.add("--model", &t.model_kind,
-          "transformer; rnn: the recurrent encoder-decoder with one context vector C; rnn-attention: the same with soft "
-          "attention (models/rnn_seq2seq.h)", "NAME");
-    p.add("--cell", &t.rnn_cell, "the recurrent models' cell: gru, lstm or rnn", "NAME");
+          "transformer; rnn: the recurrent encoder-decoder without attention (--context); rnn-attention: with soft attention, "
+          "Bahdanau et al.'s (--score) (models/rnn_seq2seq.h)", "NAME");
+    p.add("--cell", &t.rnn_cell, "the recurrent models' cell: gru, lstm or rnn (default: lstm for --context sutskever, gru for "
+                                 "--context cho and rnn-attention, as in the papers)", "NAME");
     p.add("--embed", &t.rnn.embed, "the recurrent models' embedding width (E)").range(1, 8192);
     p.add("--hidden", &t.rnn.hidden, "the recurrent models' state width (Hd)").range(1, 8192);
     p.add("--context", &t.rnn_context,
-          "--model rnn: where C goes: initial_state (the decoder's first state, Sutskever et al.) or every_step (also beside "
-          "every input word, Cho et al.)", "NAME");
-    p.add("--score", &t.rnn_score, "--model rnn-attention: the attention score: dot, cosine or additive (Bahdanau et al.)", "NAME");
+          "--model rnn: whose model: sutskever (the encoder's final states of every layer, (h, c) for an LSTM, start the decoder; "
+          "Sutskever et al.) or cho (C = tanh(V h_S) beside every input word and at the output layer, the decoder from "
+          "tanh(V' C); Cho et al.)", "NAME");
+    p.add("--score", &t.rnn_score, "--model rnn-attention: the attention score: dot or general (Luong et al.), cosine, or "
+                                   "additive (Bahdanau et al.); dot needs --unidirectional", "NAME");
     p.flag("--reverse-source", &t.rnn.reverse_source, "the recurrent models read each source sentence backwards (Sutskever et al.)");
-    p.flag("--unidirectional", &t.rnn_unidirectional, "the recurrent models' encoder reads forwards only (default: both ways)");
+    p.flag("--unidirectional", &t.rnn_unidirectional,
+           "--model rnn-attention: the encoder reads forwards only (default: both ways; --model rnn's always reads one way)");
 }
 
 std::unique_ptr<models::Seq2Seq> make_model(const TrainingFlags& t, int64_t src_vocab, int64_t tgt_vocab) {
@@ -62,7 +66,7 @@ std::unique_ptr<models::Seq2Seq> make_model(const TrainingFlags& t, int64_t src_
 }
 
 std::string model_name(const models::Seq2Seq& model) {
-    if (const auto* r = dynamic_cast<const models::RNNSeq2Seq*>(&model)) return r->cfg.attention ? "rnn-attention" : "rnn";
+    if (const auto* r = dynamic_cast<const models::RNNSeq2Seq*>(&model)) return r->cfg.attention() ? "rnn-attention" : "rnn";
     return "transformer";
 }
 
@@ -82,9 +86,10 @@ static void refuse_flags_of_another_model(const ArgParser& p, const TrainingFlag
     };
     const bool rnn = kind != "transformer";
     refuse({"--d-model", "--heads", "--d-ff"}, !rnn, "applies to --model transformer");
-    refuse({"--cell", "--embed", "--hidden", "--reverse-source", "--unidirectional"}, rnn, "applies to the recurrent models (rnn, rnn-attention)");
+    refuse({"--cell", "--embed", "--hidden", "--reverse-source"}, rnn, "applies to the recurrent models (rnn, rnn-attention)");
     refuse({"--context"}, kind == "rnn", "applies to --model rnn (with attention, each step has its own context)");
     refuse({"--score"}, kind == "rnn-attention", "applies to --model rnn-attention");
+    refuse({"--unidirectional"}, kind == "rnn-attention", "applies to --model rnn-attention (the encoder of --model rnn reads one way)");
 }
 
 void check_load_flags(const TrainingFlags& t, const models::Seq2Seq& loaded, const std::string& path) {
@@ -134,11 +139,16 @@ void apply_training_flags(const ArgParser& p, TrainingFlags& t) {
         if (kind != "transformer") {   // the recurrent model's config (refuse_flags_of_another_model kept the others off)
             t.rnn.layers = t.model.layers;
             t.rnn.dropout = t.model.dropout;
-            t.rnn.cell = nn::cell_kind_from_name(t.rnn_cell);
-            t.rnn.context = models::context_from_name(t.rnn_context);
-            t.rnn.attention = kind == "rnn-attention";
+            const bool attention = kind == "rnn-attention";
+            t.rnn.context = attention ? models::Context::bahdanau : models::context_from_name(t.rnn_context);
+            if (!attention && t.rnn.context == models::Context::bahdanau)
+                throw std::invalid_argument("--context bahdanau is the model with attention: --model rnn-attention");
+            // the papers' cells: Sutskever et al.'s LSTM, Cho et al.'s and Bahdanau et al.'s gated units (the GRU)
+            const bool lstm_by_default = t.rnn.context == models::Context::sutskever;
+            t.rnn.cell = nn::cell_kind_from_name(!t.rnn_cell.empty() ? t.rnn_cell : lstm_by_default ? "lstm" : "gru");
             t.rnn.score = nn::score_from_name(t.rnn_score);
-            t.rnn.bidirectional = !t.rnn_unidirectional;
+            t.rnn.bidirectional = attention && !t.rnn_unidirectional;
+            t.rnn.validate();   // e.g. the dot score with an encoder that reads both ways
         }
     } catch (const std::invalid_argument& e) {
         p.fail(e.what());

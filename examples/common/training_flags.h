@@ -29,8 +29,8 @@ struct TrainingFlags {
     // --model rnn / rnn-attention: --cell --embed --hidden --context --score --reverse-source
     // --unidirectional, and --layers --dropout (apply_training_flags copies those two in)
     models::RNNSeq2SeqConfig rnn{.embed = 128, .hidden = 256};
-    std::string rnn_cell = "gru", rnn_context = "initial_state", rnn_score = "additive";   // --cell --context --score
-    bool rnn_unidirectional = false;   // --unidirectional
+    std::string rnn_cell = "", rnn_context = "sutskever", rnn_score = "additive";   // --cell (""; the model's own) --context --score
+    bool rnn_unidirectional = false;   // --unidirectional (rnn-attention)
     bool model_given = false;          // --model was on the command line (apply_training_flags)
     std::vector<std::string> shape_flags_given = {};   // the model-shaping flags on the command line (apply_training_flags)
     int warmup = 400;                  // warmup steps of the learning-rate schedule

@@ -41,20 +41,25 @@ int64_t aligned_source_position(Task task, int64_t t, int64_t L);
 
 // ---- the systems
 
-// The systems' names, in the table's order, and what each is:
-//   rnn                    LSTM encoder-decoder, one context vector C as the decoder's first state (Sutskever et al.)
-//   rnn-every-step         C also at every decoder step and at the output layer (Cho et al.)
-//   rnn-reversed           as rnn, the source read backwards (Sutskever et al.'s trick)
-//   rnn-dot, rnn-cosine, rnn-additive   soft attention with that score, the encoder reading both
-//                          ways (Bahdanau et al.: additive)
+// The systems' names, in the table's order, and what each is (models/rnn_seq2seq.h):
+//   rnn-sutskever          LSTM encoder-decoder whose decoder starts from the encoder's final (h, c)
+//                          (Sutskever, Vinyals & Le 2014)
+//   rnn-sutskever-reversed the same, the source read backwards (their trick)
+//   rnn-cho                C = tanh(V h_S) at every decoder step and at the output layer, the
+//                          decoder from tanh(V' C) (Cho et al. 2014)
+//   rnn-dot, rnn-general   soft attention (Bahdanau et al. 2014) scored by Luong et al.'s (2015)
+//                          s . h_j and s . W h_j; rnn-dot's encoder reads one way (the dot score
+//                          needs the decoder's and the encoder's states equally wide), the others' both
+//   rnn-cosine             the same with this project's scaled cosine
+//   rnn-additive           the same with Bahdanau et al.'s own score, v . tanh(W s + U h_j)
 //   rnn-additive-reversed  rnn-additive with the source read backwards
 //   transformer            the encoder-decoder Transformer (models/transformer.h), one layer each side
 const std::vector<std::string>& systems();
-std::string system_names();   // "rnn, rnn-every-step, ..., transformer", for messages
+std::string system_names();   // "rnn-sutskever, rnn-sutskever-reversed, ..., transformer", for messages
 
 // A fresh, untrained system for a vocabulary of V symbols, no dropout (the data never repeats).
 // Widths are chosen so that every system has about the same number of parameters at V = 11
-// (84,771 to 87,527): the systems with attention spend more of them on the decoder, and get a
+// (82,015 to 86,811): the systems with attention spend more of them on the decoder, and get a
 // narrower state. Throws std::invalid_argument listing the names for an unknown one.
 std::unique_ptr<models::Seq2Seq> make_system(const std::string& name, int64_t V);
 

@@ -65,8 +65,8 @@ void rnn_encoder_decoder(const std::string& path) {
     const int S = 4, T = 3;    // the words drawn
     const int64_t V = 11;      // compare_models' vocabulary
     struct Panel { const char* system; const char* what; };
-    const Panel panels[] = {{"rnn", "C as the first state (Sutskever et al. 2014)"},
-                            {"rnn-every-step", "C at every step (Cho et al. 2014)"},
+    const Panel panels[] = {{"rnn-sutskever", "the encoder's final state starts the decoder (Sutskever et al. 2014)"},
+                            {"rnn-cho", "C at every step (Cho et al. 2014)"},
                             {"rnn-additive", "soft attention (Bahdanau et al. 2014)"}};
     const double W = 1100, top = 60, panel_h = 356, cell_w = 70, cell_h = 34, c_x = 540, c_w = 160;
     auto xe = [](int j) { return 110 + (j - 1) * 95.0; };    // encoder step j's centre, j = 1..S
@@ -86,15 +86,15 @@ void rnn_encoder_decoder(const std::string& path) {
         const models::RNNSeq2SeqConfig& cfg = rnn->cfg;
         const int64_t Hd = cfg.hidden, dirs = cfg.bidirectional ? 2 : 1;
         const int64_t X = rnn->out->weight.size(1) - Hd;   // the output layer reads [s_i ; extra_i]
-        const bool every_step = !cfg.attention && cfg.context == models::Context::every_step;
-        if (X != (cfg.attention ? dirs * Hd : every_step ? Hd : 0))
+        const bool every_step = cfg.context == models::Context::cho;
+        if (X != (cfg.attention() ? dirs * Hd : every_step ? Hd : 0))
             throw std::logic_error(std::string("rnn_encoder_decoder: extra_i of '") + panels[p].system + "' is not what its panel draws");
         const std::string x_wide = std::to_string(X);
         const std::string subtitle =
-            cfg.attention ? "extraᵢ = Cᵢ = Σⱼ αᵢⱼ hⱼ: a weighted sum of all the states, its weights αᵢⱼ scored against the query sᵢ₋₁ "
+            cfg.attention() ? "extraᵢ = Cᵢ = Σⱼ αᵢⱼ hⱼ: a weighted sum of all the states, its weights αᵢⱼ scored against the query sᵢ₋₁ "
                             "(dashed); X = " + std::to_string(dirs) + "·Hd = " + x_wide + ", the encoder reads both ways"
             : every_step ? "extraᵢ = C, beside the previous word at every step and at the output layer; X = Hd = " + x_wide
-                         : "extraᵢ is nothing (X = 0): C reaches the decoder only as its first state, and every word has to come out of it";
+                         : "extraᵢ is nothing (X = 0): the encoder's final state (h, c) is the decoder's first, and every word has to come out of it";
 
         const double py = top + p * panel_h, cy = py + 100, ey = py + 284;   // the tops of the decoder's and the encoder's cells
         if (p > 0) c.line(20, py - 8, W - 20, py - 8, "#ddd", 1);
@@ -119,13 +119,21 @@ void rnn_encoder_decoder(const std::string& path) {
             c.arrow(xe(S) + cell_w / 2 + 26, bwd, xe(S) + cell_w / 2, bwd, "#555");
         }
 
-        // C, the decoder's first state: from the last state of each direction
+        // the decoder's first state s_0: the encoder's last state itself (Sutskever et al.), through C
+        // (Cho et al.), or the backward pass's last state through W_s (Bahdanau et al.)
         const double c_left = c_x - c_w / 2, c_top = cy - 4, c_bottom = cy + cell_h + 4;
         c.text(c_x, c_top - 14, "decoder", 11, "middle", "#555", true);
         c.box(c_left, c_top, c_w, c_bottom - c_top, "#9ecae1");
-        c.text(c_x, cy + 8, "s₀ = C", 13, "middle", "#222", true);
-        c.text(c_x, cy + 26, cfg.bidirectional ? indexed("tanh(W_c [h", S) + "→ ; h₁←])" : indexed("tanh(W_c h", S) + ")", 11);
-        c.arrow(xe(S) + cell_w / 2, ey, c_left + 16, c_bottom, "#333");
+        const std::string first = cfg.context == models::Context::sutskever ? indexed("s₀ = (h", S) + indexed(", c", S) + ")"
+                                  : every_step                               ? indexed("C = tanh(V h", S) + ")"
+                                                                             : "s₀";
+        const std::string second = cfg.context == models::Context::sutskever ? "no map between"
+                                   : every_step                               ? "s₀ = tanh(V′ C)"
+                                   : cfg.bidirectional                        ? "tanh(W_s h₁←)"
+                                                                              : indexed("tanh(W_s h", S) + ")";
+        c.text(c_x, cy + 8, first, 13, "middle", "#222", true);
+        c.text(c_x, cy + 26, second, 11);
+        if (!cfg.bidirectional) c.arrow(xe(S) + cell_w / 2, ey, c_left + 16, c_bottom, "#333");
         if (cfg.bidirectional) {   // the backward pass ends at x_1: its last state leaves h_1
             c.line(xe(1) - 20, ey, xe(1) - 20, cy + cell_h / 2, "#555");
             c.arrow(xe(1) - 20, cy + cell_h / 2, c_left, cy + cell_h / 2, "#555");
@@ -136,7 +144,7 @@ void rnn_encoder_decoder(const std::string& path) {
         const double in_top = py + 150, in_h = 22, wout_y = py + 66, ci_y = py + 190;
         for (int i = 1; i <= T; i++) {
             const double x = xd(i);
-            const std::string extra_colour = cfg.attention ? ci_line[i - 1] : blue;
+            const std::string extra_colour = cfg.attention() ? ci_line[i - 1] : blue;
             c.box(x - cell_w / 2, cy, cell_w, cell_h, dec_fill, indexed("s", i), 13);
             c.arrow(i == 1 ? c_x + c_w / 2 : xd(i - 1) + cell_w / 2, cy + cell_h / 2, x - cell_w / 2, cy + cell_h / 2);
             c.box(x - 28, wout_y, 56, 18, "#f2f2f2", "W_out", 10);
@@ -148,12 +156,12 @@ void rnn_encoder_decoder(const std::string& path) {
             c.text(y_left + 24, in_top + in_h / 2, indexed("y", i - 1), 12);
             c.arrow(x, in_top, x, cy + cell_h);
             if (X == 0) continue;
-            c.rect(x, in_top, 48, in_h, cfg.attention ? ci_fill[i - 1] : "#9ecae1", "#555");
-            c.text(x + 24, in_top + in_h / 2, cfg.attention ? indexed("C", i) : "C", 12);
+            c.rect(x, in_top, 48, in_h, cfg.attention() ? ci_fill[i - 1] : "#9ecae1", "#555");
+            c.text(x + 24, in_top + in_h / 2, cfg.attention() ? indexed("C", i) : "C", 12);
             // extra_i goes to the output layer too
             c.line(x + 44, in_top, x + 44, wout_y + 9, extra_colour, 1.5);
             c.arrow(x + 44, wout_y + 9, x + 28, wout_y + 9, extra_colour, 1.5);
-            if (!cfg.attention) {   // C, the same for every step, along a bus from C's box
+            if (!cfg.attention()) {   // C, the same for every step, along a bus from C's box
                 c.arrow(x + 24, ci_y + 10, x + 24, in_top + in_h, blue, 1.5);
                 continue;
             }
