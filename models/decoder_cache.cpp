@@ -48,10 +48,7 @@ nn::AttentionOutput attend_to_cache(const Tensor& q, const Tensor& k, const Tens
     return nn::scaled_dot_product_attention_with_weights(q, ks, vs, heads, mask);
 }
 
-// MultiHeadAttention::forward with the keys and values of the cache: the same projections and
-// attention, with this step's key and value rows written into the cache first (when it needs
-// them), and the queries attending to every row the cache holds.
-static Tensor cached_attention(const nn::MultiHeadAttention& mha, const Tensor& query, const Tensor& key_value, KVCache& cache,
+Tensor cached_attention(const nn::MultiHeadAttention& mha, const Tensor& query, const Tensor& key_value, KVCache& cache,
                                const Mask& mask) {
     const Tensor q = mha.w_q->forward(query);                                                   // (n, T, D)
     if (cache.needs_keys()) cache.write(mha.w_k->forward(key_value), mha.w_v->forward(key_value));   // the new rows (., T, D)

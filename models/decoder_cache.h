@@ -67,6 +67,12 @@ struct KVCache {
 nn::AttentionOutput attend_to_cache(const Tensor& q, const Tensor& k, const Tensor& v, int64_t heads, const Mask& mask,
                                     int64_t length, const std::vector<int64_t>& slot);
 
+// MultiHeadAttention::forward with the keys and values of the cache: the same projections and
+// attention, with this step's key and value rows written into the cache first (when it needs
+// them), and the queries attending to every row the cache holds. query (n, T, D) -> (n, T, D).
+Tensor cached_attention(const nn::MultiHeadAttention& mha, const Tensor& query, const Tensor& key_value, KVCache& cache,
+                        const Mask& mask);
+
 // Self-attention's cache: room for `capacity` rows of up to `slots` sequences, allocated up
 // front; each step writes its new key and value rows after the rows already held, and attends to
 // every row held.

@@ -2,14 +2,15 @@
 
 namespace nn {
 
-PositionwiseFeedForward::PositionwiseFeedForward(int64_t d_model, int64_t d_ff, float dropout) : dropout_p(dropout) {
+PositionwiseFeedForward::PositionwiseFeedForward(int64_t d_model, int64_t d_ff, float dropout, Activation a)
+    : dropout_p(dropout), act(a) {
     w_1 = register_module("w_1", std::make_shared<Linear>(d_model, d_ff));
     w_2 = register_module("w_2", std::make_shared<Linear>(d_ff, d_model));
 }
 
 Tensor PositionwiseFeedForward::forward(const Tensor& x) const {
-    // (B, T, F): bias, ReLU and dropout fused into the first layer's output pass
-    const Tensor hidden = linear(x, w_1->weight, w_1->bias, Activation::relu, dropout_p, is_training());
+    // (B, T, F): bias, activation and dropout fused into the first layer's output pass
+    const Tensor hidden = linear(x, w_1->weight, w_1->bias, act, dropout_p, is_training());
     return w_2->forward(hidden);   // (B, T, D)
 }
 

@@ -18,11 +18,14 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, Activat
         throw std::invalid_argument("linear: bias " + shape_str(bias.shape()) + " does not match weight " + shape_str(weight.shape()));
     check_dropout_p(dropout_p, "linear");
     const bool relu = act == Activation::relu;
-    if (autograd::fused_kernels_enabled())   // fused: the same values, one gemm and one pass over y
+    if (autograd::fused_kernels_enabled() && act != Activation::gelu)   // fused: the same values, one gemm and one pass over y
         return autograd::fused::linear(x, weight, bias, relu, training ? dropout_p : 0.0f);
+    if (autograd::fused_kernels_enabled())   // GELU after the fused x W^T + b
+        return dropout(autograd::gelu(autograd::fused::linear(x, weight, bias, false, 0.0f)), dropout_p, training);
     Tensor y = matmul(x, weight, false, true);   // (..., out): x W^T
     if (bias.defined()) y = y + bias;            // (..., out), b broadcast over the rows
     if (relu) y = autograd::relu(y);             // (..., out)
+    if (act == Activation::gelu) y = autograd::gelu(y);   // (..., out)
     return dropout(y, dropout_p, training);      // (..., out)
 }
 

@@ -4,11 +4,11 @@
 
 namespace nn {
 
-enum class Activation { none, relu };
+enum class Activation { none, relu, gelu };   // gelu: x Phi(x), exact (autograd::gelu; GPT's feed-forward)
 
 // y = dropout(act(x W^T + b)) over the last dim: x (..., in) -> y (..., out). b may be undefined;
 // dropout applies only when training and dropout_p > 0 (the same draws as nn::dropout).
-// Written as the formula reads (a matmul with the transposed weight, then bias, ReLU, dropout);
+// Written as the formula reads (a matmul with the transposed weight, then bias, activation, dropout);
 // with fused kernels on, one op computes the same values (autograd::fused::linear): one gemm
 // forward and two backward, with bias, ReLU and dropout riding along in one pass over y.
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, Activation act = Activation::none,

@@ -35,9 +35,12 @@ Adam::BiasCorrection Adam::next_step_of(size_t i) {
             static_cast<float>(1.0 - std::pow(static_cast<double>(opt_.beta2), t))};   // 1 - beta2^t
 }
 
+bool Adam::decays(size_t i) const { return !opt_.decay_matrices_only || params_[i].dim() >= 2; }
+
 // For each parameter p with gradient g, on this parameter's t-th update (t = 1, 2, ...):
 //   Adam:  g = g + lambda * p             L2 weight decay, goes through the adaptive scaling
 //   AdamW: p = p * (1 - lr * lambda)      decoupled weight decay, applied to p directly
+//   (either only for matrices when decay_matrices_only: a bias or a gain has no lambda)
 //   m = beta1 * m + (1 - beta1) * g       first moment (running mean of g); m, v start at 0,
 //   v = beta2 * v + (1 - beta2) * g^2     second moment (running mean of g^2)
 //   m_hat = m / (1 - beta1^t)             bias correction: undo the pull towards the 0 start
@@ -54,32 +57,36 @@ void Adam::step() {
         if (!g) continue;                                 // unused in the forward pass
         const BiasCorrection bc = next_step_of(i);
         float *p = params_[i].data(), *m = state(m_state_, i), *v = state(v_state_, i);
+        const float l2_i = decays(i) ? l2 : 0.0f, decay_i = decays(i) ? decay : 1.0f;
         for (int64_t j = 0; j < params_[i].numel(); j++) {
-            const float gj = g[j] + l2 * p[j];
+            const float gj = g[j] + l2_i * p[j];
             m[j] = b1 * m[j] + (1.0f - b1) * gj;
             v[j] = b2 * v[j] + (1.0f - b2) * gj * gj;
             const float m_hat = m[j] / bc.first, v_hat = v[j] / bc.second;
-            p[j] = p[j] * decay - lr * m_hat / (std::sqrt(v_hat) + eps);
+            p[j] = p[j] * decay_i - lr * m_hat / (std::sqrt(v_hat) + eps);
         }
     }
 }
 
 void Adam::fused_step(float l2, float decay) {
-    std::vector<autograd::fused::AdamParam> params;   // the arrays of every parameter with a gradient
+    std::vector<autograd::fused::AdamParam> decayed, kept;   // the arrays of every parameter with a gradient
     for (size_t i = 0; i < params_.size(); i++) {
         const float* g = params_[i].grad_data();
         if (!g) continue;
         const BiasCorrection bc = next_step_of(i);
-        params.push_back({g, params_[i].data(), state(m_state_, i), state(v_state_, i), params_[i].numel(), bc.first, bc.second});
+        (decays(i) ? decayed : kept)
+            .push_back({g, params_[i].data(), state(m_state_, i), state(v_state_, i), params_[i].numel(), bc.first, bc.second});
     }
-    autograd::fused::adam_update(params, {lr_, opt_.beta1, opt_.beta2, opt_.eps, l2, decay});
+    autograd::fused::adam_update(decayed, {lr_, opt_.beta1, opt_.beta2, opt_.eps, l2, decay});
+    if (!kept.empty()) autograd::fused::adam_update(kept, {lr_, opt_.beta1, opt_.beta2, opt_.eps, 0.0f, 1.0f});
 }
 
 std::map<std::string, std::string> Adam::hyperparameters() const {
     return {{"beta1", float_text(opt_.beta1)},
             {"beta2", float_text(opt_.beta2)},
             {"eps", float_text(opt_.eps)},
-            {"weight_decay", float_text(opt_.weight_decay)}};
+            {"weight_decay", float_text(opt_.weight_decay)},
+            {"decay_matrices_only", opt_.decay_matrices_only ? "true" : "false"}};
 }
 
 }  // namespace optim

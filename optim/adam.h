@@ -16,6 +16,8 @@ struct AdamOptions {
     float beta2 = 0.999f;        // decay of the second-moment estimate v, in [0, 1)
     float eps = 1e-8f;           // added to sqrt(v_hat) so the step stays bounded where v ~ 0
     float weight_decay = 0.0f;   // lambda: L2 in Adam, decoupled in AdamW
+    bool decay_matrices_only = false;   // true: weight decay on the parameters of 2 dims or more only
+                                        // (weights, embeddings), not on biases or LayerNorm's gain (GPT-2's rule)
 };
 
 class Adam : public Optimizer {
@@ -35,6 +37,7 @@ private:
     // 1 - beta1^t and 1 - beta2^t for parameter i's next update, t = its updates so far + 1
     using BiasCorrection = std::pair<float, float>;
     BiasCorrection next_step_of(size_t i);
+    bool decays(size_t i) const;              // does parameter i take weight decay?
     void fused_step(float l2, float decay);   // the same update, every parameter in one fused pass
     AdamOptions opt_;
     bool decoupled_;             // AdamW: weight decay applied to p, not added to the gradient
@@ -49,12 +52,14 @@ struct AdamWOptions {
     float beta2 = 0.999f;
     float eps = 1e-8f;
     float weight_decay = 0.01f;  // lambda: p *= 1 - lr * lambda each step
+    bool decay_matrices_only = false;   // true: only parameters of 2 dims or more decay
 };
 
 class AdamW : public Adam {
 public:
     AdamW(std::vector<Tensor> params, AdamWOptions opt = {})
-        : Adam(std::move(params), {opt.lr, opt.beta1, opt.beta2, opt.eps, opt.weight_decay}, /*decoupled=*/true) {}
+        : Adam(std::move(params), {opt.lr, opt.beta1, opt.beta2, opt.eps, opt.weight_decay, opt.decay_matrices_only},
+               /*decoupled=*/true) {}
 };
 
 }  // namespace optim

@@ -861,7 +861,7 @@ TEST_CASE("the lesson's files name no decoding cache, beam slot, shard, thread o
     const std::vector<std::string> lesson = {
         "autograd/engine.cpp", "autograd/tensor.h", "autograd/tensor.cpp", "autograd/ops.h", "autograd/ops_elementwise.cpp",
         "autograd/ops_matmul.cpp", "autograd/ops_reduce.cpp", "autograd/ops_shape.cpp", "autograd/ops_softmax.cpp",
-        "models/transformer.h", "models/transformer.cpp", "models/rnn_seq2seq.h", "models/rnn_seq2seq.cpp", "optim/adam.h",
+        "models/transformer.h", "models/transformer.cpp", "models/gpt.h", "models/gpt.cpp", "models/rnn_seq2seq.h", "models/rnn_seq2seq.cpp", "optim/adam.h",
         "optim/adam.cpp", "nn/attention.h", "nn/attention.cpp", "nn/dropout.h", "nn/dropout.cpp", "nn/embedding.h",
         "nn/embedding.cpp", "nn/feed_forward.h", "nn/feed_forward.cpp", "nn/init.h", "nn/init.cpp", "nn/layer_norm.h",
         "nn/layer_norm.cpp", "nn/linear.h", "nn/linear.cpp", "nn/loss.h", "nn/loss.cpp", "nn/module.h", "nn/module.cpp",
