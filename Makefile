@@ -5,7 +5,7 @@
 # make sanitize   run the test suite under AddressSanitizer + UndefinedBehaviorSanitizer
 # make OPENMP=0 test   the same suite built without OpenMP (serial; in build-noomp/)
 # make fuzz / make fuzz-run   libFuzzer targets (needs clang), see tests/fuzz/README.md
-# make figures   redraw every figure of docs/ from the current code (about 8 minutes; docs/figures/)
+# make figures   redraw every figure of docs/ from the current code (about 12 minutes; docs/figures/)
 # make figures-reproduce   make figures, then fail if a figure differs from the committed one
 # make figures-check   render every SVG of docs/ (needs rsvg-convert, Debian's librsvg2-bin)
 # make docs-check     every link in README.md and docs/ resolves, every code name and quoted line exists
@@ -170,7 +170,8 @@ sanitize:
 	@echo "sanitize: the suite and its example runs are clean"
 
 # Every figure of docs/, from today's code: the copy task trained with its defaults (600 steps,
-# seed 1) and the translation example for 2 epochs (seed 1) draw their loss curves, the
+# seed 1), the translation example for 2 epochs (seed 1) and the GPT (its defaults: 2,000 steps
+# on Tiny Shakespeare, seed 1337, with samples every 250 steps) draw their loss curves, the
 # translation model its attention heatmap and a beam-search tree, the copy-task model its
 # attention; compare_models (the five systems of docs/06a's table, copy task, seed 1) its exact match
 # against length and its attention maps (and, for a number of docs/06a, two of them on the reverse task); make_figures draws the rest from the code they show,
@@ -187,7 +188,7 @@ sanitize:
 # one (bench/RESULTS.md, "The figures' build"). So on any x86-64 machine `make figures` redraws
 # the committed figures bit for bit (make figures-reproduce says whether it did: CI runs it); on
 # ARM it draws them from its own baseline build, in build-figures/, which rounds differently.
-# About 8 minutes on 2 idle cores.
+# About 12 minutes on 2 idle cores.
 FIGURES := docs/figures
 FIGURE_RUNS := build/figures
 FIGURE_ARCH := $(if $(filter x86_64,$(call cpu_name,$(shell uname -m))),-march=x86-64-v2,)
@@ -195,7 +196,7 @@ FIGURE_BUILD := $(if $(FIGURE_ARCH),build-x86-64-v2,build-figures)
 FIGURE_TRANSLATION_EPOCHS := 2
 FB := $(FIGURE_BUILD)/bin
 figures:
-	$(MAKE) ARCH=$(FIGURE_ARCH) BUILD=$(FIGURE_BUILD) $(FB)/make_figures $(FB)/copy_task $(FB)/translation \
+	$(MAKE) ARCH=$(FIGURE_ARCH) BUILD=$(FIGURE_BUILD) $(FB)/make_figures $(FB)/copy_task $(FB)/translation $(FB)/gpt \
 	    $(FB)/attention_by_hand $(FB)/compare_models $(FIGURE_BUILD)/bench/bench_decoding $(FIGURE_BUILD)/bench/bench_gemm
 	@mkdir -p $(FIGURES) $(FIGURE_RUNS)
 	$(FB)/copy_task --plot $(FIGURES)/copy_task_loss.svg --save $(FIGURE_RUNS)/copy.safetensors > $(FIGURE_RUNS)/copy_task.log
@@ -203,6 +204,7 @@ figures:
 	    --save $(FIGURE_RUNS)/translation.safetensors > $(FIGURE_RUNS)/translation.log
 	$(FB)/translation --load $(FIGURE_RUNS)/translation.safetensors --attention $(FIGURES)/attention_heatmap.svg \
 	    --translate "the brave dog does not see the old cat ." > $(FIGURE_RUNS)/attention.log 2>&1
+	$(FB)/gpt --sample-every 250 --tokens 300 --plot $(FIGURES)/gpt_loss.svg > $(FIGURE_RUNS)/gpt.log 2> /dev/null
 	$(FB)/compare_models --models rnn-sutskever,rnn-cho,rnn-sutskever-reversed,rnn-additive,transformer --plot $(FIGURE_RUNS)/compare \
 	    > $(FIGURE_RUNS)/compare_models.log 2> /dev/null
 	$(FB)/compare_models --task reverse --models rnn-sutskever,rnn-sutskever-reversed --lengths 10 > $(FIGURE_RUNS)/compare_reverse.log 2> /dev/null

@@ -126,7 +126,7 @@ int main(int argc, char** argv) {
         {
             common::InterruptWatch interrupt;   // Ctrl-C, until the loop ends: it stops after its step, and the run is saved
             int64_t step = 0;
-            common::RunState run{.model = &model, .opt = &opt, .sched = sched.get(), .log = &log, .rngs = {{"data", &data_rng}},
+            common::RunState run{.model = &model, .model_metadata = models::model_to_metadata(model), .opt = &opt, .sched = sched.get(), .log = &log, .rngs = {{"data", &data_rng}},
                                  .counters = {{"step", &step}}, .settings = settings(o)};
             if (!o.resume.empty()) common::restore_run(o.resume, run);   // --resume: as it was after its last step
             model.train();

@@ -218,7 +218,7 @@ int main(int argc, char** argv) {
         {
             common::InterruptWatch interrupt;   // Ctrl-C, until training ends: it stops before its next step, and the run is saved
             int64_t epoch = 1, done = 0;        // done: the batches of this epoch already trained
-            common::RunState run{.model = &model, .opt = &opt, .sched = &sched, .log = &log, .kept = &kept,
+            common::RunState run{.model = &model, .model_metadata = models::model_to_metadata(model), .opt = &opt, .sched = &sched, .log = &log, .kept = &kept,
                                  .rngs = {{"shuffle", &shuffle_rng}}, .counters = {{"epoch", &epoch}, {"batches_done", &done}},
                                  .settings = data::codec_to_json(d.codec)};
             if (!o.resume.empty()) common::restore_run(o.resume, run);   // --resume: as it was when it stopped

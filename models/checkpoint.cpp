@@ -176,6 +176,50 @@ json::Object model_to_metadata(const Seq2Seq& model) {
 
 const char* model_kind(const Seq2Seq& model) { return dynamic_cast<const RNNSeq2Seq*>(&model) ? "rnn" : "transformer"; }
 
+// ---------------------------------------------------------------- GPT
+
+json::Value config_to_json(const GPTConfig& c) {
+    return json::Object{{"vocab", c.vocab},   {"block_size", c.block_size}, {"layers", c.layers},
+                        {"heads", c.heads},   {"d_model", c.d_model},       {"dropout", shortest(c.dropout)}};
+}
+
+GPTConfig gpt_config_from_json(const json::Value& v) {
+    reject_unknown_keys(v, {"vocab", "block_size", "layers", "heads", "d_model", "dropout"});
+    GPTConfig c;
+    c.vocab = read_key(v, "vocab", integer_from_json);
+    c.block_size = read_key(v, "block_size", integer_from_json);
+    c.layers = read_key(v, "layers", integer_from_json);
+    c.heads = read_key(v, "heads", integer_from_json);
+    c.d_model = read_key(v, "d_model", integer_from_json);
+    c.dropout = static_cast<float>(read_key(v, "dropout", as_number));
+    c.validate();
+    return c;
+}
+
+int64_t gpt_parameter_count(const GPTConfig& c) {
+    // wte (V, D) and wpe (T_max, D); per block two LayerNorms, four (D, D) projections with biases,
+    // the feed-forward D -> 4D -> D; ln_f. The output layer is wte.
+    const long double D = c.d_model, V = c.vocab, T = c.block_size, N = c.layers;
+    const long double block = 2 * 2 * D + 4 * (D * D + D) + (D * 4 * D + 4 * D) + (4 * D * D + D);
+    const long double total = V * D + T * D + N * block + 2 * D;
+    return total >= 0x1p63L ? INT64_MAX : static_cast<int64_t>(total);
+}
+
+std::unique_ptr<GPT> gpt_from_metadata(const autograd::io::SafetensorsFile& file, const std::string& path) {
+    const std::string kind = read_metadata(file.metadata, "model", path, [](const json::Value& v) { return v.as_string(); });
+    if (kind != "gpt") throw std::runtime_error("'" + path + "': metadata 'model' is '" + kind + "', not a GPT");
+    const GPTConfig cfg = read_metadata(file.metadata, "config", path, gpt_config_from_json);
+    const F32Held held = f32_held(file);
+    const long double tensors = 2 + static_cast<long double>(cfg.layers) * 16 + 2;   // a block: 4 norm, 8 attention, 4 feed-forward
+    if (gpt_parameter_count(cfg) > held.values || tensors > held.tensors)
+        throw std::runtime_error("'" + path + "': metadata 'config' describes a GPT of " + std::to_string(gpt_parameter_count(cfg)) +
+                                 " parameters, but the file holds only " + std::to_string(held.values) + " F32 values in " +
+                                 std::to_string(held.tensors) + " tensors");
+    return std::make_unique<GPT>(cfg);
+}
+
+json::Object gpt_to_metadata(const GPT& model) { return {{"model", "gpt"}, {"config", config_to_json(model.cfg)}}; }
+
 // ---------------------------------------------------------------- a random generator's state
 
 json::Value rng_to_json(const autograd::Rng& rng) {

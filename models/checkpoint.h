@@ -21,6 +21,7 @@
 
 #include "autograd/io/json.h"
 #include "autograd/random.h"
+#include "models/gpt.h"
 #include "models/rnn_seq2seq.h"
 #include "models/transformer.h"
 #include "nn/serialization.h"
@@ -57,6 +58,17 @@ RNNSeq2SeqConfig rnn_config_from_json(const json::Value& v);
 std::unique_ptr<Seq2Seq> model_from_metadata(const autograd::io::SafetensorsFile& file, const std::string& path);
 json::Object model_to_metadata(const Seq2Seq& model);
 const char* model_kind(const Seq2Seq& model);
+
+// GPT (models/gpt.h): {"vocab": 65, "block_size": 64, "layers": 4, "heads": 4, "d_model": 128,
+// "dropout": 0}, every key needed, validated. gpt_from_metadata builds the model a file's
+// metadata "config" describes (metadata "model" must be "gpt"), after checking that the file
+// holds as many F32 values and tensors as the model has parameters; gpt_to_metadata gives the two
+// entries. GPTConfig's parameter count from its sizes alone: gpt_parameter_count.
+json::Value config_to_json(const GPTConfig& cfg);
+GPTConfig gpt_config_from_json(const json::Value& v);
+int64_t gpt_parameter_count(const GPTConfig& cfg);   // saturates at INT64_MAX
+std::unique_ptr<GPT> gpt_from_metadata(const autograd::io::SafetensorsFile& file, const std::string& path);
+json::Object gpt_to_metadata(const GPT& model);
 
 // {"state": ["s0", "s1", "s2", "s3"], "spare": 0.5, "has_spare": false}: the generator's four
 // 64-bit words as decimal strings (a JSON number is a double, exact only up to 2^53) and its

@@ -604,7 +604,7 @@ TEST_CASE("save_run / restore_run: a run stopped before its first epoch ends (be
     common::KeptEpochs kept(2);
     REQUIRE(std::isinf(kept.best_valid_loss()));
     int64_t epoch = 1;
-    const common::RunState run{.model = &model, .opt = &opt, .sched = &sched, .log = &log, .kept = &kept,
+    const common::RunState run{.model = &model, .model_metadata = models::model_to_metadata(model), .opt = &opt, .sched = &sched, .log = &log, .kept = &kept,
                                .rngs = {}, .counters = {{"epoch", &epoch}}, .settings = {}};
     REQUIRE_NOTHROW(common::save_run(run, path));
     std::ostringstream progress2;
@@ -612,7 +612,7 @@ TEST_CASE("save_run / restore_run: a run stopped before its first epoch ends (be
     common::KeptEpochs kept2(2);
     kept2.add(model, 1, 3.0);   // something to be overwritten
     int64_t epoch2 = 0;
-    common::RunState back{.model = &model, .opt = &opt, .sched = &sched, .log = &log2, .kept = &kept2, .rngs = {},
+    common::RunState back{.model = &model, .model_metadata = models::model_to_metadata(model), .opt = &opt, .sched = &sched, .log = &log2, .kept = &kept2, .rngs = {},
                           .counters = {{"epoch", &epoch2}}, .settings = {}};
     REQUIRE_NOTHROW(common::restore_run(path, back));
     CHECK(std::isinf(kept2.best_valid_loss()));

@@ -25,8 +25,11 @@
 #include "examples/common/kept_epochs.h"               // checkpoint averaging (chapter 12)
 #include "examples/data/attention_by_hand_numbers.h"   // the walk-through's Q, K, V (chapters 7 and 8)
 #include "examples/data/bpe.h"
+#include "examples/data/text_data.h"              // unigram and bigram baselines (chapter 10a)
 #include "models/batch.h"
+#include "models/checkpoint.h"                         // gpt_parameter_count (chapter 10a)
 #include "models/decoding.h"
+#include "models/gpt.h"
 #include "models/transformer.h"
 #include "nn/nn.h"
 #include "optim/optim.h"
@@ -2153,4 +2156,38 @@ TEST_CASE("docs/16 exercise 3: 4096 products summed in fp32 give 41; kept in bf1
     CHECK(kernels::round_to_bf16(4.0f + term) == 4.0f);
     CHECK(term < std::ldexp(1.0f, -5) / 2);
     CHECK((41.0 - s) / 41.0 == doctest::Approx(0.90).epsilon(0.01));
+}
+
+// ---------------------------------------------------------------- docs/10a: GPT
+
+TEST_CASE("docs/10a exercise 1: perplexity and bits") {
+    CHECK(std::log(10.0) == doctest::Approx(2.3026).epsilon(1e-4));
+    CHECK(std::exp(1.5) == doctest::Approx(4.48).epsilon(1e-3));
+    // the default run's final validation loss (docs/10a, from `make figures`'s gpt.log), in bits
+    const double val_2000 = 1.9102;
+    CHECK(val_2000 / std::log(2.0) == doctest::Approx(2.7558).epsilon(1e-4));
+    CHECK(std::exp(val_2000) == doctest::Approx(6.755).epsilon(1e-3));
+}
+
+TEST_CASE("docs/10a exercise 2: unigram and bigram by hand") {
+    const std::vector<int32_t> train = {0, 1, 0, 1, 1}, valid = {1, 0};
+    const double unigram = -(std::log(4.0 / 7) + std::log(3.0 / 7)) / 2, bigram = -(std::log(4.0 / 7) + std::log(0.5)) / 2;
+    CHECK(data::unigram_cross_entropy(train, valid, 2) == doctest::Approx(unigram));
+    CHECK(data::bigram_cross_entropy(train, valid, 2) == doctest::Approx(bigram));
+    CHECK(unigram == doctest::Approx(0.7034).epsilon(1e-4));
+    CHECK(bigram == doctest::Approx(0.6264).epsilon(1e-4));
+    // the bigram sees what came before: on a text that alternates, it beats the unigram by far
+    const std::vector<int32_t> alternating = {0, 1, 0, 1, 0, 1, 0, 1, 0, 1};
+    CHECK(data::bigram_cross_entropy(alternating, alternating, 2) < 0.5 * data::unigram_cross_entropy(alternating, alternating, 2));
+}
+
+TEST_CASE("docs/10a exercise 3: the default GPT's parameters, by the formula") {
+    const models::GPTConfig cfg{.vocab = 65, .block_size = 64, .layers = 4, .heads = 4, .d_model = 128};
+    const int64_t block = 512 + 66048 + 131712;
+    CHECK(block == 198272);
+    CHECK(8320 + 8192 + 4 * block + 256 == 809856);
+    CHECK(models::gpt_parameter_count(cfg) == 809856);
+    CHECK(models::GPT(cfg).num_parameters() == 809856);
+    CHECK(models::gpt_parameter_count({.vocab = 50000, .block_size = 64, .layers = 4, .heads = 4, .d_model = 128}) ==
+          809856 + (50000 - 65) * 128);
 }

@@ -28,6 +28,7 @@
 #include <set>
 #include <string>
 
+#include "autograd/fused_ops.h"
 #include "models/checkpoint.h"
 #include "models/transformer.h"
 #include "nn/nn.h"
@@ -64,9 +65,9 @@ struct Worst {
     }
 };
 
-void compare(const std::string& name, const float* got, const std::vector<float>& want, Worst& worst) {
+void compare(const std::string& name, const float* got, const std::vector<float>& want, Worst& worst, double floor = kFloor) {
     for (size_t i = 0; i < want.size(); i++) {
-        const double err = std::fabs(static_cast<double>(got[i]) - want[i]) / std::max<double>(std::fabs(want[i]), kFloor);
+        const double err = std::fabs(static_cast<double>(got[i]) - want[i]) / std::max<double>(std::fabs(want[i]), floor);
         if (!(err <= worst.err)) worst = {err, name, static_cast<int64_t>(i), got[i], want[i]};   // a NaN is the worst
     }
 }
@@ -188,4 +189,65 @@ void check_against_pytorch(const std::string& path, bool pre_norm) {
 TEST_CASE("reference: the Transformer matches PyTorch (log-probabilities, loss, gradients, one Adam step)") {
     SUBCASE("pre-norm") { check_against_pytorch("tests/reference/transformer_pre_norm.safetensors", true); }
     SUBCASE("post-norm") { check_against_pytorch("tests/reference/transformer_post_norm.safetensors", false); }
+}
+
+// GPT (models/gpt.h) against tests/reference/make_gpt_reference.py: the same weights and ids, in
+// PyTorch float64. The logits, the loss, every gradient (wte's is the embedding's and the tied
+// output layer's, summed) and every parameter after one AdamW step with weight decay on the
+// matrices only, with the fused kernels and with the plain layers. The key bias is treated as
+// for the Transformer above (its gradient is rounding noise around 0). The floors scale with the
+// tensors: the logits are of order 1 (the floor 1: float32 rounding of a sum of D products is
+// ~1e-7 of it, measured worst 5.3e-7 absolute), the gradients of order 0.1 to 1 (the floor 1e-2
+// of the largest: measured worst 1.4e-7 absolute, on an element of 7e-5).
+TEST_CASE("reference: GPT matches PyTorch (logits, loss, gradients, one AdamW step with decay on matrices only)") {
+    const std::string path = "tests/reference/gpt_reference.safetensors";
+    REQUIRE_MESSAGE(std::filesystem::exists(path), path << " not found: run the suite from the repo root (make test)");
+    const autograd::io::SafetensorsFile f = autograd::io::load_safetensors(path);
+    auto number = [&](const std::string& key) {
+        return static_cast<float>(models::read_metadata(f.metadata, key, path, [](const models::json::Value& v) { return v.as_number(); }));
+    };
+    const models::GPTConfig cfg = models::read_metadata(f.metadata, "config", path, models::gpt_config_from_json);
+    const Tokens idx = fixture_tokens(f, "idx"), targets = fixture_tokens(f, "targets");
+    for (const bool fused : {true, false}) {
+        CAPTURE(fused);
+        autograd::FusedKernelsGuard kernels(fused);
+        models::GPT model(cfg);
+        nn::load_parameters(model, f, path, /*allow_unexpected=*/true);
+        std::set<std::string> ours, theirs;
+        for (const auto& [name, p] : model.named_parameters()) ours.insert(name);
+        for (const autograd::io::TensorRecord& r : f.tensors)
+            if (r.name.rfind("grad.", 0) == 0) theirs.insert(r.name.substr(5));
+        REQUIRE(ours == theirs);   // lm_head.weight is wte.weight: no name of its own in either
+        {
+            NoGradGuard no_grad;
+            Worst w;
+            compare("logits", model.logits(idx).data(), fixture_f32(f, "logits"), w, /*floor=*/1.0);
+            INFO(w.describe());
+            CHECK(w.err <= kRelTol);
+        }
+        const Tensor loss = model.loss(idx, targets);
+        CHECK(loss.item() == doctest::Approx(fixture_f32(f, "loss")[0]).epsilon(1e-6));
+        loss.backward();
+        Worst grads;
+        double largest = 0;
+        for (const auto& [name, p] : model.named_parameters())
+            for (const float g : fixture_f32(f, "grad." + name)) largest = std::max(largest, std::fabs(static_cast<double>(g)));
+        for (const auto& [name, p] : model.named_parameters()) {
+            if (is_key_bias(name)) {
+                for (const float g : p.grad().to_vector()) CHECK(std::fabs(g) <= 1e-6 * largest);
+                continue;
+            }
+            compare("grad." + name, p.grad().data(), fixture_f32(f, "grad." + name), grads, 1e-2 * largest);
+        }
+        INFO(grads.describe());
+        CHECK(grads.err <= kRelTol);
+        optim::AdamW opt(model.parameters(), {.lr = number("lr"), .beta1 = number("beta1"), .beta2 = number("beta2"),
+                                              .eps = number("eps"), .weight_decay = number("weight_decay"), .decay_matrices_only = true});
+        opt.step();
+        Worst updated;
+        for (const auto& [name, p] : model.named_parameters())
+            if (!is_key_bias(name)) compare("adamw." + name, p.data(), fixture_f32(f, "adamw." + name), updated);
+        INFO(updated.describe());
+        CHECK(updated.err <= kRelTol);
+    }
 }

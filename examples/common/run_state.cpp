@@ -121,7 +121,7 @@ void save_run(const RunState& run, const std::string& path) {
                                                 {"steps", log.window_steps}}}};
     if (run.kept) resume.push_back({"kept", kept});
     json::Object meta = run.settings;
-    for (auto& entry : models::model_to_metadata(*run.model)) meta.push_back(std::move(entry));
+    for (const auto& entry : run.model_metadata) meta.push_back(entry);
     meta.push_back({"resume", resume});
     nn::Metadata metadata = models::to_metadata(meta);
     for (const auto& [key, value] : optim::state_metadata(*run.opt)) metadata[key] = value;
@@ -134,7 +134,7 @@ void restore_run(const std::string& path, RunState& run) {
         throw std::runtime_error("'" + path + "' is not a run's state (it has no 'resume' metadata): --resume takes the file an " +
                                  "interrupted run wrote");
     // the same model: the flags must make the model the run trained
-    for (const auto& [key, value] : models::model_to_metadata(*run.model)) {
+    for (const auto& [key, value] : run.model_metadata) {
         const std::string mine = json::dump(value), theirs = f.metadata.count(key) ? f.metadata.at(key) : "(none)";
         if (mine != theirs)
             throw std::runtime_error("'" + path + "': its " + key + " is " + theirs + ", the flags make " + mine +

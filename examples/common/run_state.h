@@ -3,7 +3,7 @@
 //
 //   common::InterruptWatch interrupt;   // from here on, SIGINT and SIGTERM ask the loop to stop
 //   int64_t step = 0;
-//   common::RunState run{.model = &model, .opt = &opt, .sched = sched.get(), .log = &log,
+//   common::RunState run{.model = &model, .model_metadata = models::model_to_metadata(model), .opt = &opt, .sched = sched.get(), .log = &log,
 //                        .rngs = {{"data", &data_rng}}, .counters = {{"step", &step}}};
 //   if (!o.resume.empty()) common::restore_run(o.resume, run);   // as it was after its last step
 //   for (step++; step <= steps; step++) {
@@ -46,7 +46,8 @@ public:
 };
 
 struct RunState {
-    models::Seq2Seq* model = nullptr;
+    nn::Module* model = nullptr;
+    models::json::Object model_metadata;                         // its kind and config (models::model_to_metadata)
     optim::Optimizer* opt = nullptr;
     optim::LRSchedule* sched = nullptr;
     TrainingLog* log = nullptr;

@@ -1,0 +1,68 @@
+#include "examples/options/gpt_options.h"
+
+#include "autograd/runtime.h"
+#include "examples/common/args.h"
+#include "examples/common/training_flags.h"
+
+namespace options {
+
+Gpt parse_gpt(int argc, char** argv) {
+    Gpt o;
+    common::ArgParser p("gpt", "Train a character-level GPT (the Transformer's decoder alone) on a text, "
+                               "by default Tiny Shakespeare, then write from a prompt.");
+    p.add("--data", &o.data, "the text to learn, any UTF-8 file (characters are code points); first 90% train, last 10% "
+                             "validation (default: examples/text/tinyshakespeare.txt)", "PATH");
+    p.add("--bpe", &o.bpe, "learn N byte-pair merges and train on subwords instead of characters (0: characters)").range(0, 100000);
+    p.add("--layers", &o.model.layers, "blocks N").range(1, 64);
+    p.add("--heads", &o.model.heads, "attention heads H (must divide --d-model)").range(1, 256);
+    p.add("--d-model", &o.model.d_model, "width D (the feed-forward is 4D)").range(1, 8192);
+    p.add("--block-size", &o.model.block_size, "context: the longest window of tokens the model reads").range(1, 8192);
+    p.add("--dropout", &o.model.dropout, "dropout on embeddings, attention weights and block outputs").range(0, 0.99);
+    p.add("--steps", &o.steps, "training steps (batches)").min(0);
+    p.add("--batch", &o.batch, "windows per batch (B)").min(1);
+    p.add("--lr", &o.lr, "peak learning rate, after the warmup").range(0, 1);
+    p.add("--min-lr", &o.min_lr, "learning rate at the last step, where the cosine ends").range(0, 1);
+    p.add("--warmup", &o.warmup, "steps of linear warmup from 0 to --lr").min(0);
+    p.add("--weight-decay", &o.weight_decay, "AdamW's decoupled weight decay, on the matrices only").range(0, 10);
+    p.add("--beta2", &o.beta2, "AdamW's beta2").range(0, 0.999999);
+    p.add("--clip", &o.clip, "clip the gradients' global norm to this (0: no clipping)").range(0, 1e6);
+    p.add("--eval-every", &o.eval_every, "every this many steps print train and validation loss").min(1);
+    p.add("--eval-batches", &o.eval_batches, "batches the losses are the mean over (the same ones each time)").range(1, 100000);
+    p.add("--sample-every", &o.sample_every, "every this many steps (and at step 0) also print a sample of --tokens tokens "
+                                             "(0: only at the end)").min(0);
+    p.add("--seed", &o.seed, "random seed (init, batches, dropout, sampling)");
+    p.add("--threads", &o.threads, "OpenMP threads (0: all cores)").range(0, 1024);
+    p.flag("--reference", &o.reference, "every layer runs its plain form (autograd ops), and sampling recomputes the window");
+    p.add("--prompt", &o.prompt, "the text the sample continues (characters the model knows)", "TEXT");
+    p.add("--tokens", &o.tokens, "tokens (characters) to sample at the end").range(0, 1000000);
+    p.add("--temperature", &o.temperature, "sampling temperature: < 1 sharper, > 1 flatter").range(1e-6, 100);
+    p.add("--top-k", &o.top_k, "sample among the k most likely tokens only (0: all)").range(0, 1000000);
+    p.add("--top-p", &o.top_p, "sample among the fewest most likely tokens whose probability reaches p (1: all)").range(1e-6, 1);
+    p.flag("--no-kv-cache", &o.no_kv_cache, "sample by running the whole window through the model at every step (the "
+                                            "plain reference) instead of with the key/value cache");
+    p.add("--save", &o.save, "write the trained model (and its characters or subwords) to PATH", "PATH");
+    p.add("--load", &o.load, "sample from the model saved at PATH instead of training", "PATH");
+    p.add("--resume", &o.resume, "continue the run whose state an interrupt (Ctrl-C) saved at PATH; give the flags that run had", "PATH");
+    p.add("--plot", &o.plot, "write the train and validation loss curves to PATH as SVG", "PATH");
+    p.parse(argc, argv);
+    if (!o.load.empty())   // the model comes from the file: what would shape or train it does nothing
+        for (const char* f : {"--data", "--bpe", "--layers", "--heads", "--d-model", "--block-size", "--dropout", "--steps", "--batch",
+                              "--lr", "--min-lr", "--warmup", "--weight-decay", "--beta2", "--clip", "--eval-every", "--eval-batches",
+                              "--sample-every", "--save", "--resume", "--plot"})
+            if (p.given(f)) p.fail(std::string(f) + " does nothing with --load (the model comes from the file; nothing trains)");
+    for (const auto& [flag, path] : {std::pair{"--save", o.save}, {"--plot", o.plot}}) common::check_output_path(p, flag, path);
+    if (o.model.d_model % o.model.heads != 0)
+        p.fail("--heads " + std::to_string(o.model.heads) + " must divide --d-model " + std::to_string(o.model.d_model));
+    if (o.min_lr > o.lr) p.fail("--min-lr must be at most --lr");
+    if (o.reference && p.given("--no-kv-cache")) p.fail("--no-kv-cache is what --reference already does");
+    if (o.reference) o.no_kv_cache = true;
+    if (o.threads > autograd::available_cores()) {   // threads past the cores only wait for each other's turn
+        p.warn("--threads " + std::to_string(o.threads) + " is more than the " + std::to_string(autograd::available_cores()) +
+               " cores: using " + std::to_string(autograd::available_cores()));
+        o.threads = autograd::available_cores();
+    }
+    if (o.threads > 0) autograd::set_num_threads(o.threads);
+    return o;
+}
+
+}  // namespace options

@@ -1,0 +1,229 @@
+// The gpt example's flags, each in a test that fails when the flag's effect is removed: the
+// program is run as a user runs it (tests/run_example.h) on a small text and a model of a few
+// thousand parameters, and what it prints is checked against a formula (the parameter count),
+// against a second run that differs only in the flag, or against the program refusing. The text
+// loader on the bad files a user gives it: empty, one character, invalid UTF-8, a folder.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <signal.h>
+
+#include "examples/data/text_data.h"
+#include "tests/run_example.h"
+
+namespace {
+
+// A small text of 65 lines of a few words: every run reads it in a moment.
+std::string small_text() {
+    const char* words[] = {"the", "cat", "sat", "on", "a", "mat", "and", "dog", "ran", "to", "it", "was", "red", "Ça", "va"};
+    std::string text;
+    uint32_t x = 7;
+    for (int line = 0; line < 65; line++) {
+        for (int w = 0; w < 6; w++) {
+            x = x * 1103515245u + 12345u;
+            text += words[(x >> 16) % 15];
+            text += w < 5 ? " " : ".\n";
+        }
+    }
+    return text;
+}
+
+std::filesystem::path text_file() {
+    static const std::filesystem::path path = [] {
+        const std::filesystem::path dir = example_scratch_dir("gpt-text");
+        std::ofstream(dir / "small.txt", std::ios::binary) << small_text();
+        return dir / "small.txt";
+    }();
+    return path;
+}
+
+// A tiny GPT on the small text: 6 steps, an evaluation every 3, 20 sampled characters.
+std::vector<std::string> tiny(std::vector<std::string> more) {
+    std::vector<std::string> args = {"--data", text_file().string(), "--d-model", "8", "--heads", "2", "--layers", "1",
+                                     "--block-size", "8", "--batch", "4", "--steps", "6", "--eval-every", "3",
+                                     "--eval-batches", "2", "--tokens", "20", "--warmup", "2", "--lr", "0.01"};
+    args.insert(args.end(), more.begin(), more.end());
+    return args;
+}
+
+ExampleRun run_gpt(const std::vector<std::string>& more, int threads = 1) {
+    ExampleRun r = run_example("gpt", tiny(more), "", threads);
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+    return r;
+}
+
+// "step     6  train loss 2.1  val loss 2.2": the losses of every evaluation, in order
+std::vector<double> val_losses(const std::string& out) {
+    std::vector<double> v;
+    for (size_t at = 0; (at = out.find("val loss ", at)) != std::string::npos; at++) v.push_back(std::strtod(out.c_str() + at + 9, nullptr));
+    return v;
+}
+
+// The text after the last "sample (...):" line
+std::string final_sample(const std::string& out) {
+    const size_t at = out.rfind("sample (");
+    REQUIRE(at != std::string::npos);
+    std::string s = out.substr(out.find('\n', at) + 1);
+    if (!s.empty() && s.back() == '\n') s.pop_back();
+    return s;
+}
+
+}  // namespace
+
+TEST_CASE("gpt: the text loader refuses what is not a text to learn from, naming the problem") {
+    const std::filesystem::path dir = example_scratch_dir("gpt-bad");
+    const auto refused = [&](const std::string& name, const std::string& bytes, const std::string& message) {
+        std::ofstream(dir / name, std::ios::binary) << bytes;
+        CAPTURE(name);
+        try {
+            data::read_text_file((dir / name).string());
+            FAIL("accepted");
+        } catch (const std::runtime_error& e) {
+            CHECK(std::string(e.what()).find(message) != std::string::npos);
+        }
+        const ExampleRun r = run_example("gpt", {"--data", (dir / name).string(), "--steps", "1"});
+        CHECK(r.status == 1);
+        CHECK(r.err.find(message) != std::string::npos);
+    };
+    refused("empty.txt", "", "is empty");
+    refused("one.txt", "\xC3\xA9", "holds 1 character");
+    refused("bad.txt", "ab\xC3\xA9z\xFF", "byte offset 5");   // é is 2 bytes: the bad byte is the 6th
+    refused("overlong.txt", "ab\xC0\xAF", "byte offset 2");
+    try {
+        data::read_text_file(dir.string());
+        FAIL("accepted a folder");
+    } catch (const std::runtime_error& e) {
+        CHECK(std::string(e.what()).find("is a directory") != std::string::npos);
+    }
+    // two characters are a text; characters are code points: "éa" is two ids, "é" one
+    std::ofstream(dir / "two.txt", std::ios::binary) << "\xC3\xA9" "a";
+    const std::string two = data::read_text_file((dir / "two.txt").string());
+    const data::CorpusCodec codec = data::CorpusCodec::characters(two);
+    CHECK(codec.size() == 2);
+    CHECK(codec.encode(two) == std::vector<int32_t>{1, 0});
+    CHECK(codec.decode({1, 0, 0}) == "\xC3\xA9" "aa");
+    CHECK_THROWS_AS(codec.encode("b"), std::invalid_argument);
+    // a text too short for a window of --block-size + 1 in either part is refused by the program
+    const ExampleRun r = run_example("gpt", {"--data", (dir / "two.txt").string(), "--steps", "1"});
+    CHECK(r.status == 1);
+    CHECK(r.err.find("--block-size") != std::string::npos);
+}
+
+TEST_CASE("gpt: subword and character codecs read their text back, and round-trip through JSON") {
+    const std::string text = small_text();
+    const data::CorpusCodec chars = data::CorpusCodec::characters(text);
+    CHECK(chars.decode(chars.encode(text)) == text);
+    CHECK(data::CorpusCodec::from_json(chars.to_json()).encode(text) == chars.encode(text));
+    const data::CorpusCodec sub = data::CorpusCodec::subwords(text, 30);
+    CHECK(sub.is_subwords());
+    CHECK(sub.decode(sub.encode(text)) == text);   // detokenized words: this text has no spaces before punctuation
+    CHECK(sub.encode(text).size() < chars.encode(text).size());
+    CHECK(data::CorpusCodec::from_json(sub.to_json()).encode(text) == sub.encode(text));
+}
+
+TEST_CASE("gpt: the model flags shape the model the parameter count says, and the data flags the corpus") {
+    const ExampleRun r = run_gpt({"--layers", "2", "--d-model", "12", "--heads", "3", "--block-size", "10"});
+    // V characters: the small text's distinct code points
+    const int64_t V = data::CorpusCodec::characters(small_text()).size(), D = 12, T = 10;
+    const int64_t block = 4 * D + 4 * (D * D + D) + (D * 4 * D + 4 * D) + (4 * D * D + D);
+    CHECK(r.out.find("| " + std::to_string(V * D + T * D + 2 * block + 2 * D) + " parameters") != std::string::npos);
+    CHECK(r.out.find("characters, V=" + std::to_string(V)) != std::string::npos);
+    const ExampleRun sub = run_gpt({"--bpe", "20"});
+    CHECK(sub.out.find("subwords, V=") != std::string::npos);
+    CHECK(run_example("gpt", tiny({"--heads", "3"})).status == 2);   // 3 does not divide 8
+}
+
+TEST_CASE("gpt: every training flag changes the losses") {
+    const std::vector<double> base = val_losses(run_gpt({}).out);
+    REQUIRE(base.size() == 3);   // steps 0, 3, 6
+    const std::vector<std::vector<std::string>> flags = {
+        {"--seed", "2"},           {"--batch", "5"},       {"--lr", "0.02"},        {"--min-lr", "0.005"},
+        {"--warmup", "1"},         {"--weight-decay", "5"}, {"--beta2", "0.9"},     {"--clip", "0.01"},
+        {"--dropout", "0.3"},      {"--eval-batches", "3"}, {"--steps", "5"},        {"--block-size", "7"}};
+    for (const auto& f : flags) {
+        CAPTURE(f[0]);
+        const std::vector<double> v = val_losses(run_gpt(f).out);
+        CHECK(v != base);
+    }
+    // --eval-every: where the evaluations fall
+    CHECK(val_losses(run_gpt({"--eval-every", "2"}).out).size() == 4);   // steps 0, 2, 4, 6
+    // --threads and --reference change no number (up to rounding for the plain ops), and say so
+    const ExampleRun two = run_gpt({"--threads", "2"}, 2);
+    CHECK(val_losses(two.out) == base);
+    const ExampleRun plain = run_gpt({"--reference"});
+    CHECK(plain.out.find("plain autograd ops") != std::string::npos);
+    const std::vector<double> p = val_losses(plain.out);
+    REQUIRE(p.size() == base.size());
+    for (size_t i = 0; i < p.size(); i++) CHECK(p[i] == doctest::Approx(base[i]).epsilon(1e-3));
+}
+
+TEST_CASE("gpt: the sampling flags change the sample, and the cache changes nothing but the speed") {
+    const std::string base = final_sample(run_gpt({}).out);
+    CHECK(base.size() == 1 + 20);   // "\n" and 20 ASCII characters
+    for (const auto& f : std::vector<std::vector<std::string>>{
+             {"--temperature", "3"}, {"--top-k", "1"}, {"--top-p", "0.1"}, {"--tokens", "25"}}) {
+        CAPTURE(f[0]);
+        CHECK(final_sample(run_gpt(f).out) != base);
+    }
+    const std::string prompted = final_sample(run_gpt({"--prompt", "the cat"}).out);
+    CHECK(prompted.rfind("the cat", 0) == 0);
+    CHECK(prompted.size() == 7 + 20);
+    // top-k 1 is greedy, and so is a tiny temperature
+    CHECK(final_sample(run_gpt({"--top-k", "1"}).out) == final_sample(run_gpt({"--temperature", "0.0001"}).out));
+    CHECK(final_sample(run_gpt({"--no-kv-cache"}).out) == base);
+    CHECK(run_gpt({"--sample-every", "3"}).out.find("sample at step 3:") != std::string::npos);
+    const ExampleRun bad = run_example("gpt", tiny({"--prompt", "\xE2\x82\xAC"}));   // € is not in the text
+    CHECK(bad.status == 1);
+    CHECK(bad.err.find("U+20AC") != std::string::npos);
+}
+
+TEST_CASE("gpt: --save, --load and --plot; flags that would do nothing with --load are refused") {
+    const std::filesystem::path dir = example_scratch_dir("gpt-save");
+    const std::string model = (dir / "m.safetensors").string(), plot = (dir / "loss.svg").string();
+    const ExampleRun trained = run_gpt({"--save", model, "--plot", plot, "--prompt", "the", "--seed", "3"});
+    const ExampleRun loaded = run_example("gpt", {"--load", model, "--prompt", "the", "--tokens", "20", "--seed", "3"});
+    INFO(loaded.err);
+    REQUIRE(loaded.status == 0);
+    CHECK(final_sample(loaded.out) == final_sample(trained.out));
+    const std::string svg = read_whole_file(plot);
+    CHECK(svg.find("<svg") != std::string::npos);
+    CHECK(svg.find("validation") != std::string::npos);
+    for (const char* f : {"--steps", "--data", "--d-model", "--save"}) {
+        CAPTURE(f);
+        check_refused_in_one_line(run_example("gpt", {"--load", model, f, f == std::string("--save") ? plot : "4"}),
+                                  "does nothing with --load");
+    }
+    check_refused_in_one_line(run_example("gpt", tiny({"--save", dir.string()})), "that is a folder");
+    check_refused_in_one_line(run_example("gpt", tiny({"--top-p", "0"})), "--top-p");
+    check_refused_in_one_line(run_example("gpt", tiny({"--min-lr", "0.5"})), "--min-lr");
+    const ExampleRun help = run_example("gpt", {"--help"});
+    CHECK(help.status == 0);
+    for (const char* f : {"--data", "--bpe", "--prompt", "--temperature", "--top-k", "--top-p", "--seed", "--tokens", "--save",
+                          "--load", "--resume", "--plot", "--sample-every", "--no-kv-cache"})
+        CHECK(help.out.find(f) != std::string::npos);
+}
+
+TEST_CASE("gpt: Ctrl-C saves the run, and --resume continues it to the numbers of the run never interrupted") {
+    const std::filesystem::path dir = example_scratch_dir("gpt-resume");
+    const std::string save = (dir / "m.safetensors").string();
+    const std::vector<std::string> args = tiny({"--steps", "1500", "--eval-every", "500", "--save", save});
+    const ExampleRun whole = run_gpt({"--steps", "1500", "--eval-every", "500"});
+    const ExampleRun stopped = interrupt_example("gpt", args, "step     0", {SIGINT});
+    CHECK(stopped.status == 130);
+    const std::string state = (dir / "m.resume.safetensors").string();
+    REQUIRE(std::filesystem::exists(state));
+    std::vector<std::string> again = args;
+    again.insert(again.end(), {"--resume", state});
+    const ExampleRun resumed = run_example("gpt", again);
+    INFO(resumed.err);
+    REQUIRE(resumed.status == 0);
+    CHECK(val_losses(resumed.out).back() == val_losses(whole.out).back());
+    CHECK(final_sample(resumed.out) == final_sample(whole.out));
+}
