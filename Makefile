@@ -172,7 +172,7 @@ sanitize:
 # Every figure of docs/, from today's code: the copy task trained with its defaults (600 steps,
 # seed 1) and the translation example for 2 epochs (seed 1) draw their loss curves, the
 # translation model its attention heatmap and a beam-search tree, the copy-task model its
-# attention; compare_models (the five systems of docs/06a's table, copy task, seed 1) its exact match
+# attention; compare_models (its default run: every system of docs/06a's table, copy task, seed 1) its exact match
 # against length and its attention maps (and, for a number of docs/06a, two of them on the reverse task); make_figures draws the rest from the code they show,
 # bench_decoding the key/value-cache picture and bench_gemm the GEMM's blocking.
 # attention_layer_graph.svg needs Graphviz. The logs of the runs stay in build/figures/, and
@@ -203,7 +203,7 @@ figures:
 	    --save $(FIGURE_RUNS)/translation.safetensors > $(FIGURE_RUNS)/translation.log
 	$(FB)/translation --load $(FIGURE_RUNS)/translation.safetensors --attention $(FIGURES)/attention_heatmap.svg \
 	    --translate "the brave dog does not see the old cat ." > $(FIGURE_RUNS)/attention.log 2>&1
-	$(FB)/compare_models --models rnn-sutskever,rnn-cho,rnn-sutskever-reversed,rnn-additive,transformer --plot $(FIGURE_RUNS)/compare \
+	$(FB)/compare_models --plot $(FIGURE_RUNS)/compare \
 	    > $(FIGURE_RUNS)/compare_models.log 2> /dev/null
 	$(FB)/compare_models --task reverse --models rnn-sutskever,rnn-sutskever-reversed --lengths 10 > $(FIGURE_RUNS)/compare_reverse.log 2> /dev/null
 	cp $(FIGURE_RUNS)/compare/exact_match.svg $(FIGURES)/compare_exact_match.svg

@@ -2,9 +2,9 @@
 // sequence task (copy, or reverse) at growing lengths, from the same seed, with the same budget
 // of steps and batches, at about the same number of parameters (the table prints them); one
 // table then says how each does on fresh sequences:
-//   - the LSTM encoder-decoders without attention squeeze the source into a state of fixed size
-//     (Sutskever et al.: the encoder's final (h, c) starts the decoder; Cho et al.: one context
-//     vector C, at every step) and lose whole sequences as they grow. Reading the source
+//   - the encoder-decoders without attention squeeze the source into a state of fixed size
+//     (Sutskever et al.'s LSTM: the encoder's final (h, c) starts the decoder; Cho et al.'s GRU:
+//     one context vector C, at every step) and lose whole sequences as they grow. Reading the source
 //     backwards (Sutskever et al.'s trick) puts the first outputs close to their inputs, and gets
 //     more tokens right;
 //   - with soft attention (Bahdanau et al., scored four ways: dot, general, cosine, additive) the
@@ -15,7 +15,7 @@
 //
 // The systems (--models), as eval::make_system builds them (examples/eval/compare_eval.h):
 //   rnn-sutskever, rnn-sutskever-reversed   Sutskever et al., the source read forwards or backwards
-//   rnn-cho                                 Cho et al.
+//   rnn-cho                                 Cho et al. (a GRU, as in their paper)
 //   rnn-dot, rnn-general, rnn-cosine, rnn-additive   attention with that score (rnn-dot's encoder reads one way)
 //   rnn-additive-reversed                   rnn-additive, the source read backwards
 //   transformer                             one layer a side
@@ -83,7 +83,7 @@ Options parse_options(int argc, char** argv) {
     p.add("--lengths", &o.lengths_text, "sequence lengths L (with the start symbol), comma-separated", "L1,L2,...");
     p.add("--models", &o.models_text,
           "systems to compare, comma-separated: " + eval::system_names() + ". rnn-sutskever: the LSTM encoder's final (h, c) "
-          "starts the decoder (Sutskever et al. 2014), -reversed: the source read backwards; rnn-cho: C = tanh(V h_S) at every "
+          "starts the decoder (Sutskever et al. 2014), -reversed: the source read backwards; rnn-cho: the GRU's C = tanh(V h_S) at every "
           "step (Cho et al. 2014); rnn-dot, rnn-general, rnn-cosine, rnn-additive: soft attention (Bahdanau et al. 2014) with "
           "that score (dot s.h and general s.Wh: Luong et al. 2015; additive: Bahdanau et al.'s; rnn-dot's encoder reads one "
           "way); transformer: one layer a side", "A,B,...");
