@@ -157,6 +157,30 @@ std::vector<std::string> plus(std::vector<std::string> args, const std::vector<s
     return args;
 }
 
+// A copy of the run state at `from`, at `to`, with its counters set to this epoch and batch: the
+// state of a run stopped at another point (its metadata is JSON in the header; the tensors and
+// their checksums stay as they are).
+void write_with_counters(const std::string& from, const std::string& to, int epoch, int batches_done) {
+    namespace json = autograd::io::json;
+    const std::string bytes = read_whole_file(from);
+    uint64_t n = 0;
+    for (int i = 0; i < 8; i++) n |= static_cast<uint64_t>(static_cast<unsigned char>(bytes[i])) << (8 * i);
+    json::Value header = json::parse(bytes.substr(8, n));
+    json::Value& meta = header.as_object().front().second;
+    REQUIRE(header.as_object().front().first == "__metadata__");
+    json::Value resume = json::parse(meta.find("resume")->as_string());
+    json::Value counters = *resume.find("counters");
+    counters.set("epoch", epoch);
+    counters.set("batches_done", batches_done);
+    resume.set("counters", counters);
+    meta.set("resume", json::dump(resume));
+    std::string text = json::dump(header);
+    text.append((8 - text.size() % 8) % 8, ' ');
+    std::string length(8, '\0');
+    for (int i = 0; i < 8; i++) length[i] = static_cast<char>(text.size() >> (8 * i));
+    std::ofstream(to, std::ios::binary) << length << text << bytes.substr(8 + n);
+}
+
 // A run that learns the grammar: 10 epochs of 36 batches of 8, a model 32 wide without dropout, at
 // half the usual learning rate.
 std::vector<std::string> learning_run(const Corpus& c, const std::vector<std::string>& more) {
@@ -1137,6 +1161,19 @@ TEST_CASE("translation: SIGINT saves the run, --resume continues it to the unint
     REQUIRE(moved.status == 0);
     CHECK(moved.out.find("saved to " + moved_save) != std::string::npos);
     CHECK(read_whole_file(moved_save) == straight_model);
+    // a state written as its last epoch ended (a Ctrl-C during that epoch's validation): resumed with
+    // a new --save it trains nothing, and that file still gets the best epoch, which the first process found
+    const std::string ended = (c.dir / "ended.resume.safetensors").string();
+    write_with_counters(state, ended, 9, 0);
+    const std::string ended_save = (c.dir / "ended.safetensors").string();
+    const ExampleRun nothing_left = run_example("translation", plus(again, {"--resume", ended, "--save", ended_save}));
+    INFO(nothing_left.err);
+    REQUIRE(nothing_left.status == 0);
+    CHECK(epoch_lines(nothing_left.out).empty());
+    const int best = static_cast<int>(number_after(nothing_left.out, "best epoch "));
+    CHECK(nothing_left.out.find(", saved to " + ended_save) != std::string::npos);
+    const autograd::io::SafetensorsFile ended_model = autograd::io::load_safetensors(ended_save);
+    CHECK(ended_model.metadata.at("epoch") == std::to_string(best));
     // fewer epochs than the run has begun: refused, not a "saved" line over nothing
     const ExampleRun fewer = run_example("translation", plus(without(again, "--epochs"), {"--epochs", "0"}));
     CHECK(fewer.status == 1);
