@@ -1335,6 +1335,8 @@ TEST_CASE("translation: --attention on --load's model, --save on --plot or on --
     const ExampleRun existing = run_example("translation", {"--load", model, "--attention", picture, "--translate", "The cat ."});
     check_refused_in_one_line(existing, "--attention " + picture + " exists");
     CHECK(run_example("translation", {"--load", model, "--attention", picture, "--translate", "The cat .", "--overwrite"}).status == 0);
+    check_refused_in_one_line(run_example("translation", {"--load", model, "--translate", "The cat .", "--overwrite"}),
+                              "--overwrite does nothing with --load unless --attention writes a file");
     CHECK(read_whole_file(picture).find("<svg") != std::string::npos);
 }
 

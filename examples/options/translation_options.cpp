@@ -88,6 +88,8 @@ Translation parse_translation(int argc, char** argv) {
             if (p.given(f) && !(o.sample && f == std::string("--seed")))   // --seed also picks --sample's draws
                 p.fail(std::string(f) + " does nothing with --load (the model comes from the file; nothing trains)");
     if (!o.attention.empty() && o.translate.empty() && !o.use_stdin) p.fail("--attention needs a sentence: --translate TEXT or --stdin");
+    if (!o.load.empty() && o.attention.empty() && p.given("--overwrite"))   // as copy_task --load refuses it
+        p.fail("--overwrite does nothing with --load unless --attention writes a file (nothing else is written)");
     if (!o.load.empty() && o.translate.empty() && !o.use_stdin)
         p.fail("--load needs something to translate: --translate TEXT or --stdin (the test score comes at the end of training)");
     // every file the run writes, checked before anything trains (--load writes only --attention's)
