@@ -198,21 +198,21 @@ figures:
 	$(MAKE) ARCH=$(FIGURE_ARCH) BUILD=$(FIGURE_BUILD) $(FB)/make_figures $(FB)/copy_task $(FB)/translation \
 	    $(FB)/attention_by_hand $(FB)/compare_models $(FIGURE_BUILD)/bench/bench_decoding $(FIGURE_BUILD)/bench/bench_gemm
 	@mkdir -p $(FIGURES) $(FIGURE_RUNS)
-	$(FB)/copy_task --plot $(FIGURES)/copy_task_loss.svg --save $(FIGURE_RUNS)/copy.safetensors > $(FIGURE_RUNS)/copy_task.log
-	$(FB)/translation --epochs $(FIGURE_TRANSLATION_EPOCHS) --plot $(FIGURES)/translation_loss.svg \
+	$(FB)/copy_task --overwrite --plot $(FIGURES)/copy_task_loss.svg --save $(FIGURE_RUNS)/copy.safetensors > $(FIGURE_RUNS)/copy_task.log
+	$(FB)/translation --overwrite --epochs $(FIGURE_TRANSLATION_EPOCHS) --plot $(FIGURES)/translation_loss.svg \
 	    --save $(FIGURE_RUNS)/translation.safetensors > $(FIGURE_RUNS)/translation.log
-	$(FB)/translation --load $(FIGURE_RUNS)/translation.safetensors --attention $(FIGURES)/attention_heatmap.svg \
+	$(FB)/translation --overwrite --load $(FIGURE_RUNS)/translation.safetensors --attention $(FIGURES)/attention_heatmap.svg \
 	    --translate "the brave dog does not see the old cat ." > $(FIGURE_RUNS)/attention.log 2>&1
-	$(FB)/compare_models --plot $(FIGURE_RUNS)/compare \
+	$(FB)/compare_models --overwrite --plot $(FIGURE_RUNS)/compare \
 	    > $(FIGURE_RUNS)/compare_models.log 2> /dev/null
 	$(FB)/compare_models --task reverse --models rnn-sutskever,rnn-sutskever-reversed --lengths 10 > $(FIGURE_RUNS)/compare_reverse.log 2> /dev/null
 	cp $(FIGURE_RUNS)/compare/exact_match.svg $(FIGURES)/compare_exact_match.svg
 	cp $(FIGURE_RUNS)/compare/attention.svg $(FIGURES)/compare_attention.svg
-	$(FB)/make_figures --out $(FIGURES) --copy-model $(FIGURE_RUNS)/copy.safetensors \
+	$(FB)/make_figures --overwrite --out $(FIGURES) --copy-model $(FIGURE_RUNS)/copy.safetensors \
 	    --translation-model $(FIGURE_RUNS)/translation.safetensors > $(FIGURE_RUNS)/make_figures.log
 	./$(FIGURE_BUILD)/bench/bench_decoding --cache-picture $(FIGURES)/kv_cache.svg
 	./$(FIGURE_BUILD)/bench/bench_gemm --tile-picture $(FIGURES)/gemm_tile.svg
-	$(FB)/attention_by_hand --graph $(FIGURE_RUNS)/attention_layer_graph.dot > /dev/null
+	$(FB)/attention_by_hand --overwrite --graph $(FIGURE_RUNS)/attention_layer_graph.dot > /dev/null
 	@if command -v dot > /dev/null; then dot -Tsvg $(FIGURE_RUNS)/attention_layer_graph.dot -o $(FIGURES)/attention_layer_graph.svg; \
 	 else echo "figures: no Graphviz 'dot': attention_layer_graph.svg left as it is"; fi
 	bash tests/check_quoted_numbers.sh $(FIGURE_RUNS)

@@ -40,6 +40,7 @@
 
 #include "autograd/autograd.h"
 #include "examples/common/args.h"
+#include "examples/common/output_files.h"
 #include "examples/common/progress.h"
 #include "examples/common/training_flags.h"
 #include "examples/eval/compare_eval.h"
@@ -61,7 +62,7 @@ struct Options {
     int steps = 400, batch = 32, warmup = 100, eval_count = 500;
     float lr = 1e-2f;      // the peak of the schedule: warmup to it, then a cosine down to 0
     float clip = 1.0f;     // the gradients' global norm at most this (0: no clipping)
-    bool timing = false, quick = false;
+    bool timing = false, quick = false, overwrite = false;
     std::string plot;
 };
 
@@ -100,6 +101,7 @@ Options parse_options(int argc, char** argv) {
     p.flag("--reference", &o.train.reference, "train and evaluate through the plain autograd ops of nn/ instead of the fused kernels");
     p.flag("--timing", &o.timing, "also time a training step of the Transformer and rnn-additive at each length on 1 and 2 threads");
     p.add("--plot", &o.plot, "write exact_match.svg and attention.svg (the attention systems at the longest length) to DIR", "DIR");
+    common::add_overwrite_flag(p, &o.overwrite);
     p.flag("--quick", &o.quick, "a run of seconds: rnn-sutskever, rnn-additive and transformer at lengths 4 and 6, 150 steps of 32, "
                                 "100 test sequences (flags given beside it win)");
     p.parse(argc, argv);
@@ -122,12 +124,14 @@ Options parse_options(int argc, char** argv) {
     } catch (const std::invalid_argument& e) {
         p.fail(e.what());
     }
+    if (o.models.empty()) p.fail("--models names no system: give one or more of " + eval::system_names());
     const std::string bad_lengths = "--lengths must be whole numbers from 2 to 4096 separated by commas, got '" + o.lengths_text + "'";
     if (o.lengths_text.empty()) p.fail(bad_lengths);
     for (const std::string& l : split_commas(o.lengths_text)) {
         char* end = nullptr;
         const long long L = std::strtoll(l.c_str(), &end, 10);
         if (l.empty() || *end != '\0' || L < 2 || L > 4096) p.fail(bad_lengths);
+        if (std::count(o.lengths.begin(), o.lengths.end(), L)) p.fail("--lengths names " + l + " twice (each length is one row per system)");
         o.lengths.push_back(L);
     }
     common::apply_training_flags(p, o.train);   // --threads
@@ -136,6 +140,10 @@ Options parse_options(int argc, char** argv) {
         std::filesystem::create_directories(o.plot, ec);
         if (ec) p.fail("--plot " + o.plot + ": cannot make that folder: " + ec.message());
         common::check_output_path(p, "--plot", (std::filesystem::path(o.plot) / "exact_match.svg").string());
+        common::RunFiles files;   // the two figures: not replaced unasked
+        for (const char* name : {"exact_match.svg", "attention.svg"})
+            files.output("--plot", (std::filesystem::path(o.plot) / name).string());
+        files.check(p, o.overwrite);
     }
     return o;
 }

@@ -2,17 +2,21 @@
 // heatmaps and checkpoint averaging.
 #include <doctest/doctest.h>
 
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
+#include <fstream>
 #include <limits>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "autograd/io/safetensors.h"
 #include "examples/common/args.h"
 #include "examples/common/heatmap_terminal.h"
 #include "examples/common/kept_epochs.h"
@@ -669,4 +673,51 @@ TEST_CASE("describe_lr_schedule: the words for the schedule make_lr_schedule mak
           "lr: 100 warmup steps to 0.003, then a cosine down to 0 at step 600");
     CHECK(common::describe_lr_schedule("cosine", 3e-3f, 1.0f, 128, 100, 30) ==   // all warmup
           "lr: 30 warmup steps to 0.003, then a cosine down to 0 at step 30");
+}
+
+// A second Ctrl-C while a save is under way ends the program at once, but never leaves half a
+// file: the save is abandoned, its temporary file removed, the file it would have replaced kept
+// as it was, and a line says so. The save is made long (64 MB) and the second signal sent once
+// its temporary file exists; if the save still wins the race, the test tries again.
+TEST_CASE("InterruptWatch: a second signal during a save abandons it, removes its temporary file, and says so") {
+    namespace fs = std::filesystem;
+    const fs::path dir = fs::temp_directory_path() / ("interrupt-save-" + std::to_string(::getpid()));
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    const fs::path target = dir / "state.safetensors", err = dir / "err";
+    bool abandoned = false;
+    for (int attempt = 0; attempt < 3 && !abandoned; attempt++) {
+        std::ofstream(target) << "the earlier state";
+        const pid_t pid = ::fork();
+        REQUIRE(pid >= 0);
+        if (pid == 0) {   // the child: a first signal, then the save it asks for
+            (void)!std::freopen(err.c_str(), "w", stderr);
+            InterruptWatch watch;
+            ::raise(SIGINT);
+            std::vector<uint8_t> big(64 << 20, 7);
+            autograd::io::save_safetensors(target.string(), {{"x", "U8", {static_cast<int64_t>(big.size())}, std::move(big)}});
+            ::_exit(0);
+        }
+        bool seen = false;
+        for (int waited = 0; !seen && waited < 20000; waited++) {
+            std::error_code ec;
+            for (const auto& e : fs::directory_iterator(dir, ec)) seen = seen || e.path().extension() == ".tmp";
+            if (!seen) ::usleep(500);
+        }
+        ::kill(pid, SIGINT);
+        int raw = 0;
+        ::waitpid(pid, &raw, 0);
+        abandoned = WIFEXITED(raw) && WEXITSTATUS(raw) == 128 + SIGINT;
+    }
+    REQUIRE(abandoned);
+    std::ifstream in(err);
+    const std::string said((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    CHECK(said.find("interrupted again: the save was abandoned and its temporary file removed") != std::string::npos);
+    std::vector<std::string> files;
+    for (const auto& e : fs::directory_iterator(dir)) files.push_back(e.path().filename().string());
+    std::sort(files.begin(), files.end());
+    CHECK(files == std::vector<std::string>{"err", "state.safetensors"});
+    std::ifstream kept(target);
+    CHECK(std::string((std::istreambuf_iterator<char>(kept)), std::istreambuf_iterator<char>()) == "the earlier state");
+    fs::remove_all(dir);
 }
