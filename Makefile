@@ -173,7 +173,7 @@ sanitize:
 # seed 1), the translation example for 2 epochs (seed 1) and the GPT (its defaults: 2,000 steps
 # on Tiny Shakespeare, seed 1337, with samples every 250 steps) draw their loss curves, the
 # translation model its attention heatmap and a beam-search tree, the copy-task model its
-# attention; compare_models (the five systems of docs/06a's table, copy task, seed 1) its exact match
+# attention; compare_models (its default run: every system of docs/06a's table, copy task, seed 1) its exact match
 # against length and its attention maps (and, for a number of docs/06a, two of them on the reverse task); make_figures draws the rest from the code they show,
 # bench_decoding the key/value-cache picture and bench_gemm the GEMM's blocking.
 # attention_layer_graph.svg needs Graphviz. The logs of the runs stay in build/figures/, and
@@ -199,22 +199,22 @@ figures:
 	$(MAKE) ARCH=$(FIGURE_ARCH) BUILD=$(FIGURE_BUILD) $(FB)/make_figures $(FB)/copy_task $(FB)/translation $(FB)/gpt \
 	    $(FB)/attention_by_hand $(FB)/compare_models $(FIGURE_BUILD)/bench/bench_decoding $(FIGURE_BUILD)/bench/bench_gemm
 	@mkdir -p $(FIGURES) $(FIGURE_RUNS)
-	$(FB)/copy_task --plot $(FIGURES)/copy_task_loss.svg --save $(FIGURE_RUNS)/copy.safetensors > $(FIGURE_RUNS)/copy_task.log
-	$(FB)/translation --epochs $(FIGURE_TRANSLATION_EPOCHS) --plot $(FIGURES)/translation_loss.svg \
+	$(FB)/copy_task --overwrite --plot $(FIGURES)/copy_task_loss.svg --save $(FIGURE_RUNS)/copy.safetensors > $(FIGURE_RUNS)/copy_task.log
+	$(FB)/translation --overwrite --epochs $(FIGURE_TRANSLATION_EPOCHS) --plot $(FIGURES)/translation_loss.svg \
 	    --save $(FIGURE_RUNS)/translation.safetensors > $(FIGURE_RUNS)/translation.log
-	$(FB)/translation --load $(FIGURE_RUNS)/translation.safetensors --attention $(FIGURES)/attention_heatmap.svg \
+	$(FB)/translation --overwrite --load $(FIGURE_RUNS)/translation.safetensors --attention $(FIGURES)/attention_heatmap.svg \
 	    --translate "the brave dog does not see the old cat ." > $(FIGURE_RUNS)/attention.log 2>&1
 	$(FB)/gpt --sample-every 250 --tokens 300 --plot $(FIGURES)/gpt_loss.svg > $(FIGURE_RUNS)/gpt.log 2> /dev/null
-	$(FB)/compare_models --models rnn-sutskever,rnn-cho,rnn-sutskever-reversed,rnn-additive,transformer --plot $(FIGURE_RUNS)/compare \
+	$(FB)/compare_models --overwrite --plot $(FIGURE_RUNS)/compare \
 	    > $(FIGURE_RUNS)/compare_models.log 2> /dev/null
 	$(FB)/compare_models --task reverse --models rnn-sutskever,rnn-sutskever-reversed --lengths 10 > $(FIGURE_RUNS)/compare_reverse.log 2> /dev/null
 	cp $(FIGURE_RUNS)/compare/exact_match.svg $(FIGURES)/compare_exact_match.svg
 	cp $(FIGURE_RUNS)/compare/attention.svg $(FIGURES)/compare_attention.svg
-	$(FB)/make_figures --out $(FIGURES) --copy-model $(FIGURE_RUNS)/copy.safetensors \
+	$(FB)/make_figures --overwrite --out $(FIGURES) --copy-model $(FIGURE_RUNS)/copy.safetensors \
 	    --translation-model $(FIGURE_RUNS)/translation.safetensors > $(FIGURE_RUNS)/make_figures.log
 	./$(FIGURE_BUILD)/bench/bench_decoding --cache-picture $(FIGURES)/kv_cache.svg
 	./$(FIGURE_BUILD)/bench/bench_gemm --tile-picture $(FIGURES)/gemm_tile.svg
-	$(FB)/attention_by_hand --graph $(FIGURE_RUNS)/attention_layer_graph.dot > /dev/null
+	$(FB)/attention_by_hand --overwrite --graph $(FIGURE_RUNS)/attention_layer_graph.dot > /dev/null
 	@if command -v dot > /dev/null; then dot -Tsvg $(FIGURE_RUNS)/attention_layer_graph.dot -o $(FIGURES)/attention_layer_graph.svg; \
 	 else echo "figures: no Graphviz 'dot': attention_layer_graph.svg left as it is"; fi
 	bash tests/check_quoted_numbers.sh $(FIGURE_RUNS)

@@ -24,6 +24,7 @@ int available_cores() {
 
 std::size_t tensor_bytes_live() { return kernels::memory_stats().live_bytes; }
 std::size_t tensor_bytes_peak() { return kernels::memory_stats().peak_live_bytes; }
+std::size_t tensor_bytes_refused() { return kernels::memory_stats().refused_bytes; }
 void reset_peak_memory() { kernels::reset_peak_memory(); }
 void release_free_memory() { kernels::release_free_memory(); }
 

@@ -23,6 +23,8 @@ int available_cores();
 // the most held since the start or the last reset_peak_memory().
 std::size_t tensor_bytes_live();
 std::size_t tensor_bytes_peak();
+// The size of the last tensor the system could not give memory for (std::bad_alloc), 0 before one.
+std::size_t tensor_bytes_refused();
 void reset_peak_memory();
 // Give the heap's free pages back to the system, between phases of a run that need different
 // memory: after data-parallel training each thread's heap keeps its shard's free activation

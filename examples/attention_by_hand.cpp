@@ -21,6 +21,7 @@
 #include "autograd/autograd.h"
 #include "autograd/graph_dot.h"
 #include "examples/common/args.h"
+#include "examples/common/output_files.h"
 #include "examples/data/attention_by_hand_numbers.h"
 #include "models/transformer.h"
 #include "nn/nn.h"
@@ -237,7 +238,12 @@ int main(int argc, char** argv) {
     common::ArgParser p("attention_by_hand",
                         "Scaled dot-product attention on a 3-token sentence, step by step, checked against the library.");
     p.add("--graph", &graph, "also write the computation graph of one MultiHeadAttention forward to PATH (Graphviz DOT)", "PATH");
+    bool overwrite = false;
+    common::add_overwrite_flag(p, &overwrite);
     p.parse(argc, argv);
+    common::RunFiles files;   // --graph's file: not replaced unasked
+    files.output("--graph", graph);
+    files.check(p, overwrite);
 
     try {
         std::printf("Scaled dot-product attention, by hand: softmax(Q K^T / sqrt(Dk)) V\n");

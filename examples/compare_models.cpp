@@ -2,9 +2,9 @@
 // sequence task (copy, or reverse) at growing lengths, from the same seed, with the same budget
 // of steps and batches, at about the same number of parameters (the table prints them); one
 // table then says how each does on fresh sequences:
-//   - the LSTM encoder-decoders without attention squeeze the source into a state of fixed size
-//     (Sutskever et al.: the encoder's final (h, c) starts the decoder; Cho et al.: one context
-//     vector C, at every step) and lose whole sequences as they grow. Reading the source
+//   - the encoder-decoders without attention squeeze the source into a state of fixed size
+//     (Sutskever et al.'s LSTM: the encoder's final (h, c) starts the decoder; Cho et al.'s GRU:
+//     one context vector C, at every step) and lose whole sequences as they grow. Reading the source
 //     backwards (Sutskever et al.'s trick) puts the first outputs close to their inputs, and gets
 //     more tokens right;
 //   - with soft attention (Bahdanau et al., scored four ways: dot, general, cosine, additive) the
@@ -15,7 +15,7 @@
 //
 // The systems (--models), as eval::make_system builds them (examples/eval/compare_eval.h):
 //   rnn-sutskever, rnn-sutskever-reversed   Sutskever et al., the source read forwards or backwards
-//   rnn-cho                                 Cho et al.
+//   rnn-cho                                 Cho et al. (a GRU, as in their paper)
 //   rnn-dot, rnn-general, rnn-cosine, rnn-additive   attention with that score (rnn-dot's encoder reads one way)
 //   rnn-additive-reversed                   rnn-additive, the source read backwards
 //   transformer                             one layer a side
@@ -40,6 +40,7 @@
 
 #include "autograd/autograd.h"
 #include "examples/common/args.h"
+#include "examples/common/output_files.h"
 #include "examples/common/progress.h"
 #include "examples/common/training_flags.h"
 #include "examples/eval/compare_eval.h"
@@ -61,7 +62,7 @@ struct Options {
     int steps = 400, batch = 32, warmup = 100, eval_count = 500;
     float lr = 1e-2f;      // the peak of the schedule: warmup to it, then a cosine down to 0
     float clip = 1.0f;     // the gradients' global norm at most this (0: no clipping)
-    bool timing = false, quick = false;
+    bool timing = false, quick = false, overwrite = false;
     std::string plot;
 };
 
@@ -83,7 +84,7 @@ Options parse_options(int argc, char** argv) {
     p.add("--lengths", &o.lengths_text, "sequence lengths L (with the start symbol), comma-separated", "L1,L2,...");
     p.add("--models", &o.models_text,
           "systems to compare, comma-separated: " + eval::system_names() + ". rnn-sutskever: the LSTM encoder's final (h, c) "
-          "starts the decoder (Sutskever et al. 2014), -reversed: the source read backwards; rnn-cho: C = tanh(V h_S) at every "
+          "starts the decoder (Sutskever et al. 2014), -reversed: the source read backwards; rnn-cho: the GRU's C = tanh(V h_S) at every "
           "step (Cho et al. 2014); rnn-dot, rnn-general, rnn-cosine, rnn-additive: soft attention (Bahdanau et al. 2014) with "
           "that score (dot s.h and general s.Wh: Luong et al. 2015; additive: Bahdanau et al.'s; rnn-dot's encoder reads one "
           "way); transformer: one layer a side", "A,B,...");
@@ -100,6 +101,7 @@ Options parse_options(int argc, char** argv) {
     p.flag("--reference", &o.train.reference, "train and evaluate through the plain autograd ops of nn/ instead of the fused kernels");
     p.flag("--timing", &o.timing, "also time a training step of the Transformer and rnn-additive at each length on 1 and 2 threads");
     p.add("--plot", &o.plot, "write exact_match.svg and attention.svg (the attention systems at the longest length) to DIR", "DIR");
+    common::add_overwrite_flag(p, &o.overwrite);
     p.flag("--quick", &o.quick, "a run of seconds: rnn-sutskever, rnn-additive and transformer at lengths 4 and 6, 150 steps of 32, "
                                 "100 test sequences (flags given beside it win)");
     p.parse(argc, argv);
@@ -122,12 +124,14 @@ Options parse_options(int argc, char** argv) {
     } catch (const std::invalid_argument& e) {
         p.fail(e.what());
     }
+    if (o.models.empty()) p.fail("--models names no system: give one or more of " + eval::system_names());
     const std::string bad_lengths = "--lengths must be whole numbers from 2 to 4096 separated by commas, got '" + o.lengths_text + "'";
     if (o.lengths_text.empty()) p.fail(bad_lengths);
     for (const std::string& l : split_commas(o.lengths_text)) {
         char* end = nullptr;
         const long long L = std::strtoll(l.c_str(), &end, 10);
         if (l.empty() || *end != '\0' || L < 2 || L > 4096) p.fail(bad_lengths);
+        if (std::count(o.lengths.begin(), o.lengths.end(), L)) p.fail("--lengths names " + l + " twice (each length is one row per system)");
         o.lengths.push_back(L);
     }
     common::apply_training_flags(p, o.train);   // --threads
@@ -136,6 +140,10 @@ Options parse_options(int argc, char** argv) {
         std::filesystem::create_directories(o.plot, ec);
         if (ec) p.fail("--plot " + o.plot + ": cannot make that folder: " + ec.message());
         common::check_output_path(p, "--plot", (std::filesystem::path(o.plot) / "exact_match.svg").string());
+        common::RunFiles files;   // the two figures: not replaced unasked
+        for (const char* name : {"exact_match.svg", "attention.svg"})
+            files.output("--plot", (std::filesystem::path(o.plot) / name).string());
+        files.check(p, o.overwrite);
     }
     return o;
 }

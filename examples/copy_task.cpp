@@ -12,10 +12,13 @@
 // examples/data/copy_task_data.h, the evaluation in examples/eval/copy_task_eval.h.
 #include <cstdio>
 #include <memory>
+#include <new>
 #include <optional>
+#include <stdexcept>
 #include <string>
 
 #include "autograd/autograd.h"
+#include "examples/common/memory_budget.h"
 #include "examples/common/progress.h"
 #include "examples/common/run_state.h"
 #include "examples/common/saved_model.h"
@@ -33,6 +36,9 @@ using autograd::Tensor;
 using Options = options::CopyTask;
 
 namespace {
+
+// What a run too big for the memory can lower.
+const char* const kShrinkingFlags = "--batch or --seq-len (or the model: --d-model, --d-ff, --heads, --layers)";
 
 // The task and the model; before training, the optimizer and the learning-rate schedule too.
 void print_setup(const models::Seq2Seq& model, const Options& o, bool training) {
@@ -55,6 +61,15 @@ models::json::Object settings(const Options& o) {
     return {{"seq_len", o.seq_len}, {"step", o.steps}, {"seed", std::to_string(o.train.seed)}};
 }
 
+// What makes a run this run, for --resume to compare (run_state.h): everything that changes its
+// numbers besides the model's config, which the state holds too. Not --steps: a resumed run may
+// train longer.
+models::json::Object identity(const Options& o) {
+    return {{"--seed", std::to_string(o.train.seed)}, {"--batch", o.batch}, {"--vocab", o.vocab}, {"--seq-len", o.seq_len},
+            {"--schedule", o.schedule}, {"--lr", common::exact(o.lr)}, {"--lr-factor", common::exact(o.train.lr_factor)}, {"--warmup", o.train.warmup},
+            {"--shards", o.train.shards}, {"--bf16", o.train.bf16}, {"--reference", o.train.reference}};
+}
+
 // A step on the live progress line (loss, lr, tokens/s), and every --print-every steps a result
 // line with the mean loss since the last one.
 void report_step(common::TrainingLog& log, const Options& o, int step, float loss, float lr) {
@@ -67,13 +82,18 @@ void report_step(common::TrainingLog& log, const Options& o, int step, float los
     log.result(line);
 }
 
-// The time taken and the final loss; --save's model, then --plot's curve (a failing figure never
-// costs the model).
-void finish_training(common::TrainingLog& log, const models::Seq2Seq& model, const Options& o) {
+// The steps this process trained, their time and the final loss (after --resume: from which step,
+// and that the run now stands at its last); --save's model, then --plot's curve (a failing figure
+// never costs the model).
+void finish_training(common::TrainingLog& log, const models::Seq2Seq& model, const Options& o, int resumed_at) {
     log.finish();
     const double secs = log.seconds();
-    std::printf("trained %d steps in %.1f s (%.1f ms/step), final loss %.4f\n", o.steps, secs,
-                o.steps ? 1000.0 * secs / o.steps : 0.0, log.last_loss());
+    const int trained = o.steps - resumed_at;
+    std::string resumed;
+    if (!o.resume.empty())
+        resumed = " (resumed after step " + std::to_string(resumed_at) + ": the run now stands at step " + std::to_string(o.steps) + ")";
+    std::printf("trained %d steps%s in %.1f s (%.1f ms/step), final loss %.4f\n", trained, resumed.c_str(), secs,
+                trained ? 1000.0 * secs / trained : 0.0, log.last_loss());
     if (!o.save.empty()) common::save_model(model, o.save, "copy", settings(o)), std::printf("saved %s\n", o.save.c_str());
     if (!o.plot.empty()) log.plot(o.plot, "Copy task: training loss", "train", /*log_y=*/true);
 }
@@ -122,13 +142,20 @@ int main(int argc, char** argv) {
             opt, o.schedule, o.lr, o.train.lr_factor, o.train.model.d_model, o.train.warmup, o.steps);   // sets opt's lr every step
         autograd::Rng data_rng(o.train.seed * 7919 + 1);   // the data stream, independent of init and dropout draws
         print_setup(model, o, true);
+        common::check_memory(common::training_peak_bytes(model, o.batch, o.seq_len, o.seq_len - 1, /*full_logits=*/true),
+                             "training on batches of " + std::to_string(o.batch) + " x " + std::to_string(o.seq_len), kShrinkingFlags);
         common::TrainingLog log(o.steps);
+        int resumed_at = 0;   // the step a --resume'd run starts after
         {
             common::InterruptWatch interrupt;   // Ctrl-C, until the loop ends: it stops after its step, and the run is saved
             int64_t step = 0;
             common::RunState run{.model = &model, .model_metadata = models::model_to_metadata(model), .opt = &opt, .sched = sched.get(), .log = &log, .rngs = {{"data", &data_rng}},
-                                 .counters = {{"step", &step}}, .settings = settings(o)};
+                                 .counters = {{"step", &step}}, .settings = settings(o), .identity = identity(o), .save = o.save};
             if (!o.resume.empty()) common::restore_run(o.resume, run);   // --resume: as it was after its last step
+            if (step > o.steps)
+                throw std::runtime_error("--steps " + std::to_string(o.steps) + " is fewer than the " + std::to_string(step) +
+                                         " steps the run in '" + o.resume + "' has trained: give --steps " + std::to_string(step) + " or more");
+            resumed_at = static_cast<int>(step);
             model.train();
             for (step++; step <= o.steps; step++) {
                 const models::Batch b = data::make_copy_batch(data_rng, o.vocab, o.batch, o.seq_len);
@@ -147,8 +174,11 @@ int main(int argc, char** argv) {
                 if (interrupt.requested()) return common::save_interrupted(run, common::resume_path(o.save, "copy_task"), argc, argv);
             }
         }
-        finish_training(log, model, o);
+        finish_training(log, model, o, resumed_at);
         evaluate(model, o);
+    } catch (const std::bad_alloc&) {   // past the estimate (another program took the memory, or decoding)
+        std::fprintf(stderr, "copy_task: %s\n", common::out_of_memory_message(std::string(kShrinkingFlags) + ", or --eval").c_str());
+        return 1;
     } catch (const std::exception& e) {
         std::fprintf(stderr, "copy_task: %s\n", e.what());
         return 1;

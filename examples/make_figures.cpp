@@ -5,45 +5,63 @@
 // with the short example runs that draw the loss curves and heatmaps, and `make figures-check`
 // renders every SVG.
 //
-//   ./examples/make_figures --out docs/figures
+//   ./examples/make_figures --out docs/figures --overwrite   # redraw them (a figure there is kept without it)
 //   ./examples/make_figures --out docs/figures --copy-model copy.safetensors   # + the copy task's attention
 //   ./examples/make_figures --out docs/figures --translation-model tr.safetensors   # + the beam-search tree
 #include <cstdio>
+#include <functional>
 #include <stdexcept>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "examples/common/args.h"
+#include "examples/common/output_files.h"
 #include "examples/figures/figures.h"
 
 int main(int argc, char** argv) {
     std::string out = "docs/figures", copy_model, translation_model, sentence = "the doctors eat a banana .";
+    bool overwrite = false;
     common::ArgParser p("make_figures", "Draw the figures of docs/ from the current code.");
     p.add("--out", &out, "folder to write the SVG files to", "DIR");
     p.add("--copy-model", &copy_model, "a copy-task model (copy_task --save): also draw its attention", "PATH");
     p.add("--translation-model", &translation_model, "a translation model (translation --save): also draw a beam-search tree",
           "PATH");
     p.add("--sentence", &sentence, "the sentence of the beam-search tree", "TEXT");
+    common::add_overwrite_flag(p, &overwrite);
     p.parse(argc, argv);
-    const auto at = [&](const char* file) { return out + "/" + file; };
-    try {
+    // Every figure, the file it goes to and the function that draws it, in the chapters' order
+    using Figure = std::pair<const char*, std::function<void(const std::string&)>>;
+    std::vector<Figure> drawn = {
         // Part I, the model
-        figures::broadcasting(at("broadcasting.svg"));                 // docs/01
-        figures::ab_graph(at("ab_graph.svg"));                         // docs/02
-        figures::layer_norm_row(at("layer_norm_row.svg"));             // docs/05
-        figures::rnn_encoder_decoder(at("rnn_encoder_decoder.svg"));   // docs/06a
-        figures::attention_flow(at("attention_flow.svg"));             // docs/07
-        figures::heads(at("heads.svg"));                               // docs/07
-        figures::masks(at("masks.svg"));                               // docs/08
-        figures::positional_encoding(at("positional_encoding.svg"));   // docs/09
-        figures::architecture(at("architecture.svg"));                 // docs/10
-        figures::smoothed_target(at("smoothed_target.svg"));           // docs/11
-        figures::noam_schedule(at("noam_schedule.svg"));               // docs/12
-        if (!copy_model.empty()) figures::copy_attention(copy_model, at("copy_attention.svg"));                      // docs/14
-        if (!translation_model.empty()) figures::beam_tree(translation_model, sentence, at("beam_tree.svg"));   // docs/14
-        // Part II, engineering
-        figures::step_floor(at("step_floor.svg"));                     // docs/15
-        figures::two_threads(at("two_threads.svg"));                   // docs/15
-        figures::bf16_bits(at("bf16_bits.svg"));                       // docs/16
+        {"broadcasting.svg", figures::broadcasting},                 // docs/01
+        {"ab_graph.svg", figures::ab_graph},                         // docs/02
+        {"layer_norm_row.svg", figures::layer_norm_row},             // docs/05
+        {"rnn_encoder_decoder.svg", figures::rnn_encoder_decoder},   // docs/06a
+        {"attention_flow.svg", figures::attention_flow},             // docs/07
+        {"heads.svg", figures::heads},                               // docs/07
+        {"masks.svg", figures::masks},                               // docs/08
+        {"positional_encoding.svg", figures::positional_encoding},   // docs/09
+        {"architecture.svg", figures::architecture},                 // docs/10
+        {"smoothed_target.svg", figures::smoothed_target},           // docs/11
+        {"noam_schedule.svg", figures::noam_schedule},               // docs/12
+    };
+    if (!copy_model.empty())   // docs/14
+        drawn.push_back({"copy_attention.svg", [&](const std::string& path) { figures::copy_attention(copy_model, path); }});
+    if (!translation_model.empty())   // docs/14
+        drawn.push_back({"beam_tree.svg", [&](const std::string& path) { figures::beam_tree(translation_model, sentence, path); }});
+    // Part II, engineering
+    drawn.push_back({"step_floor.svg", figures::step_floor});    // docs/15
+    drawn.push_back({"two_threads.svg", figures::two_threads});  // docs/15
+    drawn.push_back({"bf16_bits.svg", figures::bf16_bits});      // docs/16
+    const auto at = [&](const char* file) { return out + "/" + file; };
+    common::RunFiles files;   // the models read are no figure, and a figure there already goes only with --overwrite
+    files.input("--copy-model", copy_model);
+    files.input("--translation-model", translation_model);
+    for (const auto& [file, draw] : drawn) files.output("--out", at(file));
+    files.check(p, overwrite);
+    try {
+        for (const auto& [file, draw] : drawn) draw(at(file));
     } catch (const std::exception& e) {
         std::fprintf(stderr, "make_figures: %s\n", e.what());
         return 1;

@@ -16,12 +16,15 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <new>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "autograd/autograd.h"
+#include "autograd/io/crc32c.h"
 #include "examples/common/kept_epochs.h"
+#include "examples/common/memory_budget.h"
 #include "examples/common/memory_report.h"
 #include "examples/common/progress.h"
 #include "examples/common/run_state.h"
@@ -53,9 +56,40 @@ void print_setup(const data::TranslationData& d, const models::Seq2Seq& model, s
     std::printf("model: %s, %lld parameters | %zu batches/epoch, %d epochs | %s\n", common::describe(model, o.train.bf16).c_str(),
                 (long long)model.num_parameters(), batches, o.epochs, common::describe_compute(o.train.shards).c_str());
     if (o.batch_tokens > 0) std::printf("batches of about %d source and %d target tokens (padding included)\n", o.batch_tokens, o.batch_tokens);
-    std::error_code ec;
-    if (!o.save.empty() && o.resume.empty() && std::filesystem::exists(o.save, ec))
-        std::printf("note: %s exists; this run replaces it at its first epoch's end (--save another path to keep it)\n", o.save.c_str());
+}
+
+// What makes a run this run, for --resume to compare (run_state.h): the data files (size and
+// checksum), the vocabularies and merges made from them, and every flag that changes the numbers
+// besides the model's config, which the state holds too. Not --epochs: a resumed run may train longer.
+models::json::Object identity(const Options& o, const data::TranslationData& d) {
+    models::json::Object id;
+    for (const auto& [flag, path] : {std::pair{"--data", o.corpus.data}, {"--valid", o.corpus.valid}, {"--test", o.corpus.test}})
+        id.push_back({flag, path.empty() ? models::json::Value("(none)") : common::file_fingerprint(path)});
+    const std::string codec = models::json::dump(models::json::Value(data::codec_to_json(d.codec)));
+    id.push_back({"vocabularies and merges", "crc32c " + autograd::io::crc32c_hex(autograd::io::crc32c(codec.data(), codec.size()))});
+    for (auto& entry : models::json::Object{{"--seed", std::to_string(o.train.seed)}, {"--lowercase", o.corpus.lowercase},
+                                             {"--min-freq", o.corpus.min_freq}, {"--bpe", o.corpus.bpe}, {"--max-len", o.corpus.max_len},
+                                             {"--batch", o.batch}, {"--batch-tokens", o.batch_tokens}, {"--label-smoothing", common::exact(o.label_smoothing)},
+                                             {"--warmup", o.train.warmup}, {"--lr-factor", common::exact(o.train.lr_factor)}, {"--shards", o.train.shards},
+                                             {"--bf16", o.train.bf16}, {"--reference", o.train.reference}, {"--average-last", o.average_last}})
+        id.push_back(std::move(entry));
+    return id;
+}
+
+// What a run too big for the memory can lower.
+const char* const kShrinkingFlags = "--batch-tokens (or --batch), --max-len (or the model: --d-model, --d-ff, --layers, --hidden)";
+
+// Before training: the largest batch's step must fit in the memory this process may use
+// (memory_budget.h); refused with the figure otherwise.
+void check_training_memory(const models::Seq2Seq& model, const data::TranslationData& d, const std::vector<std::vector<size_t>>& batches) {
+    int64_t peak = 0;
+    for (const std::vector<size_t>& batch : batches) {
+        size_t S = 0, T = 0;   // the batch padded to its longest source and target
+        for (size_t i : batch) S = std::max(S, d.train[i].src.size()), T = std::max(T, d.train[i].tgt.size());
+        peak = std::max(peak, common::training_peak_bytes(model, static_cast<int64_t>(batch.size()), static_cast<int64_t>(S),
+                                                          static_cast<int64_t>(T), /*full_logits=*/false));
+    }
+    common::check_memory(peak, "training on these batches", kShrinkingFlags);
 }
 
 // This epoch's batches: by --batch-tokens, grouped anew every epoch; else fixed sentence batches.
@@ -74,7 +108,8 @@ void save_checkpoint(const models::Seq2Seq& model, const data::TextCodec& codec,
 
 // After an epoch's training: the validation loss, the epoch's line, and the parameters kept for
 // the test (--save writes them too) if they are the best so far, or for --average-last.
-void end_epoch(models::Seq2Seq& model, const data::TranslationData& d, const Options& o, int epoch,
+// Returns whether it saved.
+bool end_epoch(models::Seq2Seq& model, const data::TranslationData& d, const Options& o, int epoch,
                common::TrainingLog& log, common::KeptEpochs& kept, const common::MemoryReport& memory) {
     // between phases, the memory one phase freed goes back to the system: training's free blocks
     // are not the shapes the validation asks for, and what the save copied is not needed again
@@ -92,6 +127,7 @@ void end_epoch(models::Seq2Seq& model, const data::TranslationData& d, const Opt
     std::snprintf(line, sizeof line, "epoch %2d  train loss %.4f (label-smoothed)  valid loss %.4f  %s  %.0f s", epoch,
                   log.take_window().mean, valid_loss, best ? "best" : "    ", log.seconds());
     log.result(line);
+    return best && !o.save.empty();
 }
 
 // Does decoding run one position per step (the key/value cache, a recurrent model's carried
@@ -153,11 +189,14 @@ void report_test(models::Seq2Seq& model, const data::TranslationData& d, const O
 // --load with --translate and/or --stdin: translate with a saved model; no training. Every
 // sentence is read first, then they are translated in batches of similar length (one decoder
 // call per step for a whole batch), and printed in the input order, an empty line for an empty
-// line. The attention (--attention) is drawn for the first sentence.
-int translate_with_checkpoint(const Options& o) {
+// line. A --stdin line that cannot be translated (not UTF-8, too long) is named on stderr and
+// answered with an empty line, the others translated; the status is then 1. The attention
+// (--attention) is drawn for the first sentence.
+int translate_with_checkpoint(Options o) {
     const common::SavedModel saved = common::load_saved_model(o.load);
     models::Seq2Seq& model = *saved.model;
     common::check_load_flags(o.train, model, o.load);   // a --model or --d-model ... that disagrees with the file is an error
+    o.train.model_kind = common::model_name(model);     // the file's kind, which the decoding line names
     const data::TextCodec codec = data::read_codec(saved.metadata, o.load);
     std::vector<std::string> lines;   // --translate first, then every line of standard input
     if (!o.translate.empty()) lines.push_back(o.translate);
@@ -166,19 +205,27 @@ int translate_with_checkpoint(const Options& o) {
         lines.push_back(line);
     }
     std::vector<std::string> texts;   // the non-empty lines, translated together in batches, each checked first
+    std::vector<bool> skipped(lines.size(), false);   // --stdin lines that cannot be read: one bad line spoils no other
     const size_t first_stdin = o.translate.empty() ? 0 : 1;   // lines[0] is --translate's when given
     for (size_t i = 0; i < lines.size(); i++) {
         if (lines[i].empty()) continue;
-        eval::check_sentence(codec, model.max_len(), lines[i], i < first_stdin ? "--translate" : "--stdin line " + std::to_string(i - first_stdin + 1));
+        try {
+            eval::check_sentence(codec, model.max_len(), lines[i], i < first_stdin ? "--translate" : "--stdin line " + std::to_string(i - first_stdin + 1));
+        } catch (const std::runtime_error& e) {
+            if (i < first_stdin) throw;   // --translate's sentence is the whole request
+            std::fprintf(stderr, "translation: %s (skipped: its output line is empty)\n", e.what());
+            skipped[i] = true;
+            continue;
+        }
         texts.push_back(lines[i]);
     }
     int64_t positions = 0;
     const std::vector<std::string> out = eval::translate(model, codec, texts, o.beam, kv_cache(o), o.attention, &positions,
                                                          o.sample ? &o.sampling : nullptr);
     size_t next = 0;
-    for (const std::string& line : lines) std::printf("%s\n", line.empty() ? "" : out[next++].c_str());
+    for (size_t i = 0; i < lines.size(); i++) std::printf("%s\n", lines[i].empty() || skipped[i] ? "" : out[next++].c_str());
     std::fprintf(stderr, "decoding: %lld decoder positions (%s)\n", (long long)positions, path_name(o).c_str());
-    return 0;
+    return std::count(skipped.begin(), skipped.end(), true) > 0 ? 1 : 0;   // a script sees that a line was skipped
 }
 
 }  // namespace
@@ -210,18 +257,24 @@ int main(int argc, char** argv) {
         optim::Adam opt(model.parameters(), {.lr = 0.0f, .beta1 = 0.9f, .beta2 = 0.98f, .eps = 1e-9f});
         optim::NoamSchedule sched(opt, common::model_width(o.train), o.train.warmup, o.train.lr_factor);   // sets opt's lr every step
         print_setup(d, model, batches.size(), o);
+        check_training_memory(model, d, batches);
         memory.phase("model");
 
         // 3) train; keep the parameters of the epoch with the best validation loss, and the last --average-last
         common::TrainingLog log(o.epochs * static_cast<int>(batches.size()));
         common::KeptEpochs kept(o.average_last);
+        int saved_epoch = 0;   // the epoch this process last wrote to --save
         {
             common::InterruptWatch interrupt;   // Ctrl-C, until training ends: it stops before its next step, and the run is saved
             int64_t epoch = 1, done = 0;        // done: the batches of this epoch already trained
             common::RunState run{.model = &model, .model_metadata = models::model_to_metadata(model), .opt = &opt, .sched = &sched, .log = &log, .kept = &kept,
                                  .rngs = {{"shuffle", &shuffle_rng}}, .counters = {{"epoch", &epoch}, {"batches_done", &done}},
-                                 .settings = data::codec_to_json(d.codec)};
+                                 .settings = data::codec_to_json(d.codec), .identity = identity(o, d), .save = o.save};
             if (!o.resume.empty()) common::restore_run(o.resume, run);   // --resume: as it was when it stopped
+            const int64_t trained = epoch - 1 + (done > 0);   // epochs begun
+            if (o.epochs < trained)
+                throw std::runtime_error("--epochs " + std::to_string(o.epochs) + " is fewer than the " + std::to_string(trained) +
+                                         " epochs the run in '" + o.resume + "' has begun: give --epochs " + std::to_string(trained) + " or more");
             for (; epoch <= o.epochs; epoch++, done = 0) {
                 model.train();
                 autograd::Rng rng = shuffle_rng;   // this epoch's draws: a resumed epoch makes the same ones again
@@ -244,11 +297,15 @@ int main(int argc, char** argv) {
                              {"loss", common::format_value(loss)}, {"lr", common::format_value(lr, 3)}});
                 }
                 shuffle_rng = rng;   // the next epoch's draws go on from here
-                end_epoch(model, d, o, static_cast<int>(epoch), log, kept, memory);
+                if (end_epoch(model, d, o, static_cast<int>(epoch), log, kept, memory)) saved_epoch = static_cast<int>(epoch);
             }
         }
         log.finish();
         kept.restore_best(model);
+        // a resumed run whose best epoch came before it: that epoch is in the old process's file, so
+        // it is written to this --save now, and the line below is true whatever --save was before
+        if (kept.best_epoch() > 0 && !o.save.empty() && saved_epoch != kept.best_epoch())
+            save_checkpoint(model, d.codec, kept.best_epoch(), kept.best_valid_loss(), o.save);
         if (kept.best_epoch() > 0)
             std::printf("best epoch %d (valid loss %.4f)%s\n", kept.best_epoch(), kept.best_valid_loss(),
                         o.save.empty() ? "" : (", saved to " + o.save).c_str());
@@ -261,6 +318,9 @@ int main(int argc, char** argv) {
             std::printf("averaged the parameters of the last %zu epochs\n", kept.last_size());
             report_test(model, d, o, log, memory, "averaged test");
         }
+    } catch (const std::bad_alloc&) {   // past the estimate (another program took the memory, or decoding)
+        std::fprintf(stderr, "translation: %s\n", common::out_of_memory_message(kShrinkingFlags).c_str());
+        return 1;
     } catch (const std::exception& e) {
         std::fprintf(stderr, "translation: %s\n", e.what());
         return 1;

@@ -2,17 +2,21 @@
 // heatmaps and checkpoint averaging.
 #include <doctest/doctest.h>
 
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
+#include <fstream>
 #include <limits>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "autograd/io/safetensors.h"
 #include "examples/common/args.h"
 #include "examples/common/heatmap_terminal.h"
 #include "examples/common/kept_epochs.h"
@@ -361,6 +365,25 @@ TEST_CASE("line_plot_svg draws one path per series with escaped names") {
     CHECK(svg.find(">loss<") != std::string::npos);
 }
 
+TEST_CASE("line_plot_svg, legend_outside: the legend right of the plot area, which keeps its width; the picture wider") {
+    Series a{"a", {1, 2}, {1.0, 2.0}}, b{"a longer name", {1, 2}, {2.0, 1.0}};
+    const std::string inside = line_plot_svg("T", "x", "y", {a, b}), outside = line_plot_svg("T", "x", "y", {a, b}, {.legend_outside = true});
+    CHECK(xml_problem(outside) == "");
+    // <rect x=".." y=".." width=".." ...: the number after `key="` at the first `marker`
+    auto number_after = [](const std::string& svg, const std::string& marker, const std::string& key) {
+        const size_t at = svg.find(marker);
+        REQUIRE(at != std::string::npos);
+        const size_t k = svg.find(key + "=\"", at);
+        return std::stod(svg.substr(k + key.size() + 2));
+    };
+    const std::string clip = "<clipPath id=\"plot-area\"><rect", legend = "<g font-size=\"12\">\n<rect";
+    const double plot_right = number_after(outside, clip, "x") + number_after(outside, clip, "width");
+    CHECK(number_after(outside, clip, "width") == number_after(inside, clip, "width"));   // the plot area as wide as before
+    CHECK(number_after(outside, "<svg", "width") > number_after(inside, "<svg", "width") + 50);
+    CHECK(number_after(outside, legend, "x") > plot_right);                                 // beside it
+    CHECK(number_after(inside, legend, "x") < number_after(inside, clip, "x") + number_after(inside, clip, "width"));   // inside it
+}
+
 TEST_CASE("line_plot_svg skips non-finite points and survives empty or one-point series") {
     const double nan = std::numeric_limits<double>::quiet_NaN(), inf = INFINITY;
     SUBCASE("NaN and inf break the line") {
@@ -432,6 +455,26 @@ TEST_CASE("heatmaps_svg draws one rect per cell and escapes the tokens") {
     CHECK(xml_problem(heatmaps_svg("", {}, 3)) == "");
     Heatmap wrong{"w", {"a"}, {"b", "c"}, {1}};
     CHECK_THROWS_AS(heatmaps_svg("", {wrong}, 1), std::invalid_argument);
+}
+
+TEST_CASE("heatmaps_svg, skip_white_cells: the white cells are left out, with their tooltips; every other cell is drawn as before") {
+    // white: a's 0 and 0.0004, b's two 0s; not white: 0.2, 0.5 and 1
+    Heatmap a{"a", {"r0", "r1"}, {"c0", "c1", "c2"}, {0, 0.5f, 1, 0.2f, 0.0004f, 0.5f}};
+    Heatmap b{"b", {"u", "v"}, {"x", "y"}, {1, 0, 0, 1}};
+    const std::string all = heatmaps_svg("T", {a, b}, 2), sparse = heatmaps_svg("T", {a, b}, 2, {.skip_white_cells = true});
+    CHECK(xml_problem(sparse) == "");
+    CHECK(count(all, "class=\"cell\"") == 6 + 4);
+    CHECK(count(sparse, "class=\"cell\"") == 4 + 2);   // a: 0 and 0.0004 are white; b: its two 0s
+    CHECK(sparse.find("r0 \u2192 c0") == std::string::npos);
+    CHECK(sparse.find("r0 \u2192 c1: 0.500") != std::string::npos);
+    // each cell kept is byte for byte the one drawn without the option
+    size_t at = 0;
+    while ((at = sparse.find("<rect class=\"cell\"", at)) != std::string::npos) {
+        const std::string cell = sparse.substr(at, sparse.find("</rect>", at) - at);
+        CHECK(all.find(cell) != std::string::npos);
+        CHECK(cell.find("fill=\"#ffffff\"") == std::string::npos);
+        at += cell.size();
+    }
 }
 
 TEST_CASE("heatmaps_svg: a lo..hi colour scale, or a legend of swatches instead of the colour bar") {
@@ -630,4 +673,51 @@ TEST_CASE("describe_lr_schedule: the words for the schedule make_lr_schedule mak
           "lr: 100 warmup steps to 0.003, then a cosine down to 0 at step 600");
     CHECK(common::describe_lr_schedule("cosine", 3e-3f, 1.0f, 128, 100, 30) ==   // all warmup
           "lr: 30 warmup steps to 0.003, then a cosine down to 0 at step 30");
+}
+
+// A second Ctrl-C while a save is under way ends the program at once, but never leaves half a
+// file: the save is abandoned, its temporary file removed, the file it would have replaced kept
+// as it was, and a line says so. The save is made long (64 MB) and the second signal sent once
+// its temporary file exists; if the save still wins the race, the test tries again.
+TEST_CASE("InterruptWatch: a second signal during a save abandons it, removes its temporary file, and says so") {
+    namespace fs = std::filesystem;
+    const fs::path dir = fs::temp_directory_path() / ("interrupt-save-" + std::to_string(::getpid()));
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    const fs::path target = dir / "state.safetensors", err = dir / "err";
+    bool abandoned = false;
+    for (int attempt = 0; attempt < 3 && !abandoned; attempt++) {
+        std::ofstream(target) << "the earlier state";
+        const pid_t pid = ::fork();
+        REQUIRE(pid >= 0);
+        if (pid == 0) {   // the child: a first signal, then the save it asks for
+            (void)!std::freopen(err.c_str(), "w", stderr);
+            InterruptWatch watch;
+            ::raise(SIGINT);
+            std::vector<uint8_t> big(64 << 20, 7);
+            autograd::io::save_safetensors(target.string(), {{"x", "U8", {static_cast<int64_t>(big.size())}, std::move(big)}});
+            ::_exit(0);
+        }
+        bool seen = false;
+        for (int waited = 0; !seen && waited < 20000; waited++) {
+            std::error_code ec;
+            for (const auto& e : fs::directory_iterator(dir, ec)) seen = seen || e.path().extension() == ".tmp";
+            if (!seen) ::usleep(500);
+        }
+        ::kill(pid, SIGINT);
+        int raw = 0;
+        ::waitpid(pid, &raw, 0);
+        abandoned = WIFEXITED(raw) && WEXITSTATUS(raw) == 128 + SIGINT;
+    }
+    REQUIRE(abandoned);
+    std::ifstream in(err);
+    const std::string said((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    CHECK(said.find("interrupted again: the save was abandoned and its temporary file removed") != std::string::npos);
+    std::vector<std::string> files;
+    for (const auto& e : fs::directory_iterator(dir)) files.push_back(e.path().filename().string());
+    std::sort(files.begin(), files.end());
+    CHECK(files == std::vector<std::string>{"err", "state.safetensors"});
+    std::ifstream kept(target);
+    CHECK(std::string((std::istreambuf_iterator<char>(kept)), std::istreambuf_iterator<char>()) == "the earlier state");
+    fs::remove_all(dir);
 }

@@ -222,7 +222,7 @@ TEST_CASE("make_system: each name builds the model it names, all with about the 
         const bool attention = name.find("-dot") != std::string::npos || name.find("-general") != std::string::npos ||
                                name.find("-cosine") != std::string::npos || name.find("-additive") != std::string::npos;
         CHECK(rnn->cfg.attention() == attention);
-        CHECK(rnn->cfg.cell == nn::CellKind::lstm);
+        CHECK(rnn->cfg.cell == (name == "rnn-cho" ? nn::CellKind::gru : nn::CellKind::lstm));   // Cho et al.'s model is their GRU's
         // Bahdanau et al.'s encoder reads both ways, Sutskever et al.'s and Cho et al.'s one; the dot score needs one
         CHECK(rnn->cfg.bidirectional == (attention && name != "rnn-dot"));
         CHECK(rnn->cfg.reverse_source == (name.find("reversed") != std::string::npos));

@@ -305,18 +305,15 @@ TEST_CASE("docs/06: modules and parameters, Linear and Embedding backward, dropo
     }
 }
 
-// docs/06a's table of exact matches comes from the default run of examples/compare_models (2.5
-// minutes, bench/RESULTS.md). Each of its rows trains alone from the same seed and batches, so
-// any one cell can be rerun: here the L = 10 column of Sutskever et al.'s LSTM encoder-decoder and
-// of the one with additive attention (8 s), the column where the two part. rnn-additive's 100%
-// does not move with the rounding of another instruction set, and the run must print it. The
-// rows without attention were measured before the models became their papers' (Sutskever et al.'s
-// decoder now starts from the encoder's (h, c), no longer from a bridge and c = 0, and copies
-// 69.8% at L = 10 on the machine this was written on, where the table still says 0.0%): until
-// make figures reruns the table, rnn-sutskever is held only to parting from attention, below
-// 100% in the run and in the table. (Its cell lies between 0 and 100%, where the rounding of
-// another instruction set may move it by a few sequences; once rerun, compare it within those.)
-TEST_CASE("docs/06a: the table's L = 10 cells of rnn-sutskever and rnn-additive: attention's is what compare_models prints") {
+// docs/06a's table of exact matches comes from the default run of examples/compare_models (make
+// figures runs it on the x86-64-v2 build, and docs/quoted_numbers.txt holds every cell to that
+// run's log). Each of its rows trains alone from the same seed and batches, so any one cell can be
+// rerun: here the L = 10 column of Sutskever et al.'s LSTM encoder-decoder and of the one with
+// additive attention (8 s), the column where the two part. rnn-additive's 100% does not move with
+// the rounding of another instruction set, and the run must print it. rnn-sutskever's cell lies
+// between 0 and 100%, where a native build's rounding moves a trained model's answers: the run
+// must print it within 10 points (50 sequences in 500) and below attention's.
+TEST_CASE("docs/06a: the table's L = 10 cells of rnn-sutskever and rnn-additive are what compare_models prints (rnn-sutskever's within 10 points)") {
     const std::string chapter = read_whole_file("docs/06a-recurrent-encoder-decoder.md");
     // the row of a system: "| `name`: ... | L=5 | L=10 | L=20 | L=40 |" -> its L = 10 cell, in %
     auto quoted_l10 = [&](const std::string& name) {
@@ -342,7 +339,7 @@ TEST_CASE("docs/06a: the table's L = 10 cells of rnn-sutskever and rnn-additive:
     CHECK(quoted_l10("rnn-additive") == 100.0);
     CHECK(printed_exact("rnn-additive") == quoted_l10("rnn-additive"));
     CHECK(quoted_l10("rnn-sutskever") < 90.0);
-    CHECK(printed_exact("rnn-sutskever") < 90.0);
+    CHECK(std::fabs(printed_exact("rnn-sutskever") - quoted_l10("rnn-sutskever")) <= 10.0);
 }
 
 TEST_CASE("docs/07: the attention_by_hand walk-through") {

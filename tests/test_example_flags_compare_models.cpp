@@ -391,3 +391,14 @@ TEST_CASE("compare_models --plot: a folder that cannot be made is refused before
     CHECK(r.err.find("--plot " + bad + ": cannot make that folder") != std::string::npos);
     CHECK(r.out.find("compare models:") == std::string::npos);   // no header: nothing ran
 }
+
+TEST_CASE("compare_models: --models \"\" and a repeated --lengths are refused; --plot replaces its figures only with --overwrite") {
+    check_refused_in_one_line(run_example("compare_models", small_run({"--models", ""})), "--models names no system: give one or more of");
+    check_refused_in_one_line(run_example("compare_models", small_run({"--lengths", "4,5,4"})), "--lengths names 4 twice");
+    const std::filesystem::path dir = example_scratch_dir("compare-plot-existing");
+    std::ofstream(dir / "attention.svg") << "the user's figure";
+    const ExampleRun r = run_example("compare_models", small_run({"--plot", dir.string()}));
+    check_refused_in_one_line(r, (dir / "attention.svg").string() + " exists, and this run would replace it: add --overwrite");
+    CHECK(read_whole_file(dir / "attention.svg") == "the user's figure");
+    std::filesystem::remove_all(dir);
+}

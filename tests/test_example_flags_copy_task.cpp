@@ -19,7 +19,12 @@
 #include <utility>
 #include <vector>
 
+#include <fcntl.h>
+#include <sys/resource.h>   // wait4's rusage: a run's peak RSS
+#include <sys/wait.h>
+
 #include "autograd/io/safetensors.h"
+#include "examples/common/memory_budget.h"
 #include "autograd/runtime.h"
 #include "autograd/kernels/threads.h"
 #include "models/checkpoint.h"
@@ -777,7 +782,7 @@ TEST_CASE("copy_task --seed: draws both the initial weights and the training dat
         const ExampleRun r = run_example("copy_task", {"--vocab", "3", "--seq-len", "2", "--d-model", "16", "--heads", "2",
                                                        "--d-ff", "32", "--batch", std::to_string(B), "--steps",
                                                        std::to_string(steps), "--lr", "0", "--print-every", "1", "--eval",
-                                                       "1", "--seed", seed, "--save", path});
+                                                       "1", "--seed", seed, "--save", path, "--overwrite"});   // (run twice)
         REQUIRE(r.status == 0);
         const LoadedModel model(path);
         Seeded s;
@@ -939,7 +944,7 @@ TEST_CASE("copy_task: unwritable --save / --plot fail before training; --load re
         const ExampleRun r = run_example("copy_task", small_copy_task({"--steps", "2000", flag, "/no/such/folder/x"}));
         CHECK(r.status == 2);
         CHECK(r.err.find(std::string(flag) + " /no/such/folder/x: cannot write in '/no/such/folder'") != std::string::npos);
-        CHECK(r.out.find("step") == std::string::npos);   // nothing trained
+        CHECK(step_lines(r.out).empty());   // nothing trained
     }
     const ExampleRun folder = run_example("copy_task", small_copy_task({"--save", "/tmp"}));
     CHECK(folder.status == 2);
@@ -956,4 +961,273 @@ TEST_CASE("copy_task: unwritable --save / --plot fail before training; --load re
     const ExampleRun same = run_example("copy_task", {"--load", model, "--d-model", "16", "--eval", "4"});
     CHECK(same.status == 0);
     std::filesystem::remove_all(dir);
+}
+
+// ---- what the user has is never lost, and every "saved" line is true ----------------------------
+
+namespace {
+
+// A run's state, written when SIGTERM stopped a 400-step run at step 20 or after (a second or
+// two): for the tests of --resume. SIGTERM ends the program as a shell reports a signal, 128 + 15.
+struct InterruptedRun {
+    ScratchDir dir{"copy-interrupted-state"};
+    std::string save = (dir.path / "m.safetensors").string(), state = (dir.path / "m.resume.safetensors").string();
+    std::vector<std::string> args = small_copy_task({"--steps", "400", "--print-every", "1", "--save", save});
+    int stopped_at = 0;   // the last step it trained
+    int status = 0;
+    InterruptedRun() {
+        for (int attempt = 0; attempt < 3 && stopped_at == 0; attempt++) {   // (a loaded machine may end the run first)
+            std::filesystem::remove(save);
+            std::filesystem::remove(state);
+            const ExampleRun r = interrupt_example("copy_task", args, "step    20 ", {SIGTERM});
+            const std::vector<StepLine> lines = step_lines(r.out);
+            if (r.status != 0 && r.status != -1 && !lines.empty()) stopped_at = lines.back().step, status = r.status;
+        }
+    }
+};
+
+const InterruptedRun& interrupted_run() {
+    static const InterruptedRun r;
+    REQUIRE(r.stopped_at >= 20);
+    REQUIRE(std::filesystem::exists(r.state));
+    return r;
+}
+
+std::vector<std::string> plus(std::vector<std::string> args, const std::vector<std::string>& more) {
+    args.insert(args.end(), more.begin(), more.end());
+    return args;
+}
+
+// The model a copy_task file holds, loaded as --load loads it (checksums, config, weights): throws if it does not load.
+int64_t loaded_vocab(const std::string& path) {
+    const autograd::io::SafetensorsFile f = autograd::io::load_safetensors(path);
+    const std::unique_ptr<models::Seq2Seq> model = models::model_from_metadata(f, path);
+    nn::load_parameters(*model, f, path, /*allow_unexpected=*/true);
+    return model->tgt_vocab();
+}
+
+}  // namespace
+
+TEST_CASE("copy_task: an output that names an input or another output is refused before training, naming both flags") {
+    const ScratchDir dir("copy-clash");
+    const std::string x = (dir.path / "x").string(), link = (dir.path / "link").string();
+    const ExampleRun same = run_example("copy_task", small_copy_task({"--steps", "2", "--save", x, "--plot", x}));
+    check_refused_in_one_line(same, "--plot " + x + " would replace --save " + x + ", which this run also writes");
+    CHECK_FALSE(std::filesystem::exists(x));
+    // through a symbolic link, not yet existing: still one file
+    std::filesystem::create_symlink("x", link);
+    const ExampleRun linked = run_example("copy_task", small_copy_task({"--steps", "2", "--save", x, "--plot", link}));
+    check_refused_in_one_line(linked, "--plot " + link + " would replace --save " + x);
+    // and through a folder that is a link to this one
+    std::filesystem::create_directory_symlink(dir.path, dir.path / "same");
+    const std::string via_folder = (dir.path / "same" / "x").string();
+    const ExampleRun folder = run_example("copy_task", small_copy_task({"--steps", "2", "--save", x, "--plot", via_folder}));
+    check_refused_in_one_line(folder, "--plot " + via_folder + " would replace --save " + x);
+    // the state a Ctrl-C writes beside --save is an output too
+    const std::string state = (dir.path / "x.resume.safetensors").string();
+    const ExampleRun on_state = run_example("copy_task", small_copy_task({"--steps", "2", "--save", x, "--plot", state}));
+    check_refused_in_one_line(on_state, "--plot " + state + " would replace the run's state");
+    const ExampleRun decode = run_example("copy_task", {"--load", x, "--decode", x});   // two inputs may be one file
+    CHECK(decode.err.find("would replace") == std::string::npos);
+}
+
+TEST_CASE("copy_task: an existing --save, --plot or state is replaced only with --overwrite, which the refusal names") {
+    const ScratchDir dir("copy-existing");
+    const std::string x = (dir.path / "x.safetensors").string();
+    for (const char* flag : {"--save", "--plot"}) {
+        CAPTURE(flag);
+        std::ofstream(x) << "the user's file";
+        const ExampleRun r = run_example("copy_task", small_copy_task({"--steps", "2", flag, x}));
+        check_refused_in_one_line(r, std::string(flag) + " " + x + " exists, and this run would replace it: add --overwrite");
+        CHECK(read_whole_file(x) == "the user's file");
+    }
+    const ExampleRun replaced = run_example("copy_task", small_copy_task({"--steps", "2", "--save", x, "--overwrite"}));
+    REQUIRE(replaced.status == 0);
+    CHECK(replaced.out.find("saved " + x) != std::string::npos);
+    CHECK(loaded_vocab(x) == 11);   // the line is true: the file is the model
+    // an interrupted run's state beside --save would be replaced by the next Ctrl-C
+    const std::string state = (dir.path / "x.resume.safetensors").string();
+    std::ofstream(state) << "an interrupted run";
+    const ExampleRun over_state = run_example("copy_task", small_copy_task({"--steps", "2", "--save", x, "--overwrite=false"}));
+    CHECK(over_state.status == 2);
+    CHECK(over_state.err.find("the run's state (where Ctrl-C saves it) " + state + " exists") != std::string::npos);
+}
+
+TEST_CASE("copy_task --resume: another --seed, --batch, --lr, --schedule or --seq-len is refused, each named old -> new") {
+    const InterruptedRun& run = interrupted_run();
+    CHECK(run.status == 128 + SIGTERM);
+    const ExampleRun r = run_example("copy_task", plus(run.args, {"--seed", "2", "--batch", "8", "--lr", "0.002", "--schedule", "noam",
+                                                                  "--seq-len", "8", "--resume", run.state}));
+    INFO(r.err);
+    CHECK(r.status == 1);
+    for (const char* difference : {"--seed 1 -> 2", "--batch 16 -> 8", "--seq-len 10 -> 8", "--schedule cosine -> noam", "--lr 0.003 -> 0.002"})
+        CHECK(r.err.find(difference) != std::string::npos);
+    CHECK(step_lines(r.out).empty());   // nothing trained
+    CHECK(r.err.find("--vocab") == std::string::npos);   // what did not change is not named
+}
+
+TEST_CASE("copy_task --resume: fewer --steps is refused; the run says what it trained and where it stands; a new --save is true") {
+    const InterruptedRun& run = interrupted_run();
+    const ExampleRun fewer = run_example("copy_task", plus(run.args, {"--steps", "10", "--resume", run.state}));
+    CHECK(fewer.status == 1);
+    CHECK(fewer.err.find("--steps 10 is fewer than the " + std::to_string(run.stopped_at) + " steps the run in '" + run.state +
+                         "' has trained") != std::string::npos);
+    const std::string other = (run.dir.path / "other.safetensors").string();
+    const ExampleRun resumed = run_example("copy_task", plus(run.args, {"--steps", "60", "--save", other, "--resume", run.state}));
+    INFO(resumed.err);
+    REQUIRE(resumed.status == 0);
+    CHECK(resumed.out.find("trained " + std::to_string(60 - run.stopped_at) + " steps (resumed after step " +
+                           std::to_string(run.stopped_at) + ": the run now stands at step 60)") != std::string::npos);
+    CHECK(resumed.out.find("saved " + other) != std::string::npos);
+    CHECK(loaded_vocab(other) == 11);
+}
+
+TEST_CASE("copy_task: a flipped byte in a saved model is refused naming the tensor and file; a file without checksums loads, noted") {
+    const ScratchDir dir("copy-checksum");
+    const std::string path = (dir.path / "m.safetensors").string();
+    REQUIRE(run_example("copy_task", small_copy_task({"--steps", "2", "--save", path})).status == 0);
+    std::string bytes = read_whole_file(path);
+    const std::string good = bytes;
+    bytes[bytes.size() - 1] ^= 0x01;   // an exponent bit of the last weight
+    std::ofstream(path, std::ios::binary) << bytes;
+    const ExampleRun flipped = run_example("copy_task", {"--load", path, "--eval", "2"});
+    CHECK(flipped.status == 1);
+    CHECK(flipped.err.find("'" + path + "': tensor \"") != std::string::npos);
+    CHECK(flipped.err.find("fails its CRC-32C check") != std::string::npos);
+    // the same file as it was before checksums: its header without "crc32c"
+    uint64_t n = 0;
+    for (int i = 0; i < 8; i++) n |= static_cast<uint64_t>(static_cast<unsigned char>(good[i])) << (8 * i);
+    autograd::io::json::Value header = autograd::io::json::parse(good.substr(8, n));
+    auto& meta = header.as_object().front().second.as_object();
+    REQUIRE(header.as_object().front().first == "__metadata__");
+    meta.erase(std::find_if(meta.begin(), meta.end(), [](const auto& e) { return e.first == "crc32c"; }));
+    std::string text = autograd::io::json::dump(header);
+    text.append((8 - text.size() % 8) % 8, ' ');
+    std::string old(8, '\0');
+    for (int i = 0; i < 8; i++) old[i] = static_cast<char>(text.size() >> (8 * i));
+    std::ofstream(path, std::ios::binary) << old << text << good.substr(8 + n);
+    const ExampleRun unchecked = run_example("copy_task", {"--load", path, "--eval", "2"});
+    CHECK(unchecked.status == 0);
+    CHECK(unchecked.err.find("note: '" + path + "' carries no checksums") != std::string::npos);
+    CHECK(count_lines(unchecked.err) == 1);
+}
+
+TEST_CASE("copy_task --load: --seq-len and --vocab are refused; --decode refuses an id past int32 and a token that is not a number") {
+    const SavedModel& m = half_trained_model();
+    for (const char* flag : {"--seq-len", "--vocab"}) {
+        const ExampleRun r = run_example("copy_task", {"--load", m.path.string(), flag, "7"});
+        check_refused_in_one_line(r, std::string(flag) + " does nothing with --load");
+    }
+    const ScratchDir dir("copy-decode-words");
+    const std::string path = (dir.path / "s.txt").string();
+    std::ofstream(path) << "1 2 4294967297 1\n";
+    const ExampleRun big = run_example("copy_task", {"--load", m.path.string(), "--decode", path});
+    CHECK(big.status == 1);
+    CHECK(big.err.find(path + ":1: id 4294967297 is not a symbol of this model") != std::string::npos);
+    std::ofstream(path) << "1 2 2-\n";
+    const ExampleRun dash = run_example("copy_task", {"--load", m.path.string(), "--decode", path});
+    CHECK(dash.status == 1);
+    CHECK(dash.err.find(path + ":1: expected token ids separated by spaces, got '2-'") != std::string::npos);
+    CHECK(dash.out.empty());
+}
+
+namespace {
+
+// The peak resident memory (bytes) of one run of an example, as the kernel counted it (wait4).
+long long peak_rss_of(const std::string& name, const std::vector<std::string>& args) {
+    const std::string program = std::string(EXAMPLES_BIN) + "/" + name;
+    const pid_t pid = ::fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {   // (dup2, not freopen: that would write out the test's own buffered output a second time)
+        const int null = ::open("/dev/null", O_WRONLY);
+        ::dup2(null, 1);
+        ::dup2(null, 2);
+        ::setenv("OMP_NUM_THREADS", "2", 1);
+        std::vector<char*> argv{const_cast<char*>(program.c_str())};
+        for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+        argv.push_back(nullptr);
+        ::execv(program.c_str(), argv.data());
+        ::_exit(127);
+    }
+    int raw = 0;
+    struct rusage usage {};
+    ::wait4(pid, &raw, 0, &usage);
+    REQUIRE((WIFEXITED(raw) && WEXITSTATUS(raw) == 0));
+    return static_cast<long long>(usage.ru_maxrss) * 1024;
+}
+
+}  // namespace
+
+// The estimate copy_task checks before training (examples/common/memory_budget.h) against the
+// peak RSS a run really reaches, where the attention weights dominate (L = 512) and where the
+// weights and Adam's moments do (D = 512): within a factor of 2 either way (0.84 and 0.89 of the
+// estimate when it was written). The default run needs
+// a small part of any machine's memory.
+TEST_CASE("copy_task: the memory estimate is within a factor of 2 of the peak RSS; a run that cannot fit is refused with the figure") {
+    struct Size {
+        std::vector<std::string> args;
+        models::TransformerConfig cfg;
+        int64_t B, L;
+    };
+    const std::vector<Size> sizes = {
+        {{"--seq-len", "512", "--batch", "8", "--d-model", "16", "--heads", "2", "--d-ff", "32"}, {.src_vocab = 11, .tgt_vocab = 11, .layers = 2, .d_model = 16, .d_ff = 32, .heads = 2}, 8, 512},
+        {{"--d-model", "512", "--heads", "8", "--d-ff", "2048", "--batch", "8"}, {.src_vocab = 11, .tgt_vocab = 11, .layers = 2, .d_model = 512, .d_ff = 2048, .heads = 8}, 8, 10},
+    };
+#if defined(__SANITIZE_ADDRESS__)
+    MESSAGE("skipped: AddressSanitizer's shadow memory is in the RSS, and it cannot start under ulimit -v");
+    return;
+#endif
+    for (const Size& s : sizes) {
+        CAPTURE(s.L);
+        CAPTURE(s.cfg.d_model);
+        std::vector<std::string> args = s.args;
+        // one shard: the whole batch's activations at once, as the estimate counts them (two shards
+        // on one thread, a build without OpenMP or busy cores, hold one half at a time)
+        args.insert(args.end(), {"--steps", "1", "--eval", "1", "--shards", "1"});
+        const double measured = static_cast<double>(peak_rss_of("copy_task", args));
+        const models::Transformer model(s.cfg);
+        const double estimate = static_cast<double>(common::training_peak_bytes(model, s.B, s.L, s.L - 1, true));
+        CAPTURE(measured);
+        CAPTURE(estimate);
+        CHECK(estimate > 0.5 * measured);
+        CHECK(estimate < 2.0 * measured);
+    }
+    const models::Transformer defaults({.src_vocab = 11, .tgt_vocab = 11, .layers = 2, .d_model = 128, .d_ff = 256, .heads = 4});
+    CHECK(common::training_peak_bytes(defaults, 128, 10, 9, true) < (256 << 20));
+    // L = 4096, B = 8: about 14 GB, refused under a 1.5 GB address-space limit, with the figure and what to lower
+    const std::filesystem::path dir = example_scratch_dir("copy-memory");
+    const std::string cmd = "ulimit -v 1500000; OMP_NUM_THREADS=1 " + shell_quote(std::string(EXAMPLES_BIN) + "/copy_task") +
+                            " --seq-len 4096 --batch 8 --steps 1 > " + shell_quote((dir / "out").string()) + " 2> " +
+                            shell_quote((dir / "err").string());
+    const int raw = std::system(cmd.c_str());
+    const std::string err = read_whole_file(dir / "err"), out = read_whole_file(dir / "out");
+    INFO(err);
+    CHECK((WIFEXITED(raw) && WEXITSTATUS(raw) == 1));
+    CHECK(err.find("copy_task: training on batches of 8 x 4096 needs about 1") != std::string::npos);
+    CHECK(err.find(" GB at its peak (estimated from the shapes), more than the ") != std::string::npos);
+    CHECK(err.find("this process may use (ulimit -v): lower --batch or --seq-len") != std::string::npos);
+    CHECK(step_lines(out).empty());   // nothing trained
+    std::filesystem::remove_all(dir);
+}
+
+// A std::bad_alloc the estimate did not foresee (here decoding 250 sequences of 1024 under a 1 GB
+// address-space limit: the attention weights alone take 2.1 GB) says what could not be allocated
+// and what to lower, instead of "std::bad_alloc".
+TEST_CASE("copy_task: out of memory all the same, the message names the tensor's size and the flags that shrink it") {
+#if defined(__SANITIZE_ADDRESS__)
+    MESSAGE("skipped: AddressSanitizer cannot start under ulimit -v");
+    return;
+#endif
+    const ScratchDir dir("copy-bad-alloc");
+    const std::string path = (dir.path / "long.safetensors").string();
+    REQUIRE(run_example("copy_task", small_copy_task({"--steps", "0", "--seq-len", "1024", "--eval", "1", "--save", path})).status == 0);
+    const std::string cmd = "ulimit -v 1000000; OMP_NUM_THREADS=1 " + shell_quote(std::string(EXAMPLES_BIN) + "/copy_task") + " --load " +
+                            shell_quote(path) + " --eval 250 > /dev/null 2> " + shell_quote((dir.path / "err").string());
+    const int raw = std::system(cmd.c_str());
+    const std::string err = read_whole_file(dir.path / "err");
+    INFO(err);
+    CHECK((WIFEXITED(raw) && WEXITSTATUS(raw) == 1));
+    CHECK(err.find("copy_task: out of memory: a tensor of ") != std::string::npos);
+    CHECK(err.find(" could not be allocated, with ") != std::string::npos);
+    CHECK(err.find("lower --batch or --seq-len (or the model: --d-model, --d-ff, --heads, --layers), or --eval") != std::string::npos);
 }

@@ -151,6 +151,36 @@ std::vector<std::string> without(std::vector<std::string> args, const std::strin
     return args;
 }
 
+// `args` and then `more`.
+std::vector<std::string> plus(std::vector<std::string> args, const std::vector<std::string>& more) {
+    args.insert(args.end(), more.begin(), more.end());
+    return args;
+}
+
+// A copy of the run state at `from`, at `to`, with its counters set to this epoch and batch: the
+// state of a run stopped at another point (its metadata is JSON in the header; the tensors and
+// their checksums stay as they are).
+void write_with_counters(const std::string& from, const std::string& to, int epoch, int batches_done) {
+    namespace json = autograd::io::json;
+    const std::string bytes = read_whole_file(from);
+    uint64_t n = 0;
+    for (int i = 0; i < 8; i++) n |= static_cast<uint64_t>(static_cast<unsigned char>(bytes[i])) << (8 * i);
+    json::Value header = json::parse(bytes.substr(8, n));
+    json::Value& meta = header.as_object().front().second;
+    REQUIRE(header.as_object().front().first == "__metadata__");
+    json::Value resume = json::parse(meta.find("resume")->as_string());
+    json::Value counters = *resume.find("counters");
+    counters.set("epoch", epoch);
+    counters.set("batches_done", batches_done);
+    resume.set("counters", counters);
+    meta.set("resume", json::dump(resume));
+    std::string text = json::dump(header);
+    text.append((8 - text.size() % 8) % 8, ' ');
+    std::string length(8, '\0');
+    for (int i = 0; i < 8; i++) length[i] = static_cast<char>(text.size() >> (8 * i));
+    std::ofstream(to, std::ios::binary) << length << text << bytes.substr(8 + n);
+}
+
 // A run that learns the grammar: 10 epochs of 36 batches of 8, a model 32 wide without dropout, at
 // half the usual learning rate.
 std::vector<std::string> learning_run(const Corpus& c, const std::vector<std::string>& more) {
@@ -1124,6 +1154,38 @@ TEST_CASE("translation: SIGINT saves the run, --resume continues it to the unint
     // the state is also a model: it translates
     const ExampleRun t = run_example("translation", {"--load", state, "--translate", "The cat sees the cup ."});
     CHECK(t.status == 0);
+    // resumed with a new --save: the best epoch, though an earlier process found it, is in that file
+    const std::string moved_save = (c.dir / "other.safetensors").string();
+    const ExampleRun moved = run_example("translation", plus(without(again, "--save"), {"--save", moved_save}));
+    INFO(moved.err);
+    REQUIRE(moved.status == 0);
+    CHECK(moved.out.find("saved to " + moved_save) != std::string::npos);
+    CHECK(read_whole_file(moved_save) == straight_model);
+    // a state written as its last epoch ended (a Ctrl-C during that epoch's validation): resumed with
+    // a new --save it trains nothing, and that file still gets the best epoch, which the first process found
+    const std::string ended = (c.dir / "ended.resume.safetensors").string();
+    write_with_counters(state, ended, 9, 0);
+    const std::string ended_save = (c.dir / "ended.safetensors").string();
+    const ExampleRun nothing_left = run_example("translation", plus(again, {"--resume", ended, "--save", ended_save}));
+    INFO(nothing_left.err);
+    REQUIRE(nothing_left.status == 0);
+    CHECK(epoch_lines(nothing_left.out).empty());
+    const int best = static_cast<int>(number_after(nothing_left.out, "best epoch "));
+    CHECK(nothing_left.out.find(", saved to " + ended_save) != std::string::npos);
+    const autograd::io::SafetensorsFile ended_model = autograd::io::load_safetensors(ended_save);
+    CHECK(ended_model.metadata.at("epoch") == std::to_string(best));
+    // fewer epochs than the run has begun: refused, not a "saved" line over nothing
+    const ExampleRun fewer = run_example("translation", plus(without(again, "--epochs"), {"--epochs", "0"}));
+    CHECK(fewer.status == 1);
+    CHECK(fewer.err.find("--epochs 0 is fewer than the ") != std::string::npos);
+    // another --data of the same vocabulary (the same sentences in another order): refused, named
+    std::vector<data::Pair> reordered(c.train.rbegin(), c.train.rend());
+    const std::string reordered_tsv = (c.dir / "reordered.tsv").string();
+    write_tsv(reordered_tsv, reordered);
+    const ExampleRun other_data = run_example("translation", plus(without(again, "--data"), {"--data", reordered_tsv}));
+    CHECK(other_data.status == 1);
+    CHECK(other_data.err.find("is the state of another run: --data {\"bytes\":") != std::string::npos);
+    CHECK(other_data.out.find("epoch ") == std::string::npos);
     // a state made by other flags is refused, naming what differs
     std::vector<std::string> other = learning_run(c, {"--epochs", "8", "--d-model", "32", "--save", save, "--resume", state});
     const ExampleRun refused = run_example("translation", other);
@@ -1133,8 +1195,8 @@ TEST_CASE("translation: SIGINT saves the run, --resume continues it to the unint
 
 // Every output is checked before the corpus is read; with --load nothing trains, so training flags
 // are refused, a model flag that disagrees with the file names both values, and --load alone (which
-// would do nothing) is an error. An existing --save file is named when the run starts.
-TEST_CASE("translation: unwritable outputs fail first; --load refuses flags that do nothing or disagree; --save's old file is named") {
+// would do nothing) is an error. An existing --save file is refused unless --overwrite.
+TEST_CASE("translation: unwritable outputs fail first; --load refuses flags that do nothing or disagree; --save's old file is kept") {
     const Corpus c = write_corpus("translation-paths");
     const RemoveOnExit cleanup{c.dir};
     for (const char* flag : {"--save", "--plot"}) {
@@ -1149,7 +1211,8 @@ TEST_CASE("translation: unwritable outputs fail first; --load refuses flags that
     REQUIRE(first.status == 0);
     CHECK(first.out.find("note: ") == std::string::npos);
     const ExampleRun second = run_example("translation", tiny_run(c, {"--save", model}));
-    CHECK(second.out.find("note: " + model + " exists; this run replaces it") != std::string::npos);
+    check_refused_in_one_line(second, "--save " + model + " exists, and this run would replace it: add --overwrite");
+    CHECK(run_example("translation", tiny_run(c, {"--save", model, "--overwrite"})).status == 0);
     const ExampleRun svg = run_example("translation", {"--load", model, "--translate", "x", "--attention", "/no/such/folder/a.svg"});
     CHECK(svg.status == 2);
     CHECK(svg.err.find("--attention /no/such/folder/a.svg: cannot write") != std::string::npos);
@@ -1201,13 +1264,38 @@ TEST_CASE("translation: too-long valid/test sentences name file:line; bad --tran
     const ExampleRun given = run_example("translation", {"--load", model, "--translate", long_source});
     CHECK(given.status == 1);
     CHECK(given.err.find("--translate: 602 tokens, more than the model reads (511)") != std::string::npos);
+    // a --stdin line that cannot be translated is named and answered with an empty line; the others are translated
     const ExampleRun lines = run_example("translation", {"--load", model, "--stdin"}, "The cat sees .\n\n" + long_source + "\n");
     CHECK(lines.status == 1);
     CHECK(lines.err.find("--stdin line 3: 602 tokens") != std::string::npos);
-    CHECK(lines.out.empty());
-    const ExampleRun bytes = run_example("translation", {"--load", model, "--translate", "The cat", "--stdin"}, "The cat\nDie \xff Katze\n");
+    REQUIRE(lines_of(lines.out).size() == 3);
+    CHECK_FALSE(lines_of(lines.out)[0].empty());
+    CHECK(lines_of(lines.out)[2].empty());
+    const ExampleRun bytes = run_example("translation", {"--load", model, "--translate", "The cat", "--stdin"},
+                                         "Die \xff Katze\nThe cat sees the cup .\n");
+    INFO(bytes.err);
     CHECK(bytes.status == 1);
-    CHECK(bytes.err.find("--stdin line 2: invalid UTF-8 at byte 4 (0xff)") != std::string::npos);
+    CHECK(bytes.err.find("--stdin line 1: invalid UTF-8 at byte 4 (0xff)") != std::string::npos);
+    CHECK(bytes.err.find("(skipped: its output line is empty)") != std::string::npos);
+    REQUIRE(lines_of(bytes.out).size() == 3);
+    CHECK(lines_of(bytes.out)[1].empty());
+    CHECK_FALSE(lines_of(bytes.out)[2].empty());
+    // a line over 1000 tokens, which no --max-len reaches: shorten it, not "raise --max-len to 1503"
+    std::string huge = "The cat";
+    for (int i = 0; i < 1500; i++) huge += " sees";
+    std::vector<data::Pair> huge_valid = c.valid;
+    huge_valid.push_back({huge + " .", "Die Katze sieht ."});
+    const std::string huge_tsv = (c.dir / "huge.tsv").string();
+    write_tsv(huge_tsv, huge_valid);
+    const ExampleRun shorten = run_example("translation", tiny_run(c, {"--valid", huge_tsv}));
+    CHECK(shorten.status == 1);
+    CHECK(shorten.err.find(":14: the source has 1503 tokens, more than the model's positions hold (511): shorten that line "
+                           "(--max-len reaches 1000 at most)") != std::string::npos);
+    // --min-freq above every word's count: refused, not a run on <unk> alone
+    const ExampleRun rare = run_example("translation", tiny_run(c, {"--min-freq", "1000000"}));
+    CHECK(rare.status == 1);
+    CHECK(rare.err.find("--min-freq 1000000 keeps no source word") != std::string::npos);
+    CHECK(rare.out.find("epoch") == std::string::npos);
     const ExampleRun blank = run_example("translation", {"--load", model, "--stdin"}, "The cat sees the cup .\n\nThe dog sees the cup .\n");
     CHECK(blank.status == 0);
     CHECK(lines_of(blank.out).size() == 3);
@@ -1219,4 +1307,48 @@ TEST_CASE("translation: too-long valid/test sentences name file:line; bad --tran
     CHECK(bad.status == 1);
     CHECK(bad.err.find("has no valid sentence pairs (2 lines, 2 malformed, 0 blank); the first: " + bad_tsv +
                        ":1: no tab between source and target") != std::string::npos);
+}
+
+// No output names an input or another output: each clash is refused before the corpus is read,
+// naming both flags, and the files are as they were.
+TEST_CASE("translation: --attention on --load's model, --save on --plot or on --data, --plot on --data: refused, naming both") {
+    const Corpus c = write_corpus("translation-clash");
+    const RemoveOnExit cleanup{c.dir};
+    const std::string model = (c.dir / "m.safetensors").string(), x = (c.dir / "x").string();
+    REQUIRE(run_example("translation", tiny_run(c, {"--save", model})).status == 0);
+    const std::string saved = read_whole_file(model);
+    const ExampleRun svg = run_example("translation", {"--load", model, "--attention", model, "--translate", "The cat sees the cup ."});
+    check_refused_in_one_line(svg, "--attention " + model + " would replace --load " + model + ", which this run reads");
+    CHECK(read_whole_file(model) == saved);
+    const ExampleRun both = run_example("translation", tiny_run(c, {"--save", x, "--plot", x}));
+    check_refused_in_one_line(both, "--plot " + x + " would replace --save " + x);
+    const std::string corpus = read_whole_file(c.train_tsv);
+    const ExampleRun on_data = run_example("translation", tiny_run(c, {"--save", c.train_tsv}));
+    check_refused_in_one_line(on_data, "--save " + c.train_tsv + " would replace --data " + c.train_tsv + ", which this run reads");
+    const std::string roundabout = (c.dir / ".." / c.dir.filename() / "test.tsv").string();   // another spelling of --test's path
+    const ExampleRun plot_on_test = run_example("translation", tiny_run(c, {"--plot", roundabout, "--overwrite"}));
+    check_refused_in_one_line(plot_on_test, "would replace --test " + c.test_tsv);
+    CHECK(read_whole_file(c.train_tsv) == corpus);
+    // --attention onto a file that exists: only with --overwrite
+    const std::string picture = (c.dir / "a.svg").string();
+    std::ofstream(picture) << "a picture";
+    const ExampleRun existing = run_example("translation", {"--load", model, "--attention", picture, "--translate", "The cat ."});
+    check_refused_in_one_line(existing, "--attention " + picture + " exists");
+    CHECK(run_example("translation", {"--load", model, "--attention", picture, "--translate", "The cat .", "--overwrite"}).status == 0);
+    check_refused_in_one_line(run_example("translation", {"--load", model, "--translate", "The cat .", "--overwrite"}),
+                              "--overwrite does nothing with --load unless --attention writes a file");
+    CHECK(read_whole_file(picture).find("<svg") != std::string::npos);
+}
+
+// A recurrent model loaded without --model: the decoding line names what it decodes with.
+TEST_CASE("translation --load: a recurrent model's decoding is named as the recurrent state, without --model") {
+    const Corpus c = write_corpus("translation-rnn-load");
+    const RemoveOnExit cleanup{c.dir};
+    const std::string model = (c.dir / "rnn.safetensors").string();
+    std::vector<std::string> args = without(without(without(tiny_run(c, {"--save", model}), "--d-model"), "--heads"), "--d-ff");
+    for (const char* a : {"--model", "rnn", "--hidden", "8", "--embed", "8"}) args.push_back(a);
+    REQUIRE(run_example("translation", args).status == 0);
+    const ExampleRun r = run_example("translation", {"--load", model, "--translate", "The cat sees the cup ."});
+    CHECK(r.status == 0);
+    CHECK(r.err.find("decoder positions (the recurrent state)") != std::string::npos);
 }

@@ -22,6 +22,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "autograd/io/crc32c.h"
 #include "autograd/io/json.h"
 #include "autograd/io/problems.h"
 #include "autograd/io/safetensors.h"
@@ -319,20 +320,24 @@ TEST_CASE("safetensors: saved bytes match the format spec exactly") {
                          {{"k", "v"}});
     const std::vector<uint8_t> file = read_bytes(path);
 
-    // The header JSON (133 bytes) is padded with 3 spaces to 136, a multiple of 8.
-    const std::string json =
-        R"({"__metadata__":{"k":"v"},"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
-        R"("n":{"dtype":"I32","shape":[1],"data_offsets":[8,12]}})";
-    REQUIRE(json.size() == 133);
-    const std::string header = json + std::string(3, ' ');    // 136 = 17 * 8
     const std::vector<uint8_t> data = {0x00, 0x00, 0x80, 0x3F,          // 1.0f
                                        0x00, 0x00, 0x00, 0xC0,          // -2.0f
                                        0x07, 0x00, 0x00, 0x00};         // int32 7
-    REQUIRE(file.size() == 8 + 136 + 12);
+    // The metadata gains each tensor's CRC-32C, a JSON object in a string (the metadata's keys in
+    // order); the header JSON is then 184 bytes, a multiple of 8 that needs no padding.
+    const std::string crc_w = autograd::io::crc32c_hex(autograd::io::crc32c(data.data(), 8));
+    const std::string crc_n = autograd::io::crc32c_hex(autograd::io::crc32c(data.data() + 8, 4));
+    const std::string json =
+        R"({"__metadata__":{"crc32c":"{\"w\":\")" + crc_w + R"(\",\"n\":\")" + crc_n + R"(\"}","k":"v"},)"
+        R"("w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
+        R"("n":{"dtype":"I32","shape":[1],"data_offsets":[8,12]}})";
+    REQUIRE(json.size() == 184);
+    const std::string header = json;    // 184 = 23 * 8
+    REQUIRE(file.size() == 8 + 184 + 12);
     CHECK(std::vector<uint8_t>(file.begin(), file.begin() + 8) ==
-          std::vector<uint8_t>{136, 0, 0, 0, 0, 0, 0, 0});                 // u64 LE
-    CHECK(std::string(file.begin() + 8, file.begin() + 8 + 136) == header);
-    CHECK(std::vector<uint8_t>(file.begin() + 144, file.end()) == data);
+          std::vector<uint8_t>{184, 0, 0, 0, 0, 0, 0, 0});                 // u64 LE
+    CHECK(std::string(file.begin() + 8, file.begin() + 8 + 184) == header);
+    CHECK(std::vector<uint8_t>(file.begin() + 192, file.end()) == data);
     CHECK(file == make_file(header, data));
 }
 
@@ -944,4 +949,36 @@ TEST_CASE("Problems: nothing to report does not throw; otherwise one message lis
     CHECK(msg.rfind("ctx (12 problems):\n  p0\n  p1\n", 0) == 0);
     CHECK(msg.find("\n  p9\n  ... and 2 more") != std::string::npos);   // the first 10, then a count
     CHECK(msg.find("p10") == std::string::npos);
+}
+
+// CRC-32C: the check value of the standard ("123456789" -> 0xE3069283), and in pieces the same.
+TEST_CASE("crc32c: the standard's check value, and the same when computed in pieces") {
+    const std::string digits = "123456789";
+    CHECK(autograd::io::crc32c(digits.data(), digits.size()) == 0xE3069283u);
+    CHECK(autograd::io::crc32c(digits.data() + 4, 5, autograd::io::crc32c(digits.data(), 4)) == 0xE3069283u);
+    CHECK(autograd::io::crc32c_hex(0xE3069283u) == "e3069283");
+    CHECK(autograd::io::crc32c(nullptr, 0) == 0u);
+}
+
+// Every file save_safetensors writes records each tensor's CRC-32C; a loader refuses a tensor
+// whose bytes no longer give it, by name, and a file without checksums loads unchecked.
+TEST_CASE("safetensors: each tensor's CRC-32C is recorded; a changed byte is refused naming the tensor; none: loads unchecked") {
+    TempDir dir;
+    const std::string path = dir.file("m.safetensors");
+    const float a[3] = {1.0f, 2.0f, 3.0f}, b[2] = {4.0f, 5.0f};
+    autograd::io::save_safetensors(path, {autograd::io::f32_record("a", {3}, a), autograd::io::f32_record("b", {2}, b)}, {{"k", "1"}});
+    const autograd::io::SafetensorsFile f = autograd::io::load_safetensors(path);
+    CHECK(f.checksummed);
+    CHECK(f.metadata == std::map<std::string, std::string>{{"k", "1"}});   // the checksums are not the caller's metadata
+    std::vector<uint8_t> bytes = read_bytes(path);
+    bytes[bytes.size() - 5] ^= 0x01;   // in "b": the last 8 bytes
+    write_bytes(path, bytes);
+    CHECK(error_of([&] { autograd::io::load_safetensors(path); }) ==
+          "load_safetensors: '" + path + "': tensor \"b\" fails its CRC-32C check (the file says " +
+              autograd::io::crc32c_hex(autograd::io::crc32c(b, sizeof b)) + ", its bytes give " +
+              autograd::io::crc32c_hex(autograd::io::crc32c(bytes.data() + bytes.size() - 8, 8)) + "): the file is damaged");
+    CHECK(error_of([&] { autograd::io::save_safetensors(path, {}, {{"crc32c", "{}"}}); }).find("'crc32c' is reserved") != std::string::npos);
+    // written by hand, as before checksums: loads, and says it was not checked
+    write_bytes(path, make_file(R"({"a": {"dtype": "U8", "shape": [2], "data_offsets": [0, 2]}})", {7, 8}));
+    CHECK_FALSE(autograd::io::load_safetensors(path).checksummed);
 }

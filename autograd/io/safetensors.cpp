@@ -18,6 +18,7 @@
 #include <sys/stat.h>   // "rename over the old file" safe after a power cut
 #include <unistd.h>
 
+#include "autograd/io/crc32c.h"
 #include "autograd/io/json.h"
 #include "autograd/io/utf8.h"
 #include "autograd/random.h"   // splitmix64_mix: the temporary file's random name
@@ -34,6 +35,7 @@ namespace autograd::io {
 constexpr uint64_t kMaxHeaderBytes = 16'000'000;   // a real header is KBs; parsing costs ~80x its size in memory
 constexpr size_t kMaxRank = 64;                     // no real tensor has more dimensions
 constexpr double kMaxJsonInt = 9007199254740992.0;  // 2^53: larger integers aren't exact in JSON
+constexpr const char* kChecksumKey = "crc32c";      // metadata: {"tensor name": "e3069283", ...}
 
 size_t dtype_size(const std::string& dtype) {
     static const std::pair<const char*, size_t> table[] = {
@@ -83,6 +85,8 @@ static void check_records(const std::vector<TensorRecord>& tensors,
     for (const auto& [key, value] : metadata)
         if (!valid_utf8(key) || !valid_utf8(value))
             bad("metadata key or value is not valid UTF-8");
+    if (metadata.count(kChecksumKey))
+        bad(std::string("metadata key '") + kChecksumKey + "' is reserved for the tensors' checksums, which the save writes");
     std::unordered_set<std::string> names;
     uint64_t total = 0;
     for (const TensorRecord& r : tensors) {
@@ -106,12 +110,19 @@ static void check_records(const std::vector<TensorRecord>& tensors,
 
 // The JSON header, padded with spaces to a multiple of 8 bytes so the data section starts
 // 8-aligned (the reference implementation does the same). Tensor data goes in the given order.
+// The metadata gains "crc32c": each tensor's CRC-32C, so a loader finds a damaged byte by name.
 static std::string build_header(const std::vector<TensorRecord>& tensors,
                                 const std::map<std::string, std::string>& metadata) {
     json::Object root;
-    if (!metadata.empty()) {
+    std::map<std::string, std::string> with_checksums = metadata;
+    if (!tensors.empty()) {
+        json::Object checksums;
+        for (const TensorRecord& r : tensors) checksums.emplace_back(r.name, json::Value(crc32c_hex(crc32c(r.bytes.data(), r.bytes.size()))));
+        with_checksums[kChecksumKey] = json::dump(json::Value(std::move(checksums)));
+    }
+    if (!with_checksums.empty()) {
         json::Object m;
-        for (const auto& [key, value] : metadata) m.emplace_back(key, json::Value(value));
+        for (const auto& [key, value] : with_checksums) m.emplace_back(key, json::Value(value));
         root.emplace_back("__metadata__", json::Value(std::move(m)));
     }
     uint64_t offset = 0;
@@ -215,6 +226,24 @@ static int create_temp_beside(const std::string& target, std::string& tmp) {
     return -1;
 }
 
+// The temporary file being written, for save_in_progress(): a fixed buffer and an atomic flag,
+// which a signal handler may read (a std::string it may not). A name too long for it is not
+// offered, and then stays behind if the program is killed mid-save, as before.
+static char g_saving[4096];
+static std::atomic<bool> g_saving_set{false};
+namespace {
+struct SaveInProgress {
+    explicit SaveInProgress(const std::string& tmp) {
+        if (tmp.size() >= sizeof g_saving) return;
+        std::memcpy(g_saving, tmp.c_str(), tmp.size() + 1);
+        g_saving_set.store(true);
+    }
+    ~SaveInProgress() { g_saving_set.store(false); }
+};
+}  // namespace
+
+const char* save_in_progress() { return g_saving_set.load() ? g_saving : nullptr; }
+
 // The directory `file` is in: "." for a bare name.
 static std::string directory_of(const std::string& file) {
     const std::string dir = std::filesystem::path(file).parent_path().string();
@@ -245,6 +274,7 @@ void save_safetensors(const std::string& path, const std::vector<TensorRecord>& 
         throw std::runtime_error(cannot + "cannot create a temporary file in '" + directory_of(target) +
                                  "': " + std::strerror(err));
     }
+    const SaveInProgress in_progress(tmp);   // until the rename: a signal handler may remove it
     if (int err = write_file_contents(fd, header, tensors); err != 0) {
         ::unlink(tmp.c_str());   // nothing half-written stays behind
         throw std::runtime_error(cannot + std::strerror(err));
@@ -258,6 +288,7 @@ void save_safetensors(const std::string& path, const std::vector<TensorRecord>& 
         throw std::runtime_error(cannot + "cannot rename the temporary file '" + tmp + "' to '" + target +
                                  "': " + std::strerror(err));
     }
+    g_saving_set.store(false);   // renamed: the new file is whole, and no temporary is left
 
     // 5) fsync the directory so the rename itself survives a power cut. Some filesystems cannot
     //    sync a directory (EINVAL, ENOTSUP, ...), and a directory we may write but not read cannot
@@ -310,6 +341,33 @@ static std::map<std::string, std::string> parse_metadata(const json::Value& v) {
         metadata[key] = value.as_string();
     }
     return metadata;
+}
+
+// A file whose metadata has "crc32c" (every file save_safetensors writes): each tensor's bytes
+// must give the checksum recorded for it, and every tensor must have one. The entry then leaves
+// the metadata (it describes the bytes, not the model), and the file counts as checked. Files
+// written before checksums, or by other programs, have none: they load unchecked.
+static void check_checksums(SafetensorsFile& f) {
+    const auto entry = f.metadata.find(kChecksumKey);
+    if (entry == f.metadata.end()) return;
+    json::Value sums;
+    try {
+        sums = json::parse(entry->second);
+    } catch (const std::runtime_error& e) {
+        bad(std::string("metadata '") + kChecksumKey + "' is not JSON: " + e.what());
+    }
+    if (!sums.is_object()) bad(std::string("metadata '") + kChecksumKey + "' is not a JSON object");
+    for (const TensorRecord& r : f.tensors) {
+        const json::Value* stored = sums.find(r.name);
+        if (!stored || !stored->is_string()) bad("tensor " + name_text(r.name) + " has no checksum in metadata '" + kChecksumKey + "'");
+        const std::string computed = crc32c_hex(crc32c(r.bytes.data(), r.bytes.size()));
+        if (stored->as_string() != computed)
+            bad("tensor " + name_text(r.name) + " fails its CRC-32C check (the file says " + stored->as_string() +
+                ", its bytes give " + computed + "): the file is damaged");
+    }
+    if (sums.as_object().size() != f.tensors.size()) bad(std::string("metadata '") + kChecksumKey + "' names a tensor the file does not hold");
+    f.metadata.erase(entry);
+    f.checksummed = true;
 }
 
 namespace {  // file-local types: keeps them out of namespace autograd::io for other files
@@ -478,6 +536,7 @@ static SafetensorsFile load_unprefixed(const std::string& path) {
         read_at(fd, data_start + spans[i].begin, r.bytes.data(), r.bytes.size());
         out.tensors.push_back(std::move(r));
     }
+    check_checksums(out);
     return out;
 }
 

@@ -35,8 +35,9 @@ struct TensorRecord {
 // Known: BOOL U8 I8 F8_E4M3 F8_E5M2 (1), I16 U16 F16 BF16 (2), I32 U32 F32 (4), I64 U64 F64 (8).
 size_t dtype_size(const std::string& dtype);
 
-// Write `tensors` (data in the given order) and string `metadata` to `path`. The metadata object
-// is left out when empty, as the reference implementation does.
+// Write `tensors` (data in the given order) and string `metadata` to `path`. The metadata gains
+// "crc32c", each tensor's CRC-32C (autograd/io/crc32c.h) as JSON: {"w": "e3069283", ...}; the
+// metadata object is left out when there is nothing in it, as the reference implementation does.
 // Atomic: writes a new temporary file ".NAME.XXXXXX.tmp" in PATH's directory (its own name, so
 // saves racing to one path never mix), fsyncs it, rename()s it over PATH and fsyncs the directory,
 // so a crash or a full disk never destroys an earlier good file, and a reader sees the old file or
@@ -46,21 +47,29 @@ size_t dtype_size(const std::string& dtype);
 // std::runtime_error names PATH and the reason, e.g. "save_safetensors: cannot write
 // 'x.safetensors': No space left on device".
 // Also throws (before touching the disk) on an invalid record: empty or duplicate name, the
-// reserved name "__metadata__", unknown dtype, negative dim, or bytes.size() not matching shape.
+// reserved name "__metadata__", the reserved metadata key "crc32c", unknown dtype, negative dim, or bytes.size() not matching shape.
 void save_safetensors(const std::string& path, const std::vector<TensorRecord>& tensors,
                       const std::map<std::string, std::string>& metadata = {});
+
+// The temporary file a save_safetensors is writing at this moment, or nullptr: what a signal
+// handler that ends the program mid-save removes (reading it and unlink() are async-signal-safe).
+const char* save_in_progress();
 
 // A loaded file: metadata plus tensors in file order (the order of their data in the file).
 struct SafetensorsFile {
     std::map<std::string, std::string> metadata;
     std::vector<TensorRecord> tensors;
+    bool checksummed = false;   // the file recorded each tensor's CRC-32C, and every one matched
     const TensorRecord* find(const std::string& name) const;   // nullptr when absent
 };
 
 // Read and fully validate a safetensors file. Every problem (missing file, truncation, bad JSON,
 // bad dtype/shape/offsets, holes or overlaps in the data, ...) throws std::runtime_error with a
 // message starting "load_safetensors: '<path>': ". Never reads outside the file, and reads only
-// `path`: never a temporary file a killed save left beside it.
+// `path`: never a temporary file a killed save left beside it. A file with checksums ("crc32c",
+// as save_safetensors writes) must match them: "load_safetensors: 'm.safetensors': tensor
+// "w" fails its CRC-32C check (...): the file is damaged"; the entry is not in the metadata
+// returned, and `checksummed` says it was there. A file without loads unchecked.
 SafetensorsFile load_safetensors(const std::string& path);
 
 // Convenience: build a record from / read a record into plain arrays. `data` holds

@@ -50,6 +50,7 @@ struct Header {
 static_assert(sizeof(Header) <= kAlign);
 
 std::atomic<std::size_t> g_live{0}, g_peak{0};
+std::atomic<std::size_t> g_refused{0};   // the last request that failed, for the message of a program out of memory
 
 // From kLargeBlockBytes on (header included) a block has a mapping of its own (LargeBlocks
 // below); smaller ones come from malloc (allocator.h says why 1 MB).
@@ -267,11 +268,16 @@ void* tensor_alloc(std::size_t bytes) {
     if (bytes == 0) bytes = kAlign;
     char* base;
     std::size_t mapped = 0;
-    if (kAlign + bytes >= kLargeBlock) {
-        const std::size_t page = page_size();
-        std::tie(base, mapped) = large_blocks().take((kAlign + bytes + page - 1) / page * page);
-    } else {
-        base = static_cast<char*>(::operator new(kAlign + bytes, std::align_val_t(kAlign)));
+    try {
+        if (kAlign + bytes >= kLargeBlock) {
+            const std::size_t page = page_size();
+            std::tie(base, mapped) = large_blocks().take((kAlign + bytes + page - 1) / page * page);
+        } else {
+            base = static_cast<char*>(::operator new(kAlign + bytes, std::align_val_t(kAlign)));
+        }
+    } catch (const std::bad_alloc&) {
+        g_refused.store(bytes, std::memory_order_relaxed);
+        throw;
     }
     *reinterpret_cast<Header*>(base) = {bytes, mapped};
     void* p = base + kAlign;
@@ -294,7 +300,7 @@ void tensor_free(void* p) noexcept {
         ::operator delete(base, std::align_val_t(kAlign));
 }
 
-MemoryStats memory_stats() { return {g_live.load(), g_peak.load(), large_blocks().cached()}; }
+MemoryStats memory_stats() { return {g_live.load(), g_peak.load(), large_blocks().cached(), g_refused.load()}; }
 
 void reset_peak_memory() {
     g_peak.store(g_live.load());

@@ -53,6 +53,7 @@ struct MemoryStats {
     std::size_t live_bytes = 0;       // in blocks handed out and not yet freed
     std::size_t peak_live_bytes = 0;  // the most live_bytes has ever been
     std::size_t cached_bytes = 0;     // big blocks freed and kept for reuse, still mapped
+    std::size_t refused_bytes = 0;    // the last request the system could not meet (std::bad_alloc), 0 before one
 };
 MemoryStats memory_stats();
 // Starts a new peak from what is live now: the peak of one phase of a run (data, training,

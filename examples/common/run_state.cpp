@@ -3,12 +3,16 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <stdexcept>
 
+#include "autograd/io/crc32c.h"
 #include "autograd/io/safetensors.h"
+#include "examples/common/output_files.h"
 #include "nn/serialization.h"
 #include "optim/checkpoint.h"
 
@@ -24,10 +28,21 @@ namespace {
 std::atomic<int> g_signal{0};   // the first signal's number (a lock-free atomic: safe in a handler)
 struct sigaction g_old_int, g_old_term;
 
+// write(2) of a string literal: what a signal handler may print
+template <size_t N>
+void say(const char (&msg)[N]) { (void)!::write(2, msg, N - 1); }
+
 extern "C" void on_interrupt(int sig) {
-    if (g_signal.exchange(sig) != 0) _exit(128 + sig);   // the second: at once
-    const char msg[] = "\ninterrupted: finishing this step, then saving the run (interrupt again to quit at once)\n";
-    (void)!::write(2, msg, sizeof msg - 1);
+    if (g_signal.exchange(sig) != 0) {   // the second: at once, and a save in progress is abandoned whole
+        if (const char* tmp = autograd::io::save_in_progress()) {
+            ::unlink(tmp);
+            say("\ninterrupted again: the save was abandoned and its temporary file removed (an earlier file at that path is as it was)\n");
+        } else {
+            say("\ninterrupted again: quitting at once\n");
+        }
+        _exit(128 + sig);
+    }
+    say("\ninterrupted: finishing this step, then saving the run (interrupt again to quit at once)\n");
 }
 
 }  // namespace
@@ -98,6 +113,65 @@ double number_or(const json::Value& v, double null_means) { return v.is_null() ?
 
 }  // namespace
 
+// The run in the file is the run the flags describe: every entry of its identity the same as
+// now. All the differences in one message, "--seed 1 -> 2, --batch 16 -> 8", so one correction
+// of the command line is enough.
+static void check_same_run(const json::Value& resume, const json::Object& identity, const std::string& path) {
+    const json::Value* recorded = resume.find("identity");
+    if (!recorded || !recorded->is_object()) {
+        std::fprintf(stderr, "note: '%s' was written before a run's state recorded its data and settings: that they are the same "
+                             "cannot be checked\n", path.c_str());
+        return;
+    }
+    std::string differences;
+    auto text = [](const json::Value& v) { return v.is_string() ? v.as_string() : json::dump(v); };   // cosine, not "cosine"
+    auto differ = [&](const std::string& key, const std::string& old_value, const std::string& new_value) {
+        differences += (differences.empty() ? "" : ", ") + key + " " + old_value + " -> " + new_value;
+    };
+    for (const auto& [key, value] : identity) {
+        const json::Value* old_value = recorded->find(key);
+        if (!old_value) differ(key, "(not recorded)", text(value));
+        else if (json::dump(*old_value) != json::dump(value)) differ(key, text(*old_value), text(value));
+    }
+    for (const auto& [key, value] : recorded->as_object()) {
+        bool known = false;
+        for (const auto& entry : identity) known = known || entry.first == key;
+        if (!known) differ(key, text(value), "(not given)");
+    }
+    if (!differences.empty())
+        throw std::runtime_error("'" + path + "' is the state of another run: " + differences +
+                                 ". Resume with that run's flags and files (see --help, --resume, for what may change)");
+}
+
+std::string exact(float x) {
+    char text[32];
+    const auto end = std::to_chars(text, text + sizeof text, x).ptr;   // the shortest digits that read back as x
+    return std::string(text, end);
+}
+
+json::Value file_fingerprint(const std::string& path) {
+    std::FILE* f = std::fopen(path.c_str(), "rb");
+    if (!f) throw std::runtime_error("cannot read '" + path + "': " + std::strerror(errno));
+    uint32_t crc = 0;
+    int64_t bytes = 0;
+    std::vector<char> buffer(1 << 16);
+    for (size_t n; (n = std::fread(buffer.data(), 1, buffer.size(), f)) > 0; bytes += static_cast<int64_t>(n))
+        crc = autograd::io::crc32c(buffer.data(), n, crc);
+    std::fclose(f);
+    return json::Object{{"bytes", bytes}, {"crc32c", autograd::io::crc32c_hex(crc)}};
+}
+
+std::string recorded_save(const std::string& state_path) {
+    try {
+        const autograd::io::SafetensorsFile f = autograd::io::load_safetensors(state_path);
+        const json::Value resume = models::metadata_json(f.metadata, "resume", state_path);
+        const json::Value* save = resume.find("save");
+        return save && save->is_string() ? save->as_string() : "";
+    } catch (const std::exception&) {
+        return "";   // not a state: restore_run says why, once the run starts
+    }
+}
+
 void save_run(const RunState& run, const std::string& path) {
     std::vector<TensorRecord> records = nn::parameter_records(*run.model);
     for (TensorRecord& r : optim::state_records(*run.opt)) records.push_back(std::move(r));
@@ -116,7 +190,8 @@ void save_run(const RunState& run, const std::string& path) {
         kept = {{"best_epoch", k.best_epoch}, {"best_loss", number_or_null(k.best_loss)}, {"best_size", static_cast<int64_t>(k.best.size())},
                 {"last", static_cast<int64_t>(k.last.size())}};
     }
-    json::Object resume{{"rngs", rngs}, {"counters", counters}, {"schedule_step", run.sched->current_step()},
+    json::Object resume{{"identity", run.identity}, {"save", run.save.empty() ? "" : resolved_path(run.save)},
+                        {"rngs", rngs}, {"counters", counters}, {"schedule_step", run.sched->current_step()},
                         {"window", json::Object{{"sum", number_or_null(log.window_sum)}, {"weight", log.window_weight},
                                                 {"steps", log.window_steps}}}};
     if (run.kept) resume.push_back({"kept", kept});
@@ -141,6 +216,8 @@ void restore_run(const std::string& path, RunState& run) {
                                      ": resume with the flags of the run that wrote it");
     }
     const json::Value resume = models::metadata_json(f.metadata, "resume", path);
+    check_same_run(resume, run.identity, path);
+    if (!f.checksummed) std::fprintf(stderr, "note: '%s' carries no checksums (written before they were recorded): damage to it cannot be detected\n", path.c_str());
     auto at = [&](const json::Value& object, const std::string& key) -> const json::Value& {
         const json::Value* v = object.find(key);
         if (!v) throw std::runtime_error("'" + path + "': metadata 'resume' has no '" + key + "'");
@@ -176,6 +253,19 @@ std::string resume_path(const std::string& save, const std::string& program) {
     return (has_ext ? save.substr(0, save.size() - ext.size()) : save) + ".resume.safetensors";
 }
 
+void add_training_files(RunFiles& files, const std::string& save, const std::string& resume, const std::string& program) {
+    const std::string state = resume_path(save, program);
+    if (!resume.empty() && resolved_path(state) == resolved_path(resume)) {
+        files.own_output("the run's state (where Ctrl-C saves it)", state);   // a resumed run saves over its own state
+    } else {
+        files.input("--resume", resume);
+        files.output("the run's state (where Ctrl-C saves it)", state,
+                     "continue the interrupted run it holds with --resume " + state + ", or give --save another path");
+    }
+    if (!resume.empty() && !save.empty() && recorded_save(resume) == resolved_path(save)) files.own_output("--save", save);
+    else files.output("--save", save);
+}
+
 // A shell word: as it is when it is safe, else in single quotes.
 static std::string shell_word(const std::string& s) {
     if (!s.empty() && s.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:,+") == std::string::npos)
@@ -198,7 +288,7 @@ int save_interrupted(const RunState& run, const std::string& path, int argc, cha
     }
     std::fprintf(stderr, "interrupted after %s: saved the run to %s\nto continue it: %s --resume %s\n", where.c_str(), path.c_str(),
                  command.c_str(), shell_word(path).c_str());
-    return 130;
+    return 128 + g_signal.load();   // 130 after Ctrl-C, 143 after SIGTERM, as a shell reports a signal
 }
 
 }  // namespace common

@@ -25,6 +25,7 @@
 
 #include "autograd/random.h"
 #include "examples/common/kept_epochs.h"
+#include "examples/common/output_files.h"
 #include "examples/common/training_log.h"
 #include "models/checkpoint.h"
 #include "optim/lr_schedule.h"
@@ -34,7 +35,8 @@ namespace common {
 
 // SIGINT (Ctrl-C) and SIGTERM while it lives: the first asks the training loop to stop after its
 // current step (requested() turns true, and a line on stderr says so); the second exits at once,
-// with status 128 + the signal. The previous handlers come back when it goes.
+// with status 128 + the signal, and a save in progress is abandoned: its temporary file removed,
+// the file it would have replaced untouched, and a line says so. The previous handlers come back when it goes.
 class InterruptWatch {
 public:
     InterruptWatch();
@@ -55,22 +57,46 @@ struct RunState {
     std::vector<std::pair<std::string, autograd::Rng*>> rngs;    // besides the default generator, always kept
     std::vector<std::pair<std::string, int64_t*>> counters;      // step, epoch, ...
     models::json::Object settings;                               // what a saved model of the example holds besides
+    // What makes the run what it is, flag -> value: the seed, batch, learning-rate settings, ...,
+    // each data file's file_fingerprint. --resume refuses a state whose identity differs, naming each
+    // difference (restore_run). What may change on resume (--threads, a longer --steps) is not in it.
+    models::json::Object identity = {};
+    std::string save = {};   // the run's --save, recorded so a resumed run knows that file as its own
 };
+
+// A learning rate or factor for RunState::identity: "0.003", the shortest text that reads back as x.
+std::string exact(float x);
+
+// {"bytes": 1234, "crc32c": "e3069283"}: a file's size and checksum, for RunState::identity.
+// Throws std::runtime_error naming the file when it cannot be read.
+models::json::Value file_fingerprint(const std::string& path);
+
+// The --save (resolved, output_files.h) of the run whose state is at `state_path`: a resumed run
+// may replace that file, its own. "" when there is none or the file is not a state.
+std::string recorded_save(const std::string& state_path);
 
 // Writes everything in `run` to `path` (atomically, as every save).
 void save_run(const RunState& run, const std::string& path);
 
-// Puts back what save_run wrote, after checking that the file is such a state and that its model
-// is the one the flags made (the same kind and config; std::runtime_error naming the file and
-// both otherwise), its optimizer the same rule, and every counter and generator present.
+// Puts back what save_run wrote, after checking that the file is such a state, that it is the
+// same run (its identity, every difference named as "--seed 1 -> 2"), that its model is the one
+// the flags made (the same kind and config; std::runtime_error naming the file and both
+// otherwise), its optimizer the same rule, and every counter and generator present. A state
+// without checksums or identity (written by older code) is restored with a note on stderr.
 void restore_run(const std::string& path, RunState& run);
 
 // Where an interrupted run's state goes: beside --save's model (x.safetensors -> x.resume.safetensors),
 // or PROGRAM.resume.safetensors in the current folder without --save.
 std::string resume_path(const std::string& save, const std::string& program);
 
+// The files of a training run besides its data, for RunFiles (output_files.h): --resume's state
+// (read), --save (written; a resumed run's own --save may be replaced) and the state a Ctrl-C
+// writes beside it (resume_path; the --resume file itself when they are one).
+void add_training_files(RunFiles& files, const std::string& save, const std::string& resume, const std::string& program);
+
 // After a first interrupt: save_run to `path`, and say on stderr where the run stopped and the
-// command that continues it (argv with --resume PATH). Returns the exit status to end with: 130.
+// command that continues it (argv with --resume PATH). Returns the exit status to end with:
+// 128 + the signal (130 for Ctrl-C, 143 for SIGTERM).
 int save_interrupted(const RunState& run, const std::string& path, int argc, char** argv);
 
 }  // namespace common

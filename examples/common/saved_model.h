@@ -24,7 +24,8 @@ struct SavedModel {
     nn::Metadata metadata;   // everything else the example wrote: its settings, vocabularies, ...
 };
 
-// Throws std::runtime_error naming the file: unreadable, no valid "model" or "config", a config
+// Throws std::runtime_error naming the file: unreadable, a tensor whose bytes fail their checksum
+// (a file without checksums loads, with a note on stderr), no valid "model" or "config", a config
 // larger than the weights the file holds, missing, mismatched or non-finite weights
 // (models/checkpoint.h, nn/serialization.h).
 SavedModel load_saved_model(const std::string& path);

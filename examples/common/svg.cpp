@@ -266,12 +266,16 @@ std::string line_plot_svg(const std::string& title, const std::string& x_label,
     const Axis ya = options.log_y ? log_axis(y_min, y_max) : linear_axis(y_min, y_max);
 
     // 2) layout: margins sized to the tick labels, plot area in between
-    const double W = std::max(options.width, 200), H = std::max(options.height, 150);
     const double font = 12, title_font = 16;
+    double name_width = 0;   // the legend's box: a short line and the name of each series
+    for (const Series& s : series) name_width = std::max(name_width, text_width(s.name, font));
+    const double row = 18, box_w = 36 + name_width, box_h = 8 + row * series.size();
+    const double beside = options.legend_outside && !series.empty() ? box_w + 16 : 0;   // the legend's room on the right
+    const double W = std::max(options.width, 200) + beside, H = std::max(options.height, 150);
     double y_label_width = 0;
     for (const auto& l : ya.labels) y_label_width = std::max(y_label_width, text_width(l, font));
     const double left = 16 + (y_label.empty() ? 0 : font + 10) + y_label_width + 8;
-    const double right = 16 + text_width(xa.labels.back(), font) / 2;   // room for the last x label
+    const double right = 16 + text_width(xa.labels.back(), font) / 2 + beside;   // room for the last x label (and the legend)
     const double top = title.empty() ? 16 : 40;
     const double bottom = 30 + (x_label.empty() ? 0 : font + 12);
     const double plot_w = W - left - right, plot_h = H - top - bottom;
@@ -334,12 +338,9 @@ std::string line_plot_svg(const std::string& title, const std::string& x_label,
         svg << text_element(left + plot_w / 2, top + plot_h / 2,
                             "font-size=\"14\" fill=\"#888\" text-anchor=\"middle\"", "no data");
 
-    // 5) legend in the top-right corner of the plot
+    // 5) legend in the top-right corner of the plot, or beside it
     if (!series.empty()) {
-        double name_width = 0;
-        for (const Series& s : series) name_width = std::max(name_width, text_width(s.name, font));
-        const double row = 18, box_w = 36 + name_width, box_h = 8 + row * series.size();
-        const double bx = left + plot_w - box_w - 8, by = top + 8;
+        const double bx = beside > 0 ? W - box_w - 8 : left + plot_w - box_w - 8, by = top + 8;
         svg << "<g font-size=\"" << num(font) << "\">\n";
         svg << rect_element(bx, by, box_w, box_h, "fill=\"white\" fill-opacity=\"0.85\" stroke=\"#ccc\"") << "\n";
         for (size_t k = 0; k < series.size(); k++) {
@@ -447,6 +448,7 @@ std::string heatmaps_svg(const std::string& title, const std::vector<Heatmap>& m
             for (size_t c = 0; c < C; c++) {
                 const float v = m.values[r * C + c];
                 const std::string fill = std::isnan(v) ? "#bbbbbb" : colour_of(v);
+                if (options.skip_white_cells && fill == "#ffffff") continue;   // the background shows through
                 char value_text[32];
                 std::snprintf(value_text, sizeof(value_text), "%.3f", v);
                 svg << "<rect class=\"cell\" x=\"" << num(gx + c * cell) << "\" y=\"" << num(gy + r * cell)

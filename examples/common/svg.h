@@ -26,6 +26,9 @@ struct PlotOptions {
     bool log_y = false;   // logarithmic y axis (ticks at 1-2-5 x 10^k)
     int width = 800;      // pixels
     int height = 500;
+    // true: the legend beside the plot area, on its right, the picture wider by the legend's width
+    // (for lines that fill the top right corner, where the legend sits by default)
+    bool legend_outside = false;
 };
 
 // One matrix: values has row_labels.size() * col_labels.size() entries, row-major, in the
@@ -51,6 +54,9 @@ struct HeatmapOptions {
     double cell = 0;               // pixels per cell; 0: from the largest map (4 to 24)
     double label_font = 0;         // font size of the row and column labels; 0: from the cell
     int label_every = 0;           // label every n-th row and column; 0: as many as fit
+    // true: a cell whose colour is white (the background's) is left out, with its tooltip: the
+    // same picture in a far smaller file for sparse maps (a 40 x 40 attention is mostly white)
+    bool skip_white_cells = false;
 };
 
 // The SVG text, for callers that want it in memory (and for tests).

@@ -171,6 +171,11 @@ static TranslationData read_and_encode(const CorpusOptions& o) {
     } else {
         d.codec.src_vocab = Vocab::build(src_tokens, o.min_freq);
         d.codec.tgt_vocab = Vocab::build(tgt_tokens, o.min_freq);
+        // a vocabulary of the specials alone would train on <unk> only, and learn nothing
+        for (const auto& [side, vocab] : {std::pair{"source", &d.codec.src_vocab}, {"target", &d.codec.tgt_vocab}})
+            if (vocab->size() <= static_cast<size_t>(Vocab::kNumSpecials))
+                throw std::runtime_error(corpus_name(o) + ": --min-freq " + std::to_string(o.min_freq) + " keeps no " + side +
+                                         " word (none occurs that often in training): every word would be <unk>; lower --min-freq");
     }
     for (size_t i = 0; i < src_tokens.size(); i++)
         d.train.push_back({d.codec.encode_source(src_tokens[i]), d.codec.encode_target(tgt_tokens[i])});
@@ -219,10 +224,12 @@ void check_eval_lengths(const TranslationData& d, const CorpusOptions& o, int64_
                 const int64_t n = static_cast<int64_t>(d.codec.tokenize(*text).size());
                 if (n + extra <= max_len) continue;
                 const std::string where = file.empty() ? "the toy corpus" : "'" + file + "'";
+                const std::string fix = n <= kLongestMaxLen ? "raise --max-len to " + std::to_string(n) +
+                                                              " (up to 1000; it keeps training pairs that long too), or shorten that line"
+                                                        : "shorten that line (--max-len reaches 1000 at most)";
                 throw std::runtime_error(where + ":" + std::to_string(p.line) + ": the " + side + " has " + std::to_string(n) +
                                          " tokens, more than the model's positions hold (" + std::to_string(max_len - extra) +
-                                         "): raise --max-len to " + std::to_string(n) +
-                                         " (up to 1000; it keeps training pairs that long too), or shorten that line");
+                                         "): " + fix);
             }
     };
     check(d.text.valid, o.valid.empty() ? o.data : o.valid, true);    // the validation loss reads both sides

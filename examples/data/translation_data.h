@@ -62,6 +62,8 @@ inline constexpr double kHeldOutShare = 0.05;
 // a single training pair is memorised, not learned from.
 inline constexpr size_t kMinTrainPairs = 2, kMinValidPairs = 1, kMinTestPairs = 1;
 
+inline constexpr int kLongestMaxLen = 1000;   // the largest --max-len (the positions a model is built with follow it)
+
 struct CorpusOptions {
     std::string data, valid, test;   // TSV files; data empty: the built-in toy corpus
     bool lowercase = false;

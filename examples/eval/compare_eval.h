@@ -45,7 +45,7 @@ int64_t aligned_source_position(Task task, int64_t t, int64_t L);
 //   rnn-sutskever          LSTM encoder-decoder whose decoder starts from the encoder's final (h, c)
 //                          (Sutskever, Vinyals & Le 2014)
 //   rnn-sutskever-reversed the same, the source read backwards (their trick)
-//   rnn-cho                C = tanh(V h_S) at every decoder step and at the output layer, the
+//   rnn-cho                GRU encoder-decoder, C = tanh(V h_S) at every decoder step and at the output layer, the
 //                          decoder from tanh(V' C) (Cho et al. 2014)
 //   rnn-dot, rnn-general   soft attention (Bahdanau et al. 2014) scored by Luong et al.'s (2015)
 //                          s . h_j and s . W h_j; rnn-dot's encoder reads one way (the dot score

@@ -90,17 +90,20 @@ void decode_file(models::Seq2Seq& model, const std::string& path) {
     for (int lineno = 1; std::getline(in, line); lineno++) {
         std::istringstream is(line);
         std::vector<int32_t> ids;
-        for (int32_t id; is >> id;) ids.push_back(id);
         const std::string where = path + ":" + std::to_string(lineno) + ": ";
-        if (!is.eof()) throw std::runtime_error(where + "expected token ids separated by spaces");
+        // word by word, each whole: ">> int" would stop quietly at "7-" or at a number past int32_t
+        for (std::string word; is >> word;) {
+            if (word.find_first_not_of("0123456789") != std::string::npos)
+                throw std::runtime_error(where + "expected token ids separated by spaces, got '" + word + "'");
+            if (word.size() > 9 || std::stoll(word) >= model.tgt_vocab())
+                throw std::runtime_error(where + "id " + word + " is not a symbol of this model (0.." +
+                                         std::to_string(model.tgt_vocab() - 1) + ")");
+            ids.push_back(static_cast<int32_t>(std::stoll(word)));
+        }
         if (ids.empty()) {   // a blank line stays a blank line: output line k answers input line k
             std::printf("\n");
             continue;
         }
-        for (int32_t id : ids)
-            if (id < 0 || id >= model.tgt_vocab())
-                throw std::runtime_error(where + "id " + std::to_string(id) + " is not a symbol of this model (0.." +
-                                         std::to_string(model.tgt_vocab() - 1) + ")");
         if (static_cast<int64_t>(ids.size()) > model.max_len())
             throw std::runtime_error(where + std::to_string(ids.size()) + " ids, more than the model reads (" +
                                      std::to_string(model.max_len()) + ")");

@@ -3,6 +3,8 @@
 #include <utility>
 
 #include "examples/common/args.h"
+#include "examples/common/output_files.h"
+#include "examples/common/run_state.h"
 
 namespace options {
 
@@ -47,15 +49,27 @@ CopyTask parse_copy_task(int argc, char** argv) {
     p.flag("--no-kv-cache", &o.no_kv_cache, "decode by re-running the decoder over the whole prefix at every step "
                                             "(the simple O(T^2) reference) instead of with the key/value cache");
     p.add("--plot", &o.plot, "write the training-loss curve to PATH as SVG", "PATH");
-    p.add("--resume", &o.resume, "continue the run whose state an interrupt (Ctrl-C) saved at PATH; give the flags that run had", "PATH");
+    p.add("--resume", &o.resume, "continue the run whose state an interrupt (Ctrl-C) saved at PATH. Give the flags that run "
+                                 "had: any other --seed, --batch, --vocab, --seq-len, --schedule, --lr, --lr-factor, --warmup, "
+                                 "--shards, --bf16, --reference or model flag is refused. These may change: --steps (not "
+                                 "below the steps already trained), --save, --plot, --threads, --print-every, --eval, --beam, "
+                                 "--no-kv-cache, --overwrite", "PATH");
+    common::add_overwrite_flag(p, &o.overwrite);
     p.parse(argc, argv);
     if (o.paper) apply_paper_preset(o, p);
     if (!o.decode.empty() && o.load.empty()) p.fail("--decode needs a model: give --load PATH");
     if (!o.load.empty())   // the model comes from the file: what would train it does nothing
         for (const char* f : {"--steps", "--batch", "--schedule", "--lr", "--warmup", "--lr-factor", "--print-every", "--paper",
-                              "--save", "--plot", "--resume", "--dropout", "--shards"})
-            if (p.given(f)) p.fail(std::string(f) + " does nothing with --load (the model comes from the file; nothing trains)");
+                              "--save", "--plot", "--resume", "--dropout", "--shards", "--vocab", "--seq-len", "--overwrite"})
+            if (p.given(f)) p.fail(std::string(f) + " does nothing with --load (the model and its --vocab and --seq-len come from "
+                                                    "the file; nothing trains)");
     for (const auto& [flag, path] : {std::pair{"--save", o.save}, {"--plot", o.plot}}) common::check_output_path(p, flag, path);
+    common::RunFiles files;   // no output may name an input or another output, nor replace a file unasked
+    files.input("--load", o.load);
+    files.input("--decode", o.decode);
+    if (o.load.empty()) common::add_training_files(files, o.save, o.resume, "copy_task");
+    files.output("--plot", o.plot);
+    files.check(p, o.overwrite);
     if (o.schedule != "cosine" && o.schedule != "noam") p.fail("--schedule must be cosine or noam, not '" + o.schedule + "'");
 
     common::apply_training_flags(p, o.train);

@@ -4,6 +4,8 @@
 #include <utility>
 
 #include "examples/common/args.h"
+#include "examples/common/output_files.h"
+#include "examples/common/run_state.h"
 
 namespace options {
 
@@ -27,7 +29,7 @@ Translation parse_translation(int argc, char** argv) {
            "one matrix for both embeddings and the pre-softmax projection (paper, section 3.4); the default with subwords "
            "(--data, or --bpe N), whose vocabulary is shared");
     p.flag("--no-tie-weights", &o.no_tie_weights, "separate embedding and projection matrices even with --bpe");
-    p.add("--max-len", &o.corpus.max_len, "skip training pairs longer than this many tokens").range(1, 1000);
+    p.add("--max-len", &o.corpus.max_len, "skip training pairs longer than this many tokens").range(1, data::kLongestMaxLen);
     p.add("--epochs", &o.epochs,
           "passes over the training set. Default: 10 for the toy corpus; with --data, 1300 / sqrt(training pairs) "
           "between 1 and 30 (18 for 5,000 training pairs, 6 for 50,000, 2 for 500,000)").min(-1);
@@ -49,8 +51,8 @@ Translation parse_translation(int argc, char** argv) {
     p.add("--top-k", &o.sampling.top_k, "with --sample: draw among the K most likely tokens only (0: all)", "K").min(0);
     p.add("--top-p", &o.sampling.top_p, "with --sample: draw among the fewest most likely tokens whose probability reaches P "
                                         "(nucleus sampling; 1: all)", "P").range(0, 1);
-    p.add("--save", &o.save, "where to keep the best checkpoint (lowest validation loss). A model already there is "
-                             "replaced at the first epoch's end (the run says so when it starts)", "PATH");
+    p.add("--save", &o.save, "where to keep the best checkpoint (lowest validation loss), written at each epoch that "
+                             "lowers it. A file already there is refused unless --overwrite", "PATH");
     p.add("--load", &o.load, "use the model saved at PATH instead of training", "PATH");
     p.add("--translate", &o.translate, "translate this sentence (with --load)", "TEXT");
     p.flag("--stdin", &o.use_stdin, "translate standard input, one sentence per line (with --load); reads to the end, "
@@ -62,7 +64,13 @@ Translation parse_translation(int argc, char** argv) {
            "print the memory held after each phase (data, each epoch's training and validation, test decoding): "
            "tensor bytes live and at their peak, the process's RSS and peak RSS, and what the corpus takes");
     p.add("--plot", &o.plot, "write training and validation loss curves to PATH (SVG)", "PATH");
-    p.add("--resume", &o.resume, "continue the run whose state an interrupt (Ctrl-C) saved at PATH; give the flags that run had", "PATH");
+    p.add("--resume", &o.resume, "continue the run whose state an interrupt (Ctrl-C) saved at PATH. Give the flags and files "
+                                 "that run had: other --data/--valid/--test contents, vocabularies, --seed, --batch, "
+                                 "--batch-tokens, --max-len, --min-freq, --lowercase, --bpe, --label-smoothing, --warmup, "
+                                 "--lr-factor, --shards, --bf16, --reference, --average-last or model flags are refused. These "
+                                 "may change: --epochs (not below the epochs begun), --save, --plot, --threads, --beam, "
+                                 "--sample and its flags, --no-kv-cache, --bleu-lowercase, --memory-report, --overwrite", "PATH");
+    common::add_overwrite_flag(p, &o.overwrite);
     p.parse(argc, argv);
     if ((!o.translate.empty() || o.use_stdin) && o.load.empty()) p.fail("--translate and --stdin need --load PATH");
     for (const char* f : {"--temperature", "--top-k", "--top-p"})
@@ -80,11 +88,20 @@ Translation parse_translation(int argc, char** argv) {
             if (p.given(f) && !(o.sample && f == std::string("--seed")))   // --seed also picks --sample's draws
                 p.fail(std::string(f) + " does nothing with --load (the model comes from the file; nothing trains)");
     if (!o.attention.empty() && o.translate.empty() && !o.use_stdin) p.fail("--attention needs a sentence: --translate TEXT or --stdin");
+    if (!o.load.empty() && o.attention.empty() && p.given("--overwrite"))   // as copy_task --load refuses it
+        p.fail("--overwrite does nothing with --load unless --attention writes a file (nothing else is written)");
     if (!o.load.empty() && o.translate.empty() && !o.use_stdin)
         p.fail("--load needs something to translate: --translate TEXT or --stdin (the test score comes at the end of training)");
     // every file the run writes, checked before anything trains (--load writes only --attention's)
     for (const auto& [flag, path] : {std::pair{"--save", o.save}, {"--plot", o.plot}, {"--attention", o.attention}})
         if (o.load.empty() || flag == std::string("--attention")) common::check_output_path(p, flag, path);
+    common::RunFiles files;   // no output may name an input or another output, nor replace a file unasked
+    for (const auto& [flag, path] : {std::pair{"--data", o.corpus.data}, {"--valid", o.corpus.valid}, {"--test", o.corpus.test}, {"--load", o.load}})
+        files.input(flag, path);
+    if (o.load.empty()) common::add_training_files(files, o.save, o.resume, "translation");
+    files.output("--plot", o.plot);
+    files.output("--attention", o.attention);
+    files.check(p, o.overwrite);
     o.corpus.seed = o.train.seed;
     o.corpus.bpe = o.bpe >= 0 ? o.bpe : o.corpus.data.empty() ? 0 : data::kAutoMerges;
     if (o.batch_tokens < 0) o.batch_tokens = o.corpus.data.empty() ? 0 : 1000;

@@ -18,7 +18,7 @@ struct Translation {
     int bpe = -1;            // -1: automatic for --data (see --help), word level for the toy corpus
     int batch_tokens = -1;   // -1: 1000 for --data, sentence batches (--batch) for the toy corpus
     float label_smoothing = 0.1f;
-    bool bleu_lowercase = false, use_stdin = false, no_kv_cache = false;
+    bool bleu_lowercase = false, use_stdin = false, no_kv_cache = false, overwrite = false;
     bool sample = false;              // --sample: draw each token instead of beam search or greedy
     models::SampleOptions sampling;   // its --temperature, --top-k, --top-p; its seed is --seed
     bool memory_report = false;    // a line of memory figures after each phase of the run
@@ -26,7 +26,9 @@ struct Translation {
     std::string save = "translation.safetensors", load, translate, attention, plot, resume;
 };
 
-// Parses argv: on a bad flag, one line on stderr and exit 2 (--help: the usage, exit 0).
+// Parses argv: on a bad flag, one line on stderr and exit 2 (--help: the usage, exit 0). Before
+// anything runs: outputs that cannot be written, that name an input or another output, or that
+// exist without --overwrite (output_files.h).
 Translation parse_translation(int argc, char** argv);
 
 }  // namespace options

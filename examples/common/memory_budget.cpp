@@ -1,0 +1,121 @@
+#include "examples/common/memory_budget.h"
+
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <limits>
+#include <stdexcept>
+#include <string>
+
+#include "autograd/runtime.h"
+#include "models/rnn_seq2seq.h"
+#include "models/transformer.h"
+
+namespace common {
+
+namespace {
+
+constexpr double kProgramBytes = 30.0 * (1 << 20);   // the program, its libraries, the C library's heap
+
+// Floats per token and per pair of positions that one training step keeps, by kind of model.
+struct PerToken {
+    double src = 0, tgt = 0;   // per source token, per target token
+    double pair = 0;           // per (target or source position, source position) pair of one row
+    double self_pair = 0;      // per (target, target) pair: the decoder's self-attention
+};
+
+PerToken floats_kept(const models::Seq2Seq& model, bool full_logits) {
+    PerToken k;
+    const double V = static_cast<double>(model.tgt_vocab());
+    const double logits = full_logits ? 3 * V : V;   // fused into the loss: one slice of V at a time, counted as one
+    if (const auto* t = dynamic_cast<const models::Transformer*>(&model)) {
+        const double D = static_cast<double>(t->cfg.d_model), F = static_cast<double>(t->cfg.d_ff);
+        const double N = static_cast<double>(t->cfg.layers), H = static_cast<double>(t->cfg.heads);
+        k.src = N * (12 * D + 2 * F);            // LayerNorms, Q K V, context, projections, FFN hidden before and after
+        k.tgt = N * (18 * D + 2 * F) + logits;   // the same with a second attention, over the memory
+        k.pair = N * H;                          // the encoder's weights (S x S) and the cross-attention's (T x S), per head
+        k.self_pair = N * H;                     // the decoder's (T x T)
+        return k;
+    }
+    const auto& r = dynamic_cast<const models::RNNSeq2Seq&>(model).cfg;
+    const double Hd = static_cast<double>(r.hidden), E = static_cast<double>(r.embed), L = static_cast<double>(r.layers);
+    const double dirs = r.bidirectional ? 2 : 1;
+    k.src = E + L * dirs * 12 * Hd;                  // each step's gates before and after their nonlinearity, h and c
+    k.tgt = E + L * 12 * Hd + 4 * Hd + logits;       // the same, the context and the output layer
+    if (r.attention()) k.pair = r.score == nn::Score::additive ? 2 * Hd : 2;   // additive: tanh(W s + U h) for every pair
+    return k;
+}
+
+// The first number in a file (a /proc or /sys value), or -1.
+int64_t read_number(const std::string& path) {
+    std::ifstream in(path);
+    long long v = -1;
+    if (!(in >> v)) return -1;
+    return v;
+}
+
+// "Key:   123 kB" from /proc/meminfo or /proc/self/status, in bytes, or -1.
+int64_t read_kb_field(const std::string& path, const std::string& key) {
+    std::ifstream in(path);
+    for (std::string line; std::getline(in, line);)
+        if (line.rfind(key + ":", 0) == 0) return std::stoll(line.substr(key.size() + 1)) * 1024;
+    return -1;
+}
+
+}  // namespace
+
+int64_t training_peak_bytes(const models::Seq2Seq& model, int64_t B, int64_t S, int64_t T, bool full_logits) {
+    const PerToken k = floats_kept(model, full_logits);
+    const double b = static_cast<double>(B), s = static_cast<double>(S), t = static_cast<double>(T);
+    const double floats = 4.0 * static_cast<double>(model.num_parameters())   // weights, gradients, Adam's m and v
+                          + b * (s * k.src + t * k.tgt)                         // what each layer keeps per token
+                          + b * (s * s + t * s) * k.pair + b * t * t * k.self_pair;   // the attention weights
+    return static_cast<int64_t>(std::min(4.0 * floats + kProgramBytes, 9e18));
+}
+
+AvailableMemory available_memory() {
+    AvailableMemory a;
+    auto consider = [&](int64_t bytes, const char* source) {
+        if (bytes >= 0 && (a.bytes < 0 || bytes < a.bytes)) a.bytes = bytes, a.source = source;
+    };
+    consider(read_kb_field("/proc/meminfo", "MemAvailable"), "MemAvailable");
+    // cgroup v2 ("max" reads as no number: no limit), then v1 (a huge number when there is none)
+    const int64_t v2 = read_number("/sys/fs/cgroup/memory.max");
+    if (v2 > 0) consider(std::max<int64_t>(0, v2 - std::max<int64_t>(0, read_number("/sys/fs/cgroup/memory.current"))), "the cgroup's memory.max");
+    const int64_t v1 = read_number("/sys/fs/cgroup/memory/memory.limit_in_bytes");
+    if (v1 > 0 && v1 < (int64_t{1} << 60))
+        consider(std::max<int64_t>(0, v1 - std::max<int64_t>(0, read_number("/sys/fs/cgroup/memory/memory.usage_in_bytes"))),
+                 "the cgroup's memory.limit_in_bytes");
+    struct rlimit as {};
+    if (::getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY) {
+        const int64_t used = std::max<int64_t>(0, read_kb_field("/proc/self/status", "VmSize"));
+        consider(std::max<int64_t>(0, static_cast<int64_t>(as.rlim_cur) - used), "ulimit -v");
+    }
+    return a;
+}
+
+std::string human_bytes(double bytes) {
+    char text[32];
+    if (bytes >= 1e9) std::snprintf(text, sizeof text, "%.1f GB", bytes / 1e9);
+    else std::snprintf(text, sizeof text, "%.0f MB", bytes / 1e6);
+    return text;
+}
+
+void check_memory(int64_t needed, const std::string& what, const std::string& lower) {
+    const AvailableMemory a = available_memory();
+    if (a.bytes < 0 || needed <= a.bytes) return;
+    throw std::runtime_error(what + " needs about " + human_bytes(static_cast<double>(needed)) +
+                             " at its peak (estimated from the shapes), more than the " + human_bytes(static_cast<double>(a.bytes)) +
+                             " this process may use (" + a.source + "): lower " + lower);
+}
+
+std::string out_of_memory_message(const std::string& lower) {
+    const double refused = static_cast<double>(autograd::tensor_bytes_refused());
+    const std::string what = refused > 0 ? "a tensor of " + human_bytes(refused) + " could not be allocated" : "an allocation failed";
+    return "out of memory: " + what + ", with " + human_bytes(static_cast<double>(autograd::tensor_bytes_live())) +
+           " of tensors held: lower " + lower;
+}
+
+}  // namespace common

@@ -1,0 +1,62 @@
+#include "examples/common/output_files.h"
+
+#include <filesystem>
+#include <system_error>
+
+namespace common {
+
+namespace fs = std::filesystem;
+
+void add_overwrite_flag(ArgParser& p, bool* overwrite) {
+    p.flag("--overwrite", overwrite,
+           "let this run replace files that exist (its --save, --plot, ... and its state); without it a run that would "
+           "replace one is refused before it starts. The old file is not kept");
+}
+
+std::string resolved_path(const std::string& path) {
+    std::error_code ec;
+    const fs::path absolute = fs::absolute(path, ec);
+    if (ec) return path;
+    // weakly_canonical: the part that exists is canonical (links followed), the rest appended;
+    // a dangling link's target counts as the file (a save writes through it)
+    fs::path p = fs::weakly_canonical(absolute, ec);
+    if (ec) return absolute.lexically_normal().string();
+    for (int links = 0; links < 40 && fs::is_symlink(fs::symlink_status(p, ec)); links++) {
+        const fs::path target = fs::read_symlink(p, ec);
+        if (ec) break;
+        p = fs::weakly_canonical(target.is_absolute() ? target : p.parent_path() / target, ec);
+    }
+    return p.string();
+}
+
+void RunFiles::add(const std::string& flag, const std::string& path, Kind kind, const std::string& if_exists) {
+    if (!path.empty()) files_.push_back({flag, path, resolved_path(path), if_exists, kind});
+}
+
+void RunFiles::input(const std::string& flag, const std::string& path) { add(flag, path, Kind::input, ""); }
+void RunFiles::output(const std::string& flag, const std::string& path, const std::string& if_exists) {
+    add(flag, path, Kind::output, if_exists);
+}
+void RunFiles::own_output(const std::string& flag, const std::string& path) { add(flag, path, Kind::own_output, ""); }
+
+void RunFiles::check(const ArgParser& p, bool overwrite) const {
+    // 1) clashes: an output that is an input or another output (two inputs may be one file)
+    for (size_t i = 0; i < files_.size(); i++)
+        for (size_t j = 0; j < i; j++) {
+            const File &a = files_[j], &b = files_[i];
+            if (a.resolved != b.resolved || (a.kind == Kind::input && b.kind == Kind::input)) continue;
+            const File& writer = b.kind != Kind::input ? b : a;
+            const File& other = &writer == &b ? a : b;
+            p.fail(writer.flag + " " + writer.path + " would replace " + other.flag + " " + other.path + ", which this run " +
+                   (other.kind == Kind::input ? "reads" : "also writes") + ": give " + writer.flag + " another path");
+        }
+    // 2) outputs that exist: replaced only when asked
+    if (overwrite) return;
+    std::error_code ec;
+    for (const File& f : files_)
+        if (f.kind == Kind::output && fs::exists(f.path, ec))
+            p.fail(f.flag + " " + f.path + " exists, and this run would replace it: add --overwrite to let it (the old file is "
+                   "not kept), or " + f.if_exists);
+}
+
+}  // namespace common
