@@ -204,7 +204,7 @@ figures:
 	    --save $(FIGURE_RUNS)/translation.safetensors > $(FIGURE_RUNS)/translation.log
 	$(FB)/translation --overwrite --load $(FIGURE_RUNS)/translation.safetensors --attention $(FIGURES)/attention_heatmap.svg \
 	    --translate "the brave dog does not see the old cat ." > $(FIGURE_RUNS)/attention.log 2>&1
-	$(FB)/gpt --sample-every 250 --tokens 300 --plot $(FIGURES)/gpt_loss.svg > $(FIGURE_RUNS)/gpt.log 2> /dev/null
+	$(FB)/gpt --overwrite --sample-every 250 --tokens 300 --plot $(FIGURES)/gpt_loss.svg > $(FIGURE_RUNS)/gpt.log 2> /dev/null
 	$(FB)/compare_models --overwrite --plot $(FIGURE_RUNS)/compare \
 	    > $(FIGURE_RUNS)/compare_models.log 2> /dev/null
 	$(FB)/compare_models --task reverse --models rnn-sutskever,rnn-sutskever-reversed --lengths 10 > $(FIGURE_RUNS)/compare_reverse.log 2> /dev/null

@@ -14,6 +14,12 @@
 // call (autograd/frozen_weights.h). Compare builds by alternating them. Without AVX512_BF16 the
 // portable path runs (rounded copies, then the fp32 kernel), and the line says so.
 //
+//   ./build/bench/bench_decoding --gpt [reps]
+// samples from the gpt example's default model (N=4 D=128 h=4, context 64, V=65, untrained)
+// after a one-token prompt, one row: tokens/s with the key/value cache and recomputing the window
+// at every step (models/gpt_sampling.h), for 25 to 500 new tokens. Past 64 tokens both follow the
+// sampler's window rule (a full window starts again from its last 32 tokens).
+//
 //   ./build/bench/bench_decoding --toy-test-sources PATH
 // writes the source sentences of the translation example's toy test set (seed 1), one per line,
 // for timing `translation --stdin` (bench/RESULTS.md, "Decoding speed").
@@ -37,6 +43,7 @@
 #include "examples/data/copy_task_data.h"
 #include "examples/data/translation_data.h"
 #include "models/decoding.h"
+#include "models/gpt_sampling.h"
 
 namespace {
 
@@ -122,7 +129,29 @@ int bf16_decoding(int reps) {
 
 }  // namespace
 
+int gpt_sampling(int reps) {
+    autograd::manual_seed(0);
+    models::GPT model({.vocab = 65, .block_size = 64, .layers = 4, .heads = 4, .d_model = 128, .dropout = 0.0f});
+    model.eval();
+    const autograd::Tokens prompt = autograd::Tokens::full({1, 1}, 0);   // (1, 1)
+    std::printf("GPT sampling: the gpt example's default model N=4 D=128 h=4 T=64, V=65 (untrained), one row, median of %d runs\n", reps);
+    std::printf("%6s %16s %16s %8s\n", "tokens", "cached tok/s", "recompute tok/s", "speedup");
+    models::generate(model, prompt, {.new_tokens = 100, .kv_cache = false});   // a warm-up: the first call pays for the heap's pages
+    for (int64_t n : {25, 50, 64, 100, 200, 300, 400, 500}) {
+        std::vector<double> cached, recomputed;
+        for (int r = 0; r < reps; r++) {   // A/B alternated, so a slow spell of the machine hits both
+            cached.push_back(seconds_of([&] { models::generate(model, prompt, {.new_tokens = n, .seed = 1, .kv_cache = true}); }));
+            recomputed.push_back(seconds_of([&] { models::generate(model, prompt, {.new_tokens = n, .seed = 1, .kv_cache = false}); }));
+        }
+        const double c = median(cached), w = median(recomputed), tokens = static_cast<double>(n);
+        std::printf("%6lld %16.0f %16.0f %7.1fx\n", (long long)n, tokens / c, tokens / w, w / c);
+        std::fflush(stdout);
+    }
+    return 0;
+}
+
 int main(int argc, char** argv) {
+    if (argc > 1 && std::strcmp(argv[1], "--gpt") == 0) return gpt_sampling(argc > 2 ? std::max(1, std::atoi(argv[2])) : 5);
     if (argc > 1 && std::strcmp(argv[1], "--bf16") == 0) return bf16_decoding(argc > 2 ? std::max(1, std::atoi(argv[2])) : 5);
     if (argc > 2 && std::strcmp(argv[1], "--toy-test-sources") == 0) return write_toy_test_sources(argv[2]);
     if (argc > 2 && std::strcmp(argv[1], "--cache-picture") == 0) return draw_cache_picture(argv[2]);

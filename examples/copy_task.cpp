@@ -10,6 +10,7 @@
 //
 // main() is the training loop; the flags are in examples/options/copy_task_options.h, the data in
 // examples/data/copy_task_data.h, the evaluation in examples/eval/copy_task_eval.h.
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <new>
@@ -72,8 +73,8 @@ models::json::Object identity(const Options& o) {
 
 // A step on the live progress line (loss, lr, tokens/s), and every --print-every steps a result
 // line with the mean loss since the last one.
-void report_step(common::TrainingLog& log, const Options& o, int step, float loss, float lr) {
-    const double tok_s = static_cast<double>(step) * o.batch * (o.seq_len - 1) / log.seconds();
+void report_step(common::TrainingLog& log, const Options& o, int step, int resumed_at, float loss, float lr) {
+    const double tok_s = static_cast<double>(step - resumed_at) * o.batch * (o.seq_len - 1) / log.seconds();   // this process's steps
     log.step(loss, 1.0, {{"loss", common::format_value(loss)}, {"lr", common::format_value(lr, 3)}, {"tok/s", common::format_value(tok_s, 3)}});
     if (step % o.print_every != 0 && step != o.steps) return;
     const common::LossWindow w = log.take_window();
@@ -102,6 +103,11 @@ void finish_training(common::TrainingLog& log, const models::Seq2Seq& model, con
 void evaluate(models::Seq2Seq& model, const Options& o) {
     autograd::Rng eval_rng(o.train.seed + 1000003);   // a stream of its own, apart from the training data's
     const bool kv_cache = !o.no_kv_cache && !o.train.reference;   // --reference: the plain greedy_decode, the whole prefix each step
+    const int together = std::min(o.eval_count, eval::kSequencesDecodedTogether);
+    common::check_memory(common::decoding_peak_bytes(model, together, o.seq_len, o.seq_len, o.beam, kv_cache),
+                         "decoding " + std::to_string(together) + " sequences of " + std::to_string(o.seq_len) + " together" +
+                             (o.beam > 0 ? " (beam " + std::to_string(o.beam) + ")" : ""),
+                         "--eval (below " + std::to_string(eval::kSequencesDecodedTogether) + ") or --beam");
     eval::print_exact_match(eval::exact_match(model, eval_rng, o.vocab, o.seq_len, o.eval_count, o.beam, kv_cache), o.beam);
 }
 
@@ -170,7 +176,7 @@ int main(int argc, char** argv) {
                 }
                 const float lr = sched->step();
                 opt.step();
-                report_step(log, o, step, loss, lr);
+                report_step(log, o, static_cast<int>(step), resumed_at, loss, lr);
                 if (interrupt.requested()) return common::save_interrupted(run, common::resume_path(o.save, "copy_task"), argc, argv);
             }
         }

@@ -11,12 +11,12 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <filesystem>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "autograd/autograd.h"
+#include "examples/common/memory_budget.h"
 #include "examples/common/progress.h"
 #include "examples/common/run_state.h"
 #include "examples/common/training_log.h"
@@ -39,13 +39,6 @@ struct Corpus {
     data::CorpusCodec codec;
     std::vector<int32_t> train, valid;
 };
-
-// --data, or Tiny Shakespeare beside the program (examples/text/), or from the current folder.
-std::string data_path(const Options& o, const char* argv0) {
-    if (!o.data.empty()) return o.data;
-    const std::filesystem::path beside = std::filesystem::path(argv0).parent_path() / "text" / "tinyshakespeare.txt";
-    return std::filesystem::exists(beside) ? beside.string() : "examples/text/tinyshakespeare.txt";
-}
 
 Corpus load_corpus(const Options& o, const std::string& path) {
     const std::string text = data::read_text_file(path);
@@ -123,6 +116,19 @@ models::json::Object settings(const Corpus& c, const Options& o) {
     return {{"codec", c.codec.to_json()}, {"seed", std::to_string(o.seed)}, {"steps", o.steps}};
 }
 
+// What makes a run this run, for --resume to compare (run_state.h): the text (its size and
+// checksum), and every flag that changes the numbers besides the model's config, which the state
+// holds too. Not --steps: a resumed run may train longer.
+models::json::Object identity(const Options& o) {
+    return {{"--data", common::file_fingerprint(o.data)}, {"--bpe", o.bpe}, {"--seed", std::to_string(o.seed)},
+            {"--batch", o.batch}, {"--lr", common::exact(o.lr)}, {"--min-lr", common::exact(o.min_lr)}, {"--warmup", o.warmup},
+            {"--weight-decay", common::exact(o.weight_decay)}, {"--beta2", common::exact(o.beta2)}, {"--clip", common::exact(o.clip)},
+            {"--eval-batches", o.eval_batches}, {"--reference", o.reference}};
+}
+
+// The flags that make a training step smaller, for the messages about memory.
+constexpr const char* kShrinkingFlags = "--batch or --block-size (or the model: --d-model, --layers)";
+
 void print_setup(const models::GPT& model, const Corpus& c, const Options& o, const std::string& path) {
     std::printf("gpt: %s | %s, V=%lld | %zu train / %zu validation tokens\n", path.c_str(),
                 c.codec.is_subwords() ? "subwords" : "characters", (long long)c.codec.size(), c.train.size(), c.valid.size());
@@ -150,7 +156,9 @@ void report_eval(common::TrainingLog& log, models::GPT& model, const EvalSet& e,
 
 // --load: the saved model writes from --prompt.
 int use_checkpoint(const Options& o) {
-    const autograd::io::SafetensorsFile f = autograd::io::load_safetensors(o.load);
+    const autograd::io::SafetensorsFile f = autograd::io::load_safetensors(o.load);   // checks the checksums the file has
+    if (!f.checksummed)
+        std::fprintf(stderr, "note: '%s' carries no checksums: damage to it cannot be detected\n", o.load.c_str());
     const std::unique_ptr<models::GPT> model = models::gpt_from_metadata(f, o.load);
     nn::load_parameters(*model, f, o.load);
     const data::CorpusCodec codec = models::read_metadata(f.metadata, "codec", o.load, data::CorpusCodec::from_json);
@@ -174,7 +182,7 @@ int main(int argc, char** argv) {
         autograd::manual_seed(o.seed);                              // model init and dropout
         if (!o.load.empty()) return use_checkpoint(o);
 
-        const std::string path = data_path(o, argv[0]);
+        const std::string& path = o.data;
         const Corpus corpus = load_corpus(o, path);
         o.model.vocab = corpus.codec.size();
         corpus.codec.encode(o.prompt);   // a prompt the model cannot read fails now, not after training
@@ -186,15 +194,23 @@ int main(int argc, char** argv) {
         autograd::Rng data_rng(o.seed * 7919 + 1);                                   // the batches' stream
         const EvalSet eval_set = make_eval_set(corpus, o);
         print_setup(model, corpus, o, path);
+        common::check_memory(common::gpt_training_peak_bytes(model, o.batch, o.model.block_size),
+                             "training on batches of " + std::to_string(o.batch) + " x " + std::to_string(o.model.block_size),
+                             kShrinkingFlags);
         common::TrainingLog log(std::max(o.steps, 1));
+        int64_t resumed_at = 0;   // the step a --resume'd run starts after
         {
             common::InterruptWatch interrupt;   // Ctrl-C, until the loop ends: it stops after its step, and the run is saved
             int64_t step = 0;
             common::RunState run{.model = &model, .model_metadata = models::gpt_to_metadata(model), .opt = &opt, .sched = &sched,
                                  .log = &log, .rngs = {{"data", &data_rng}}, .counters = {{"step", &step}},
-                                 .settings = settings(corpus, o)};
+                                 .settings = settings(corpus, o), .identity = identity(o), .save = o.save};
             if (!o.resume.empty()) common::restore_run(o.resume, run);   // --resume: as it was after its last step
             else report_eval(log, model, eval_set, 0);
+            if (step > o.steps)
+                throw std::runtime_error("--steps " + std::to_string(o.steps) + " is fewer than the " + std::to_string(step) +
+                                         " steps the run in '" + o.resume + "' has trained: give --steps " + std::to_string(step) + " or more");
+            resumed_at = step;
             model.train();
             for (step++; step <= o.steps; step++) {
                 if (o.sample_every > 0 && (step - 1) % o.sample_every == 0)
@@ -207,7 +223,7 @@ int main(int argc, char** argv) {
                 if (o.clip > 0) optim::clip_grad_norm(opt.params(), o.clip);
                 const float lr = sched.step();
                 opt.step();
-                const double tok_s = static_cast<double>(step) * o.batch * o.model.block_size / log.seconds();
+                const double tok_s = static_cast<double>(step - resumed_at) * o.batch * o.model.block_size / log.seconds();
                 log.step(loss.item(), 1.0, {{"loss", common::format_value(loss.item())}, {"lr", common::format_value(lr, 3)},
                                             {"tok/s", common::format_value(tok_s, 3)}});
                 if (step % o.eval_every == 0 || step == o.steps) report_eval(log, model, eval_set, static_cast<int>(step));
@@ -215,7 +231,11 @@ int main(int argc, char** argv) {
             }
         }
         log.finish();
-        std::printf("trained %d steps in %.1f s (%.1f ms/step)\n", o.steps, log.seconds(), o.steps ? 1000.0 * log.seconds() / o.steps : 0.0);
+        const int64_t trained = o.steps - resumed_at;
+        const std::string resumed = o.resume.empty() ? "" : " (resumed after step " + std::to_string(resumed_at) +
+                                                               ": the run now stands at step " + std::to_string(o.steps) + ")";
+        std::printf("trained %lld steps%s in %.1f s (%.1f ms/step)\n", (long long)trained, resumed.c_str(), log.seconds(),
+                    trained ? 1000.0 * log.seconds() / static_cast<double>(trained) : 0.0);
         if (!o.save.empty()) {
             models::json::Object meta = models::gpt_to_metadata(model);
             for (auto& entry : settings(corpus, o)) meta.push_back(entry);
@@ -226,6 +246,9 @@ int main(int argc, char** argv) {
         double tok_s = 0;
         const std::string text = sample(model, corpus.codec, o, &tok_s);
         std::printf("sample (%lld tokens, temperature %g, %.0f tokens/s):\n%s\n", (long long)o.tokens, o.temperature, tok_s, text.c_str());
+    } catch (const std::bad_alloc&) {   // past the estimate (another program took the memory)
+        std::fprintf(stderr, "gpt: %s\n", common::out_of_memory_message(kShrinkingFlags).c_str());
+        return 1;
     } catch (const std::exception& e) {
         std::fprintf(stderr, "gpt: %s\n", e.what());
         return 1;

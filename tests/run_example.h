@@ -20,9 +20,11 @@
 #include <string>
 #include <vector>
 
-#include <signal.h>     // kill
-#include <sys/wait.h>   // WIFEXITED, WEXITSTATUS, waitpid
-#include <unistd.h>     // getpid
+#include <fcntl.h>          // open
+#include <signal.h>         // kill
+#include <sys/resource.h>   // wait4's rusage: a run's peak RSS
+#include <sys/wait.h>       // WIFEXITED, WEXITSTATUS, waitpid
+#include <unistd.h>         // getpid
 
 #ifndef EXAMPLES_BIN
 #error "EXAMPLES_BIN (the folder of the example programs) is defined by the Makefile"
@@ -148,4 +150,27 @@ inline void check_refused_in_one_line(const ExampleRun& r, const std::string& me
     CHECK(r.out.empty());
     CHECK(count_lines(r.err) == 1);
     CHECK(r.err.find(message) != std::string::npos);
+}
+
+// The peak resident memory (bytes) of one run of an example, as the kernel counted it (wait4).
+inline long long peak_rss_of(const std::string& name, const std::vector<std::string>& args) {
+    const std::string program = std::string(EXAMPLES_BIN) + "/" + name;
+    const pid_t pid = ::fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {   // (dup2, not freopen: that would write out the test's own buffered output a second time)
+        const int null = ::open("/dev/null", O_WRONLY);
+        ::dup2(null, 1);
+        ::dup2(null, 2);
+        ::setenv("OMP_NUM_THREADS", "2", 1);
+        std::vector<char*> argv{const_cast<char*>(program.c_str())};
+        for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+        argv.push_back(nullptr);
+        ::execv(program.c_str(), argv.data());
+        ::_exit(127);
+    }
+    int raw = 0;
+    struct rusage usage {};
+    ::wait4(pid, &raw, 0, &usage);
+    REQUIRE((WIFEXITED(raw) && WEXITSTATUS(raw) == 0));
+    return static_cast<long long>(usage.ru_maxrss) * 1024;
 }

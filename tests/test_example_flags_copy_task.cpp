@@ -1131,32 +1131,6 @@ TEST_CASE("copy_task --load: --seq-len and --vocab are refused; --decode refuses
     CHECK(dash.out.empty());
 }
 
-namespace {
-
-// The peak resident memory (bytes) of one run of an example, as the kernel counted it (wait4).
-long long peak_rss_of(const std::string& name, const std::vector<std::string>& args) {
-    const std::string program = std::string(EXAMPLES_BIN) + "/" + name;
-    const pid_t pid = ::fork();
-    REQUIRE(pid >= 0);
-    if (pid == 0) {   // (dup2, not freopen: that would write out the test's own buffered output a second time)
-        const int null = ::open("/dev/null", O_WRONLY);
-        ::dup2(null, 1);
-        ::dup2(null, 2);
-        ::setenv("OMP_NUM_THREADS", "2", 1);
-        std::vector<char*> argv{const_cast<char*>(program.c_str())};
-        for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-        argv.push_back(nullptr);
-        ::execv(program.c_str(), argv.data());
-        ::_exit(127);
-    }
-    int raw = 0;
-    struct rusage usage {};
-    ::wait4(pid, &raw, 0, &usage);
-    REQUIRE((WIFEXITED(raw) && WEXITSTATUS(raw) == 0));
-    return static_cast<long long>(usage.ru_maxrss) * 1024;
-}
-
-}  // namespace
 
 // The estimate copy_task checks before training (examples/common/memory_budget.h) against the
 // peak RSS a run really reaches, where the attention weights dominate (L = 512) and where the
@@ -1210,16 +1184,27 @@ TEST_CASE("copy_task: the memory estimate is within a factor of 2 of the peak RS
     std::filesystem::remove_all(dir);
 }
 
-// A std::bad_alloc the estimate did not foresee (here decoding 250 sequences of 1024 under a 1 GB
-// address-space limit: the attention weights alone take 2.1 GB) says what could not be allocated
-// and what to lower, instead of "std::bad_alloc".
-TEST_CASE("copy_task: out of memory all the same, the message names the tensor's size and the flags that shrink it") {
+// Decoding too is estimated before it starts (examples/common/memory_budget.h): 250 sequences of
+// L decoded together, where the encoder's L x L attention weights per head dominate. The estimate
+// is held within a factor of 2 of the peak RSS of a --load run at L = 256; at L = 1024 (about 4 GB)
+// the run is refused under a 1 GB address-space limit with the figure and what to lower, where it
+// once died of std::bad_alloc halfway.
+TEST_CASE("copy_task: decoding's memory is estimated before it starts, and a decoding that cannot fit is refused with the figure") {
 #if defined(__SANITIZE_ADDRESS__)
-    MESSAGE("skipped: AddressSanitizer cannot start under ulimit -v");
+    MESSAGE("skipped: AddressSanitizer's shadow memory is in the RSS, and it cannot start under ulimit -v");
     return;
 #endif
-    const ScratchDir dir("copy-bad-alloc");
-    const std::string path = (dir.path / "long.safetensors").string();
+    const ScratchDir dir("copy-decoding-memory");
+    const std::string mid = (dir.path / "mid.safetensors").string(), path = (dir.path / "long.safetensors").string();
+    REQUIRE(run_example("copy_task", small_copy_task({"--steps", "0", "--seq-len", "256", "--eval", "1", "--save", mid})).status == 0);
+    const double measured = static_cast<double>(peak_rss_of("copy_task", {"--load", mid, "--eval", "250"}));
+    const models::Transformer model({.src_vocab = 11, .tgt_vocab = 11, .layers = 2, .d_model = 16, .d_ff = 32, .heads = 2});
+    const double estimate = static_cast<double>(common::decoding_peak_bytes(model, 250, 256, 256, 0, true));
+    CAPTURE(measured);
+    CAPTURE(estimate);
+    CHECK(estimate > 0.5 * measured);
+    CHECK(estimate < 2.0 * measured);
+
     REQUIRE(run_example("copy_task", small_copy_task({"--steps", "0", "--seq-len", "1024", "--eval", "1", "--save", path})).status == 0);
     const std::string cmd = "ulimit -v 1000000; OMP_NUM_THREADS=1 " + shell_quote(std::string(EXAMPLES_BIN) + "/copy_task") + " --load " +
                             shell_quote(path) + " --eval 250 > /dev/null 2> " + shell_quote((dir.path / "err").string());
@@ -1227,7 +1212,22 @@ TEST_CASE("copy_task: out of memory all the same, the message names the tensor's
     const std::string err = read_whole_file(dir.path / "err");
     INFO(err);
     CHECK((WIFEXITED(raw) && WEXITSTATUS(raw) == 1));
-    CHECK(err.find("copy_task: out of memory: a tensor of ") != std::string::npos);
-    CHECK(err.find(" could not be allocated, with ") != std::string::npos);
-    CHECK(err.find("lower --batch or --seq-len (or the model: --d-model, --d-ff, --heads, --layers), or --eval") != std::string::npos);
+    CHECK(err.find("copy_task: decoding 250 sequences of 1024 together needs about ") != std::string::npos);
+    CHECK(err.find(" GB at its peak (estimated from the shapes), more than the ") != std::string::npos);
+    CHECK(err.find("(ulimit -v): lower --eval (below 250) or --beam") != std::string::npos);
+}
+
+// A std::bad_alloc that escapes all the same (another program took the memory after the check)
+// says how large the tensor was and what to lower, instead of "std::bad_alloc".
+TEST_CASE("out_of_memory_message names the tensor that could not be allocated and the flags that shrink the run") {
+    bool refused = false;
+    try {
+        const autograd::Tensor huge = autograd::Tensor::zeros({int64_t{1} << 48});   // 1 PB: no machine gives it
+    } catch (const std::bad_alloc&) {
+        refused = true;
+    }
+    REQUIRE(refused);
+    const std::string message = common::out_of_memory_message("--batch");
+    CHECK(message.find("out of memory: a tensor of 1125899.9 GB could not be allocated, with ") == 0);
+    CHECK(message.find(" of tensors held: lower --batch") != std::string::npos);
 }

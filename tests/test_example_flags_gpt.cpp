@@ -5,6 +5,7 @@
 // loader on the bad files a user gives it: empty, one character, invalid UTF-8, a folder.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -14,6 +15,7 @@
 
 #include <signal.h>
 
+#include "examples/common/memory_budget.h"
 #include "examples/data/text_data.h"
 #include "tests/run_example.h"
 
@@ -219,11 +221,105 @@ TEST_CASE("gpt: Ctrl-C saves the run, and --resume continues it to the numbers o
     CHECK(stopped.status == 130);
     const std::string state = (dir / "m.resume.safetensors").string();
     REQUIRE(std::filesystem::exists(state));
-    std::vector<std::string> again = args;
-    again.insert(again.end(), {"--resume", state});
+    const int stopped_at = static_cast<int>(number_after(stopped.err, "interrupted after step "));
+    REQUIRE(stopped_at < 1500);
+    auto plus = [](std::vector<std::string> a, const std::vector<std::string>& more) {
+        a.insert(a.end(), more.begin(), more.end());
+        return a;
+    };
+
+    // another --lr, --seed or --batch is refused, each named old -> new; so is a changed text
+    const ExampleRun r = run_example("gpt", plus(args, {"--lr", "0.02", "--seed", "5", "--batch", "3", "--resume", state}));
+    CHECK(r.status == 1);
+    for (const char* difference : {"--lr 0.01 -> 0.02", "--seed 1337 -> 5", "--batch 4 -> 3"}) {
+        INFO(r.err);
+        CHECK(r.err.find(difference) != std::string::npos);
+    }
+    CHECK(r.err.find("--warmup") == std::string::npos);   // what did not change is not named
+    CHECK(r.out.find("train loss") == std::string::npos);   // nothing trained
+    const std::filesystem::path other_text = dir / "other.txt";
+    std::ofstream(other_text, std::ios::binary) << small_text() << "the cat ran.\n";   // the same characters
+    std::vector<std::string> moved = plus(args, {"--resume", state});
+    moved[1] = other_text.string();   // --data's value
+    const ExampleRun changed = run_example("gpt", moved);
+    INFO(changed.err);
+    CHECK(changed.status == 1);
+    CHECK(changed.err.find("--data {") != std::string::npos);
+    // fewer --steps than the run has trained is refused
+    const ExampleRun fewer = run_example("gpt", plus(args, {"--steps", "1", "--resume", state}));
+    CHECK(fewer.status == 1);
+    CHECK(fewer.err.find("--steps 1 is fewer than the " + std::to_string(stopped_at) + " steps the run in '" + state +
+                         "' has trained") != std::string::npos);
+    // the same flags (a new --save may differ): the uninterrupted run's numbers, an honest count, a true "saved"
+    const std::string other = (dir / "other.safetensors").string();
+    std::vector<std::string> again = plus(args, {"--resume", state});
+    *std::find(again.begin(), again.end(), save) = other;
     const ExampleRun resumed = run_example("gpt", again);
     INFO(resumed.err);
     REQUIRE(resumed.status == 0);
     CHECK(val_losses(resumed.out).back() == val_losses(whole.out).back());
     CHECK(final_sample(resumed.out) == final_sample(whole.out));
+    CHECK(resumed.out.find("trained " + std::to_string(1500 - stopped_at) + " steps (resumed after step " + std::to_string(stopped_at) +
+                           ": the run now stands at step 1500)") != std::string::npos);
+    CHECK(resumed.out.find("saved " + other) != std::string::npos);
+    const ExampleRun loaded = run_example("gpt", {"--load", other, "--tokens", "5"});
+    CHECK(loaded.status == 0);
+    CHECK(loaded.out.find("loaded " + other) != std::string::npos);
+}
+
+TEST_CASE("gpt: no output names an input or another output, and a file that exists is replaced only with --overwrite") {
+    const std::filesystem::path dir = example_scratch_dir("gpt-files");
+    const std::string x = (dir / "x").string();
+    check_refused_in_one_line(run_example("gpt", tiny({"--save", x, "--plot", x})), "--plot " + x + " would replace --save " + x);
+    check_refused_in_one_line(run_example("gpt", tiny({"--plot", text_file().string()})), "would replace --data");
+    CHECK(read_whole_file(text_file()) == small_text());
+    for (const char* flag : {"--save", "--plot"}) {
+        CAPTURE(flag);
+        std::ofstream(x) << "the user's file";
+        check_refused_in_one_line(run_example("gpt", tiny({flag, x})), std::string(flag) + " " + x +
+                                                                            " exists, and this run would replace it: add --overwrite");
+        CHECK(read_whole_file(x) == "the user's file");
+    }
+    const ExampleRun replaced = run_gpt({"--save", x, "--overwrite"});
+    CHECK(replaced.out.find("saved " + x) != std::string::npos);
+    CHECK(run_example("gpt", {"--load", x, "--tokens", "5"}).status == 0);   // the line is true: the file is the model
+    check_refused_in_one_line(run_example("gpt", {"--load", x, "--overwrite"}), "does nothing with --load");
+}
+
+// The estimate gpt checks before training (examples/common/memory_budget.h) against the peak RSS a
+// run really reaches where the attention weights dominate (windows of 512): within a factor of 2
+// either way. A run that cannot fit (windows of 2,048, about 17 GB) is refused under a 1.5 GB
+// address-space limit with the figure and what to lower, before a step is trained.
+TEST_CASE("gpt: the memory estimate is within a factor of 2 of the peak RSS; a run that cannot fit is refused with the figure") {
+#if defined(__SANITIZE_ADDRESS__)
+    MESSAGE("skipped: AddressSanitizer's shadow memory is in the RSS, and it cannot start under ulimit -v");
+    return;
+#endif
+    const std::filesystem::path dir = example_scratch_dir("gpt-memory");
+    const std::string text = (dir / "long.txt").string();
+    {
+        std::ofstream out(text, std::ios::binary);
+        for (int i = 0; i < 50; i++) out << small_text();   // about 65,000 characters: windows of 2,048 fit in its last 10%
+    }
+    const double measured = static_cast<double>(peak_rss_of("gpt", {"--data", text, "--block-size", "512", "--batch", "8", "--d-model", "16",
+                                                                     "--heads", "4", "--layers", "2", "--steps", "1", "--eval-batches", "1",
+                                                                     "--tokens", "1"}));
+    const models::GPT model({.vocab = 19, .block_size = 512, .layers = 2, .heads = 4, .d_model = 16});
+    const double estimate = static_cast<double>(common::gpt_training_peak_bytes(model, 8, 512));
+    CAPTURE(measured);
+    CAPTURE(estimate);
+    CHECK(estimate > 0.5 * measured);
+    CHECK(estimate < 2.0 * measured);
+
+    const std::string cmd = "ulimit -v 1500000; OMP_NUM_THREADS=1 " + shell_quote(std::string(EXAMPLES_BIN) + "/gpt") + " --data " +
+                            shell_quote(text) + " --block-size 2048 --batch 64 > " + shell_quote((dir / "out").string()) + " 2> " +
+                            shell_quote((dir / "err").string());
+    const int raw = std::system(cmd.c_str());
+    const std::string err = read_whole_file(dir / "err"), out = read_whole_file(dir / "out");
+    INFO(err);
+    CHECK((WIFEXITED(raw) && WEXITSTATUS(raw) == 1));
+    CHECK(err.find("gpt: training on batches of 64 x 2048 needs about ") != std::string::npos);
+    CHECK(err.find(" GB at its peak (estimated from the shapes), more than the ") != std::string::npos);
+    CHECK(err.find("(ulimit -v): lower --batch or --block-size (or the model: --d-model, --layers)") != std::string::npos);
+    CHECK(out.find("train loss") == std::string::npos);   // nothing trained
 }

@@ -75,6 +75,41 @@ int64_t training_peak_bytes(const models::Seq2Seq& model, int64_t B, int64_t S, 
     return static_cast<int64_t>(std::min(4.0 * floats + kProgramBytes, 9e18));
 }
 
+int64_t decoding_peak_bytes(const models::Seq2Seq& model, int64_t rows, int64_t S, int64_t T, int beam, bool kv_cache) {
+    const double r = static_cast<double>(rows), s = static_cast<double>(S), t = static_cast<double>(T);
+    const double hyps = r * std::max(beam, 1);   // the decoder's rows
+    const double V = static_cast<double>(model.tgt_vocab());
+    double kept = 0, transient = 0;              // floats that live through the decoding; the largest passing peak
+    if (const auto* m = dynamic_cast<const models::Transformer*>(&model)) {
+        const double D = static_cast<double>(m->cfg.d_model), F = static_cast<double>(m->cfg.d_ff);
+        const double N = static_cast<double>(m->cfg.layers), H = static_cast<double>(m->cfg.heads);
+        const double encoder_layer = r * (2 * H * s * s + s * (F + 6 * D));   // scores and weights, then the feed-forward
+        // the memory, its keys and values in every layer (the cache), each target position's own keys and values
+        kept = hyps * s * D * (1 + (kv_cache ? 2 * N : 0)) + (kv_cache ? hyps * t * 2 * N * D : 0);
+        const double step = kv_cache ? hyps * (2 * H * (t + s) + F + 6 * D + 2 * V)   // one new position
+                                     : hyps * (2 * H * (t * t + t * s) + t * (F + 6 * D) + 2 * V);   // the whole prefix again
+        transient = std::max(encoder_layer, step);
+    } else {
+        const auto& c = dynamic_cast<const models::RNNSeq2Seq&>(model).cfg;
+        const double Hd = static_cast<double>(c.hidden), L = static_cast<double>(c.layers), dirs = c.bidirectional ? 2 : 1;
+        kept = hyps * s * dirs * Hd * (c.attention() ? 2 : 1) + hyps * t;   // the encoder's states (and their keys); the outputs
+        // a step's gates, scores and logits; kv_cache changes nothing: a recurrent decoder carries its state, no prefix is rerun
+        transient = hyps * (L * 8 * Hd + s * (c.score == nn::Score::additive ? 2 * Hd : 2) + 2 * V);
+    }
+    const double floats = static_cast<double>(model.num_parameters()) + kept + transient;
+    return static_cast<int64_t>(std::min(4.0 * floats + kProgramBytes, 9e18));
+}
+
+int64_t gpt_training_peak_bytes(const models::GPT& model, int64_t B, int64_t T) {
+    const double D = static_cast<double>(model.cfg.d_model), F = 4 * D, V = static_cast<double>(model.cfg.vocab);
+    const double N = static_cast<double>(model.cfg.layers), H = static_cast<double>(model.cfg.heads);
+    const double b = static_cast<double>(B), t = static_cast<double>(T);
+    const double floats = 4.0 * static_cast<double>(model.num_parameters())   // weights, gradients, AdamW's m and v
+                          + b * t * (N * (12 * D + 2 * F) + V)                  // each block's activations, one slice of logits
+                          + b * t * t * N * H;                                  // the attention weights
+    return static_cast<int64_t>(std::min(4.0 * floats + kProgramBytes, 9e18));
+}
+
 AvailableMemory available_memory() {
     AvailableMemory a;
     auto consider = [&](int64_t bytes, const char* source) {

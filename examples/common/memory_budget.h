@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <string>
 
+#include "models/gpt.h"
 #include "models/seq2seq.h"
 
 namespace common {
@@ -23,6 +24,17 @@ namespace common {
 // Bytes at the peak of one training step of `model` on a padded batch of B rows, sources of S
 // tokens and targets of T; full_logits: the loss holds the (B, T, V) logits whole.
 int64_t training_peak_bytes(const models::Seq2Seq& model, int64_t B, int64_t S, int64_t T, bool full_logits);
+
+// Bytes at the peak of decoding `rows` sources of S tokens together into outputs of up to T
+// tokens, each source as `beam` hypotheses (1: greedy or sampling); kv_cache false: the decoder
+// reruns the whole prefix at every step. No gradients and no optimizer: the weights once; the
+// encoder's largest layer (its S x S attention weights, per head) or one decoder step, whichever
+// is larger; the encoder's output and the key/value caches, which live through the decoding.
+int64_t decoding_peak_bytes(const models::Seq2Seq& model, int64_t rows, int64_t S, int64_t T, int beam, bool kv_cache);
+
+// The same for a GPT (models/gpt.h) on B windows of T tokens. Its loss is fused (the (B, T, V)
+// logits never exist whole); a block keeps about what an encoder layer keeps, with F = 4D.
+int64_t gpt_training_peak_bytes(const models::GPT& model, int64_t B, int64_t T);
 
 // The memory this process may still use: the smallest of the system's MemAvailable
 // (/proc/meminfo), the room left under its cgroup's limit (v2 memory.max, v1

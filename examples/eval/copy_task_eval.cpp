@@ -51,7 +51,7 @@ ExactMatch exact_match(models::Seq2Seq& model, autograd::Rng& rng, int64_t V, in
     ExactMatch r;
     r.kv_cache = kv_cache;
     r.total = count;
-    const int chunk = 250;   // sequences decoded together
+    const int chunk = kSequencesDecodedTogether;
     for (int done = 0; done < count; done += chunk) {
         const int64_t n = std::min(chunk, count - done);
         const Tokens src = data::random_sequences(rng, V, n, L);   // (n, L)

@@ -19,6 +19,9 @@ struct ExactMatch {
     int64_t decoder_positions = 0;           // the work: positions the decoder ran (models/decoding.h)
 };
 
+// How many sequences exact_match decodes in one batch.
+constexpr int kSequencesDecodedTogether = 250;
+
 // Greedy (beam == 0) or beam-search decoding of `count` fresh (count, L) sequences of symbols
 // 1..V-1 drawn from rng, in batches; a sequence counts when the output equals its input exactly.
 // kv_cache = false decodes by recomputing the whole prefix every step (models/decoding.h).

@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "examples/common/heatmap_terminal.h"
+#include "examples/common/memory_budget.h"
 #include "examples/common/svg.h"
 #include "autograd/io/utf8.h"
 #include "examples/data/tokenizer.h"
@@ -62,7 +63,16 @@ std::vector<std::vector<int32_t>> translate_ids(models::Seq2Seq& model, const st
     model.eval();
     std::vector<std::vector<int32_t>> out(srcs.size());
     autograd::Rng draws(sample ? sample->seed : 0);   // sampling: a seed for each batch
-    for (const auto& idx : decoding_batches(srcs, beam)) {   // out[] keeps the input order
+    const std::vector<std::vector<size_t>> batches = decoding_batches(srcs, beam);
+    int64_t peak = 0;   // memory before it is spent: the largest batch's decoding, from the shapes
+    for (const auto& idx : batches) {
+        size_t S = 1;
+        for (size_t i : idx) S = std::max(S, srcs[i].size());
+        peak = std::max(peak, common::decoding_peak_bytes(model, static_cast<int64_t>(idx.size()), static_cast<int64_t>(S), max_len,
+                                                          beam, kv_cache));
+    }
+    common::check_memory(peak, "decoding " + std::to_string(srcs.size()) + " sentences", "--beam, or translate shorter sentences");
+    for (const auto& idx : batches) {   // out[] keeps the input order
         std::vector<std::vector<int32_t>> rows;
         for (size_t i : idx) rows.push_back(srcs[i]);
         const Tokens src = models::pad_rows(rows, Vocab::PAD);   // (B, S)

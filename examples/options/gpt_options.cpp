@@ -1,10 +1,24 @@
 #include "examples/options/gpt_options.h"
 
+#include <filesystem>
+
 #include "autograd/runtime.h"
 #include "examples/common/args.h"
+#include "examples/common/output_files.h"
+#include "examples/common/run_state.h"
 #include "examples/common/training_flags.h"
 
 namespace options {
+
+namespace {
+
+// Tiny Shakespeare beside the program (examples/text/), or from the current folder.
+std::string default_text(const char* argv0) {
+    const std::filesystem::path beside = std::filesystem::path(argv0).parent_path() / "text" / "tinyshakespeare.txt";
+    return std::filesystem::exists(beside) ? beside.string() : "examples/text/tinyshakespeare.txt";
+}
+
+}  // namespace
 
 Gpt parse_gpt(int argc, char** argv) {
     Gpt o;
@@ -42,15 +56,29 @@ Gpt parse_gpt(int argc, char** argv) {
                                             "plain reference) instead of with the key/value cache");
     p.add("--save", &o.save, "write the trained model (and its characters or subwords) to PATH", "PATH");
     p.add("--load", &o.load, "sample from the model saved at PATH instead of training", "PATH");
-    p.add("--resume", &o.resume, "continue the run whose state an interrupt (Ctrl-C) saved at PATH; give the flags that run had", "PATH");
+    p.add("--resume", &o.resume, "continue the run whose state an interrupt (Ctrl-C) saved at PATH. Give the flags that run "
+                                 "had: another --data (or a changed file), --bpe, --seed, --batch, --lr, --min-lr, --warmup, "
+                                 "--weight-decay, --beta2, --clip, --eval-batches, --reference or model flag is refused. These may "
+                                 "change: --steps (not below the steps already trained; the cosine then ends at the new last step), "
+                                 "--save, --plot, --threads, --eval-every, --sample-every, the sampling flags, --overwrite", "PATH");
     p.add("--plot", &o.plot, "write the train and validation loss curves to PATH as SVG", "PATH");
+    common::add_overwrite_flag(p, &o.overwrite);
     p.parse(argc, argv);
     if (!o.load.empty())   // the model comes from the file: what would shape or train it does nothing
         for (const char* f : {"--data", "--bpe", "--layers", "--heads", "--d-model", "--block-size", "--dropout", "--steps", "--batch",
                               "--lr", "--min-lr", "--warmup", "--weight-decay", "--beta2", "--clip", "--eval-every", "--eval-batches",
-                              "--sample-every", "--save", "--resume", "--plot"})
+                              "--sample-every", "--save", "--resume", "--plot", "--overwrite"})
             if (p.given(f)) p.fail(std::string(f) + " does nothing with --load (the model comes from the file; nothing trains)");
     for (const auto& [flag, path] : {std::pair{"--save", o.save}, {"--plot", o.plot}}) common::check_output_path(p, flag, path);
+    if (o.data.empty()) o.data = default_text(argv[0]);
+    common::RunFiles files;   // no output may name an input or another output, nor replace a file unasked
+    files.input("--load", o.load);
+    if (o.load.empty()) {
+        files.input("--data", o.data);
+        common::add_training_files(files, o.save, o.resume, "gpt");
+    }
+    files.output("--plot", o.plot);
+    files.check(p, o.overwrite);
     if (o.model.d_model % o.model.heads != 0)
         p.fail("--heads " + std::to_string(o.model.heads) + " must divide --d-model " + std::to_string(o.model.d_model));
     if (o.min_lr > o.lr) p.fail("--min-lr must be at most --lr");

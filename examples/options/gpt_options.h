@@ -10,7 +10,7 @@
 namespace options {
 
 struct Gpt {
-    std::string data;            // the text; "": examples/text/tinyshakespeare.txt
+    std::string data;            // the text; parse_gpt puts Tiny Shakespeare's path here when --data is not given
     int bpe = 0;                 // 0: characters; N: subwords of N merges
     models::GPTConfig model{.vocab = 0, .block_size = 64, .layers = 4, .heads = 4, .d_model = 128, .dropout = 0.0f};
     int steps = 2000, batch = 12, warmup = 100;
@@ -18,7 +18,7 @@ struct Gpt {
     int eval_every = 250, eval_batches = 20, sample_every = 0;
     uint64_t seed = 1337;
     int threads = 0;
-    bool reference = false, no_kv_cache = false;
+    bool reference = false, no_kv_cache = false, overwrite = false;
     std::string prompt = "\n";
     int64_t tokens = 500;
     float temperature = 0.8f, top_p = 1.0f;
@@ -28,7 +28,8 @@ struct Gpt {
 
 // Parses argv: on a bad flag, one line on stderr and exit 2 (--help: the usage, exit 0). Checks
 // before anything runs: a --save or --plot path that cannot be written, flags that would do
-// nothing with --load, --resume without training.
+// nothing with --load, an output that names an input or another output, or that exists without
+// --overwrite (output_files.h).
 Gpt parse_gpt(int argc, char** argv);
 
 }  // namespace options
