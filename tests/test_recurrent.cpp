@@ -25,6 +25,7 @@
 #include "nn/nn.h"
 #include "tests/compare.h"
 #include "tests/gradcheck_helpers.h"
+#include "tests/pytorch_fixture.h"
 
 using namespace autograd;
 using V = const std::vector<Tensor>&;
@@ -478,37 +479,8 @@ namespace io = autograd::io;
 constexpr double kRelTol = 1e-4;
 constexpr double kFloor = 1e-2;
 
-struct Worst {
-    double err = -1.0;
-    std::string what;
-    int64_t index = -1;
-    float got = 0.0f, want = 0.0f;
-    std::string describe() const {
-        char s[320];
-        std::snprintf(s, sizeof s, "worst: %s, flat index %lld: C++ %.9g, PyTorch %.9g (relative error %.3g, tolerance %g)",
-                      what.c_str(), (long long)index, got, want, err, kRelTol);
-        return s;
-    }
-};
-
-const io::TensorRecord& record(const io::SafetensorsFile& f, const std::string& name) {
-    const io::TensorRecord* r = f.find(name);
-    if (!r) throw std::runtime_error("reference fixture has no tensor '" + name + "'");
-    return *r;
-}
-Tensor fixture(const io::SafetensorsFile& f, const std::string& name) {
-    return Tensor::from_vector(io::as_f32(record(f, name)), record(f, name).shape);
-}
-
-void compare(const std::string& what, const Tensor& got, const io::SafetensorsFile& f, const std::string& name, Worst& worst) {
-    REQUIRE_MESSAGE(got.defined(), what << " is undefined");
-    REQUIRE(got.shape() == record(f, name).shape);
-    const std::vector<float> want = io::as_f32(record(f, name));
-    for (size_t i = 0; i < want.size(); i++) {
-        const double err = std::fabs(static_cast<double>(got.data()[i]) - want[i]) / std::max<double>(std::fabs(want[i]), kFloor);
-        if (!(err <= worst.err)) worst = {err, what, static_cast<int64_t>(i), got.data()[i], want[i]};   // a NaN is the worst
-    }
-}
+using fixture::Worst;
+using fixture::record;
 
 template <class Layer>
 void check_against_pytorch(const std::string& path) {
@@ -529,9 +501,9 @@ void check_against_pytorch(const std::string& path) {
 
     std::vector<int64_t> lengths;
     for (int32_t n : io::as_i32(record(f, "lengths"))) lengths.push_back(n);
-    Tensor x = fixture(f, "input").requires_grad_();   // (B, T, I)
-    Tensor h0 = fixture(f, "h0").requires_grad_();     // (L*dirs, B, Hd)
-    Tensor c0 = lstm ? fixture(f, "c0").requires_grad_() : Tensor();
+    Tensor x = fixture::tensor(f, "input").requires_grad_();   // (B, T, I)
+    Tensor h0 = fixture::tensor(f, "h0").requires_grad_();     // (L*dirs, B, Hd)
+    Tensor c0 = lstm ? fixture::tensor(f, "c0").requires_grad_() : Tensor();
 
     for (bool fused : {true, false}) {   // the fused kernels (nn::linear's, the GRU's cell) and the plain forms
         CAPTURE(fused);
@@ -541,21 +513,21 @@ void check_against_pytorch(const std::string& path) {
         h0.zero_grad();
         if (lstm) c0.zero_grad();
         const nn::RecurrentOutput r = forward(layer, x, lengths, h0, c0);
-        Tensor loss = sum(r.output * fixture(f, "cotangent.output")) + sum(r.h_n * fixture(f, "cotangent.h_n"));
-        if (lstm) loss = loss + sum(r.c_n * fixture(f, "cotangent.c_n"));
+        Tensor loss = sum(r.output * fixture::tensor(f, "cotangent.output")) + sum(r.h_n * fixture::tensor(f, "cotangent.h_n"));
+        if (lstm) loss = loss + sum(r.c_n * fixture::tensor(f, "cotangent.c_n"));
         loss.backward();
 
         Worst values, grads;
-        compare("output", r.output, f, "output", values);
-        compare("h_n", r.h_n, f, "h_n", values);
-        if (lstm) compare("c_n", r.c_n, f, "c_n", values);
-        compare("loss", loss, f, "loss", values);
-        for (const auto& [name, p] : layer.named_parameters()) compare("grad of " + name, p.grad(), f, "grad." + name, grads);
-        compare("grad of the input", x.grad(), f, "grad.input", grads);
-        compare("grad of h0", h0.grad(), f, "grad.h0", grads);
-        if (lstm) compare("grad of c0", c0.grad(), f, "grad.c0", grads);
-        CHECK_MESSAGE(values.err <= kRelTol, "values differ from PyTorch: " << values.describe());
-        CHECK_MESSAGE(grads.err <= kRelTol, "gradients differ from PyTorch: " << grads.describe());
+        fixture::compare("output", r.output, f, "output", values, kFloor);
+        fixture::compare("h_n", r.h_n, f, "h_n", values, kFloor);
+        if (lstm) fixture::compare("c_n", r.c_n, f, "c_n", values, kFloor);
+        fixture::compare("loss", loss, f, "loss", values, kFloor);
+        for (const auto& [name, p] : layer.named_parameters()) fixture::compare("grad of " + name, p.grad(), f, "grad." + name, grads, kFloor);
+        fixture::compare("grad of the input", x.grad(), f, "grad.input", grads, kFloor);
+        fixture::compare("grad of h0", h0.grad(), f, "grad.h0", grads, kFloor);
+        if (lstm) fixture::compare("grad of c0", c0.grad(), f, "grad.c0", grads, kFloor);
+        CHECK_MESSAGE(values.err <= kRelTol, "values differ from PyTorch: " << values.describe(kRelTol));
+        CHECK_MESSAGE(grads.err <= kRelTol, "gradients differ from PyTorch: " << grads.describe(kRelTol));
     }
 }
 

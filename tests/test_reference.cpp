@@ -33,6 +33,7 @@
 #include "models/transformer.h"
 #include "nn/nn.h"
 #include "optim/optim.h"
+#include "tests/pytorch_fixture.h"
 
 using namespace autograd;
 
@@ -51,36 +52,8 @@ namespace {
 constexpr double kRelTol = 1e-4;
 constexpr double kFloor = 1e-3;
 
-// The worst element of a group of tensors, by err = |got - want| / max(|want|, kFloor).
-struct Worst {
-    double err = -1.0;
-    std::string tensor;
-    int64_t index = -1;
-    float got = 0.0f, want = 0.0f;
-    std::string describe() const {
-        char s[320];
-        std::snprintf(s, sizeof s, "worst: %s, flat index %lld: C++ %.9g, PyTorch %.9g (relative error %.3g, tolerance %g)",
-                      tensor.c_str(), (long long)index, got, want, err, kRelTol);
-        return s;
-    }
-};
-
-void compare(const std::string& name, const float* got, const std::vector<float>& want, Worst& worst, double floor = kFloor) {
-    for (size_t i = 0; i < want.size(); i++) {
-        const double err = std::fabs(static_cast<double>(got[i]) - want[i]) / std::max<double>(std::fabs(want[i]), floor);
-        if (!(err <= worst.err)) worst = {err, name, static_cast<int64_t>(i), got[i], want[i]};   // a NaN is the worst
-    }
-}
-
-const autograd::io::TensorRecord& record(const autograd::io::SafetensorsFile& f, const std::string& name) {
-    const autograd::io::TensorRecord* r = f.find(name);
-    if (!r) throw std::runtime_error("reference fixture has no tensor '" + name + "'");
-    return *r;
-}
-std::vector<float> fixture_f32(const autograd::io::SafetensorsFile& f, const std::string& name) { return autograd::io::as_f32(record(f, name)); }
-Tokens fixture_tokens(const autograd::io::SafetensorsFile& f, const std::string& name) {
-    return Tokens(autograd::io::as_i32(record(f, name)), record(f, name).shape);
-}
+using fixture::Worst;
+using fixture::record;
 
 // The key projection's bias b_k cannot change the output: it adds q . b_k to every score of a
 // query row, and softmax ignores a constant added to a whole row. So its gradient is zero in
@@ -113,7 +86,7 @@ void check_against_pytorch(const std::string& path, bool pre_norm) {
     REQUIRE(ours == theirs);
 
     const int32_t pad = static_cast<int32_t>(models::read_metadata(f.metadata, "pad", path, models::integer_from_json));
-    const Tokens src = fixture_tokens(f, "src"), tgt_in = fixture_tokens(f, "tgt_in"), tgt_out = fixture_tokens(f, "tgt_out");
+    const Tokens src = fixture::tokens(f, "src"), tgt_in = fixture::tokens(f, "tgt_in"), tgt_out = fixture::tokens(f, "tgt_out");
     const Mask src_mask = models::padding_mask(src, pad);      // (B, 1, S)
     const Mask tgt_mask = models::target_mask(tgt_in, pad);    // (B, T, T)
 
@@ -124,8 +97,8 @@ void check_against_pytorch(const std::string& path, bool pre_norm) {
         const Tensor log_probs = model.generator->log_probs(model.decode(memory, src_mask, tgt_in, tgt_mask));   // (B, T, V)
         REQUIRE(log_probs.shape() == record(f, "log_probs").shape);
         Worst w;
-        compare("log_probs", log_probs.data(), fixture_f32(f, "log_probs"), w);
-        CHECK_MESSAGE(w.err <= kRelTol, "log-probabilities differ from PyTorch: " << w.describe());
+        fixture::compare("log_probs", log_probs.data(), fixture::f32(f, "log_probs"), w, kFloor);
+        CHECK_MESSAGE(w.err <= kRelTol, "log-probabilities differ from PyTorch: " << w.describe(kRelTol));
     }
 
     // 3) one training step, written as the examples write it
@@ -134,8 +107,8 @@ void check_against_pytorch(const std::string& path, bool pre_norm) {
     const Tensor loss = nn::cross_entropy(logits, tgt_out, {.ignore_index = pad, .label_smoothing = label_smoothing});
     {
         Worst w;
-        compare("loss", loss.data(), fixture_f32(f, "loss"), w);
-        CHECK_MESSAGE(w.err <= kRelTol, "loss differs from PyTorch: " << w.describe());
+        fixture::compare("loss", loss.data(), fixture::f32(f, "loss"), w, kFloor);
+        CHECK_MESSAGE(w.err <= kRelTol, "loss differs from PyTorch: " << w.describe(kRelTol));
     }
     optim::Adam opt(model.parameters(), {.lr = 0.0f, .beta1 = static_cast<float>(number("adam_beta1")),
                                          .beta2 = static_cast<float>(number("adam_beta2")), .eps = static_cast<float>(number("adam_eps"))});
@@ -152,16 +125,16 @@ void check_against_pytorch(const std::string& path, bool pre_norm) {
         const std::string& name = named.first;   // a plain reference: REQUIRE_MESSAGE's lambda captures it
         Tensor t = named.second;
         REQUIRE_MESSAGE(t.grad_data(), name << " has no gradient");
-        const std::vector<float> want = fixture_f32(f, "grad." + name);
+        const std::vector<float> want = fixture::f32(f, "grad." + name);
         REQUIRE(static_cast<int64_t>(want.size()) == t.numel());
         for (int64_t i = 0; i < t.numel(); i++) {
             if (is_key_bias(name)) key_bias_grad = std::max<double>(key_bias_grad, std::fabs(t.grad_data()[i]));
             else grad_scale = std::max<double>(grad_scale, std::fabs(want[i]));
         }
-        if (!is_key_bias(name)) compare("grad of " + name, t.grad_data(), want, wg);
+        if (!is_key_bias(name)) fixture::compare("grad of " + name, t.grad_data(), want, wg, kFloor);
         before.emplace_back(t.data(), t.data() + t.numel());
     }
-    CHECK_MESSAGE(wg.err <= kRelTol, "gradients differ from PyTorch: " << wg.describe());
+    CHECK_MESSAGE(wg.err <= kRelTol, "gradients differ from PyTorch: " << wg.describe(kRelTol));
     CHECK_MESSAGE(key_bias_grad <= 1e-6 * grad_scale,
                   "the w_k.bias gradients should be rounding noise, but reach " << key_bias_grad
                       << " against a largest gradient of " << grad_scale);
@@ -174,13 +147,13 @@ void check_against_pytorch(const std::string& path, bool pre_norm) {
     double key_bias_step = 0.0;   // largest |change| of a b_k element
     for (size_t k = 0; k < params.size(); k++) {
         const auto& [name, p] = params[k];
-        const std::vector<float> want = fixture_f32(f, "adam." + name);
+        const std::vector<float> want = fixture::f32(f, "adam." + name);
         REQUIRE(static_cast<int64_t>(want.size()) == p.numel());
-        if (!is_key_bias(name)) compare(name + " after the Adam step", p.data(), want, wp);
+        if (!is_key_bias(name)) fixture::compare(name + " after the Adam step", p.data(), want, wp, kFloor);
         else
             for (int64_t i = 0; i < p.numel(); i++) key_bias_step = std::max<double>(key_bias_step, std::fabs(p.data()[i] - before[k][i]));
     }
-    CHECK_MESSAGE(wp.err <= kRelTol, "parameters after one Adam step differ from PyTorch: " << wp.describe());
+    CHECK_MESSAGE(wp.err <= kRelTol, "parameters after one Adam step differ from PyTorch: " << wp.describe(kRelTol));
     CHECK_MESSAGE(key_bias_step <= lr * (1 + 1e-5), "a w_k.bias element moved by " << key_bias_step << ", more than lr = " << lr);
 }
 
@@ -207,7 +180,7 @@ TEST_CASE("reference: GPT matches PyTorch (logits, loss, gradients, one AdamW st
         return static_cast<float>(models::read_metadata(f.metadata, key, path, [](const models::json::Value& v) { return v.as_number(); }));
     };
     const models::GPTConfig cfg = models::read_metadata(f.metadata, "config", path, models::gpt_config_from_json);
-    const Tokens idx = fixture_tokens(f, "idx"), targets = fixture_tokens(f, "targets");
+    const Tokens idx = fixture::tokens(f, "idx"), targets = fixture::tokens(f, "targets");
     for (const bool fused : {true, false}) {
         CAPTURE(fused);
         autograd::FusedKernelsGuard kernels(fused);
@@ -221,33 +194,33 @@ TEST_CASE("reference: GPT matches PyTorch (logits, loss, gradients, one AdamW st
         {
             NoGradGuard no_grad;
             Worst w;
-            compare("logits", model.logits(idx).data(), fixture_f32(f, "logits"), w, /*floor=*/1.0);
-            INFO(w.describe());
+            fixture::compare("logits", model.logits(idx).data(), fixture::f32(f, "logits"), w, /*floor=*/1.0);
+            INFO(w.describe(kRelTol));
             CHECK(w.err <= kRelTol);
         }
         const Tensor loss = model.loss(idx, targets);
-        CHECK(loss.item() == doctest::Approx(fixture_f32(f, "loss")[0]).epsilon(1e-6));
+        CHECK(loss.item() == doctest::Approx(fixture::f32(f, "loss")[0]).epsilon(1e-6));
         loss.backward();
         Worst grads;
         double largest = 0;
         for (const auto& [name, p] : model.named_parameters())
-            for (const float g : fixture_f32(f, "grad." + name)) largest = std::max(largest, std::fabs(static_cast<double>(g)));
+            for (const float g : fixture::f32(f, "grad." + name)) largest = std::max(largest, std::fabs(static_cast<double>(g)));
         for (const auto& [name, p] : model.named_parameters()) {
             if (is_key_bias(name)) {
                 for (const float g : p.grad().to_vector()) CHECK(std::fabs(g) <= 1e-6 * largest);
                 continue;
             }
-            compare("grad." + name, p.grad().data(), fixture_f32(f, "grad." + name), grads, 1e-2 * largest);
+            fixture::compare("grad." + name, p.grad().data(), fixture::f32(f, "grad." + name), grads, 1e-2 * largest);
         }
-        INFO(grads.describe());
+        INFO(grads.describe(kRelTol));
         CHECK(grads.err <= kRelTol);
         optim::AdamW opt(model.parameters(), {.lr = number("lr"), .beta1 = number("beta1"), .beta2 = number("beta2"),
                                               .eps = number("eps"), .weight_decay = number("weight_decay"), .decay_matrices_only = true});
         opt.step();
         Worst updated;
         for (const auto& [name, p] : model.named_parameters())
-            if (!is_key_bias(name)) compare("adamw." + name, p.data(), fixture_f32(f, "adamw." + name), updated);
-        INFO(updated.describe());
+            if (!is_key_bias(name)) fixture::compare("adamw." + name, p.data(), fixture::f32(f, "adamw." + name), updated, kFloor);
+        INFO(updated.describe(kRelTol));
         CHECK(updated.err <= kRelTol);
     }
 }

@@ -27,6 +27,7 @@
 #include "optim/optim.h"
 #include "tests/gradcheck_helpers.h"
 #include "tests/thread_count.h"
+#include "tests/pytorch_fixture.h"
 
 using namespace autograd;
 using models::RNNSeq2Seq;
@@ -716,39 +717,8 @@ namespace {
 constexpr double kRelTol = 1e-4;
 constexpr double kFloor = 1e-2;
 
-struct Worst {
-    double err = -1.0;
-    std::string what;
-    int64_t index = -1;
-    float got = 0.0f, want = 0.0f;
-    std::string describe() const {
-        char s[320];
-        std::snprintf(s, sizeof s, "worst: %s, flat index %lld: C++ %.9g, PyTorch %.9g (relative error %.3g, tolerance %g)",
-                      what.c_str(), (long long)index, got, want, err, kRelTol);
-        return s;
-    }
-};
-
-const io::TensorRecord& record(const io::SafetensorsFile& f, const std::string& name) {
-    const io::TensorRecord* r = f.find(name);
-    if (!r) throw std::runtime_error("reference fixture has no tensor '" + name + "'");
-    return *r;
-}
-
-Tokens tokens_of(const io::SafetensorsFile& f, const std::string& name) {
-    const std::vector<int32_t> ids = io::as_i32(record(f, name));
-    return Tokens(ids, record(f, name).shape);
-}
-
-void compare(const std::string& what, const Tensor& got, const io::SafetensorsFile& f, const std::string& name, Worst& worst) {
-    REQUIRE_MESSAGE(got.defined(), what << " is undefined");
-    REQUIRE(got.shape() == record(f, name).shape);
-    const std::vector<float> want = io::as_f32(record(f, name));
-    for (size_t i = 0; i < want.size(); i++) {
-        const double err = std::fabs(static_cast<double>(got.data()[i]) - want[i]) / std::max<double>(std::fabs(want[i]), kFloor);
-        if (!(err <= worst.err)) worst = {err, what, static_cast<int64_t>(i), got.data()[i], want[i]};   // a NaN is the worst
-    }
-}
+using fixture::Worst;
+using fixture::record;
 
 }  // namespace
 
@@ -772,7 +742,7 @@ TEST_CASE("reference: context sutskever matches PyTorch's twin (nn.LSTM encoder,
         if (r.name.rfind("grad.", 0) == 0) theirs.insert(r.name.substr(5));
     REQUIRE(ours == theirs);
 
-    const Tokens src = tokens_of(f, "src"), tgt_in = tokens_of(f, "tgt_in"), tgt_out = tokens_of(f, "tgt_out");
+    const Tokens src = fixture::tokens(f, "src"), tgt_in = fixture::tokens(f, "tgt_in"), tgt_out = fixture::tokens(f, "tgt_out");
     const Mask src_mask = models::padding_mask(src, 0);
     for (bool fused : {true, false}) {   // the fused kernels (nn::linear's, the cross-entropy's) and the plain forms
         CAPTURE(fused);
@@ -785,16 +755,17 @@ TEST_CASE("reference: context sutskever matches PyTorch's twin (nn.LSTM encoder,
         std::vector<Tensor> h, c;
         for (const nn::CellState& s : enc.start) h.push_back(unsqueeze(s.h, 0)), c.push_back(unsqueeze(s.c, 0));
         Worst states, grads;
-        compare("h_n", autograd::cat(h, 0), f, "h_n", states);   // (L, B, Hd)
-        compare("c_n", autograd::cat(c, 0), f, "c_n", states);
+        fixture::compare("h_n", autograd::cat(h, 0), f, "h_n", states, kFloor);   // (L, B, Hd)
+        fixture::compare("c_n", autograd::cat(c, 0), f, "c_n", states, kFloor);
         // a training step's loss (the mean over the targets that are not padding) and its gradients
         models::Batch b;
         b.src = src, b.tgt_in = tgt_in, b.tgt_out = tgt_out, b.src_mask = src_mask;
         Tensor loss = model.loss(b, {.ignore_index = 0});
         loss.backward();
-        compare("loss", loss, f, "loss", grads);
-        for (const auto& named : model.named_parameters()) compare("grad of " + named.first, named.second.grad(), f, "grad." + named.first, grads);
-        CHECK_MESSAGE(states.err <= kRelTol, "first decoder states differ from PyTorch: " << states.describe());
-        CHECK_MESSAGE(grads.err <= kRelTol, "loss or gradients differ from PyTorch: " << grads.describe());
+        fixture::compare("loss", loss, f, "loss", grads, kFloor);
+        for (const auto& named : model.named_parameters())
+            fixture::compare("grad of " + named.first, named.second.grad(), f, "grad." + named.first, grads, kFloor);
+        CHECK_MESSAGE(states.err <= kRelTol, "first decoder states differ from PyTorch: " << states.describe(kRelTol));
+        CHECK_MESSAGE(grads.err <= kRelTol, "loss or gradients differ from PyTorch: " << grads.describe(kRelTol));
     }
 }
