@@ -14,6 +14,15 @@
 
 namespace common {
 
+void apply_threads_flag(const ArgParser& p, int& threads) {
+    if (threads > autograd::available_cores()) {   // threads past the cores only wait for each other's turn
+        p.warn("--threads " + std::to_string(threads) + " is more than the " + std::to_string(autograd::available_cores()) +
+               " cores this process may use: running " + std::to_string(autograd::available_cores()));
+        threads = autograd::available_cores();
+    }
+    if (threads > 0) autograd::set_num_threads(threads);
+}
+
 void add_training_flags(ArgParser& p, TrainingFlags& t, const std::string& seed_help) {
     p.add("--layers", &t.model.layers, "encoder and decoder layers (N)").range(1, 64);
     p.add("--d-model", &t.model.d_model, "model width (D)").range(1, 8192);
@@ -153,12 +162,7 @@ void apply_training_flags(const ArgParser& p, TrainingFlags& t) {
     } catch (const std::invalid_argument& e) {
         p.fail(e.what());
     }
-    if (t.threads > autograd::available_cores()) {   // threads past the cores only wait for each other's turn
-        p.warn("--threads " + std::to_string(t.threads) + " is more than the " + std::to_string(autograd::available_cores()) +
-               " cores this process may use: running " + std::to_string(autograd::available_cores()));
-        t.threads = autograd::available_cores();
-    }
-    if (t.threads > 0) autograd::set_num_threads(t.threads);
+    apply_threads_flag(p, t.threads);
     if (t.bf16 && !autograd::bf16_products_native())
         p.fail("--bf16 needs a CPU with AVX512_BF16 (vdpbf16ps), and this one has none");
 }

@@ -78,6 +78,10 @@ int64_t model_width(const TrainingFlags& t);
 // fp32: not what --bf16 is asked for).
 void apply_training_flags(const ArgParser& p, TrainingFlags& t);
 
+// --threads N: more than the cores this process may use is lowered to them, with a warning (the
+// extra threads would only wait for each other's turn); then the library runs on N (0: all cores).
+void apply_threads_flag(const ArgParser& p, int& threads);
+
 // "N=2 D=128 F=256 h=4 dropout=0.1", for the line each example prints before training; a
 // recurrent model as RNNSeq2SeqConfig::describe says it.
 std::string describe(const models::TransformerConfig& cfg, bool bf16);

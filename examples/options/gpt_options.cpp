@@ -2,7 +2,6 @@
 
 #include <filesystem>
 
-#include "autograd/runtime.h"
 #include "examples/common/args.h"
 #include "examples/common/output_files.h"
 #include "examples/common/run_state.h"
@@ -84,12 +83,7 @@ Gpt parse_gpt(int argc, char** argv) {
     if (o.min_lr > o.lr) p.fail("--min-lr must be at most --lr");
     if (o.reference && p.given("--no-kv-cache")) p.fail("--no-kv-cache is what --reference already does");
     if (o.reference) o.no_kv_cache = true;
-    if (o.threads > autograd::available_cores()) {   // threads past the cores only wait for each other's turn
-        p.warn("--threads " + std::to_string(o.threads) + " is more than the " + std::to_string(autograd::available_cores()) +
-               " cores: using " + std::to_string(autograd::available_cores()));
-        o.threads = autograd::available_cores();
-    }
-    if (o.threads > 0) autograd::set_num_threads(o.threads);
+    common::apply_threads_flag(p, o.threads);
     return o;
 }
 
