@@ -136,10 +136,10 @@ void print_setup(const models::GPT& model, const Corpus& c, const Options& o, co
                  bi = data::bigram_cross_entropy(c.train, c.valid, c.codec.size());
     std::printf("validation text: unigram %.4f nats/token (perplexity %.2f), bigram %.4f (perplexity %.2f), uniform %.4f\n", uni,
                 std::exp(uni), bi, std::exp(bi), std::log(static_cast<double>(c.codec.size())));
-    std::printf("model N=%lld D=%lld h=%lld T=%lld dropout=%g | %lld parameters | %d threads | kernels: %s\n",
+    std::printf("model N=%lld D=%lld h=%lld T=%lld dropout=%g | %lld parameters | %d thread%s | kernels: %s\n",
                 (long long)o.model.layers, (long long)o.model.d_model, (long long)o.model.heads, (long long)o.model.block_size,
                 o.model.dropout, (long long)model.num_parameters(), autograd::num_threads(),
-                o.reference ? "plain autograd ops (--reference)" : "fused");
+                autograd::num_threads() == 1 ? "" : "s", o.reference ? "plain autograd ops (--reference)" : "fused");
     std::printf("training: %d steps of B=%d, AdamW(0.9, %g, weight decay %g on matrices), lr: %d warmup steps to %g, then a "
                 "cosine down to %g at step %d, clip %g\n",
                 o.steps, o.batch, o.beta2, o.weight_decay, o.warmup, o.lr, o.min_lr, o.steps, o.clip);

@@ -56,6 +56,9 @@ void print_setup(const data::TranslationData& d, const models::Seq2Seq& model, s
     std::printf("model: %s, %lld parameters | %zu batches/epoch, %d epochs | %s\n", common::describe(model, o.train.bf16).c_str(),
                 (long long)model.num_parameters(), batches, o.epochs, common::describe_compute(o.train.shards).c_str());
     if (o.batch_tokens > 0) std::printf("batches of about %d source and %d target tokens (padding included)\n", o.batch_tokens, o.batch_tokens);
+    std::printf("training: Adam(0.9, 0.98), %s, label smoothing %g\n",
+                common::describe_lr_schedule("noam", 0, o.train.lr_factor, common::model_width(o.train), o.train.warmup, 0).c_str(),
+                o.label_smoothing);
 }
 
 // What makes a run this run, for --resume to compare (run_state.h): the data files (size and
@@ -124,8 +127,9 @@ bool end_epoch(models::Seq2Seq& model, const data::TranslationData& d, const Opt
     memory.phase("kept and saved " + std::to_string(epoch));
     log.add_valid(valid_loss);
     char line[200];
-    std::snprintf(line, sizeof line, "epoch %2d  train loss %.4f (label-smoothed)  valid loss %.4f  %s  %.0f s", epoch,
-                  log.take_window().mean, valid_loss, best ? "best" : "    ", log.seconds());
+    const double epoch_seconds = log.lap();   // training and validation (and the save)
+    std::snprintf(line, sizeof line, "epoch %2d  train loss %.4f (label-smoothed)  valid loss %.4f  %s  %.0f s (this epoch %.0f s)",
+                  epoch, log.take_window().mean, valid_loss, best ? "best" : "    ", log.seconds(), epoch_seconds);
     log.result(line);
     return best && !o.save.empty();
 }
@@ -242,7 +246,7 @@ int main(int argc, char** argv) {
         // 1) data: sentence pairs -> vocabularies -> id sequences -> batches of similar length
         const data::TranslationData d = data::load_translation_data(o.corpus);   // refuses splits too small to mean anything
         if (o.batch_tokens == 0) data::check_batch_fits(d, o.corpus, o.batch);
-        if (o.epochs < 0) o.epochs = o.corpus.data.empty() ? 10 : data::default_epochs(d.train.size());
+        if (o.epochs < 0) o.epochs = o.corpus.data.empty() ? 10 : options::default_epochs(o.train.model_kind, d.train.size());
         autograd::Rng shuffle_rng(o.train.seed ^ 0x5eedULL);   // batch composition and order, as the current epoch begins
         autograd::Rng first_epoch = shuffle_rng;
         std::vector<std::vector<size_t>> batches = epoch_batches(d, o, first_epoch);   // how many, for the lines below

@@ -23,14 +23,14 @@ void apply_threads_flag(const ArgParser& p, int& threads) {
     if (threads > 0) autograd::set_num_threads(threads);
 }
 
-void add_training_flags(ArgParser& p, TrainingFlags& t, const std::string& seed_help) {
+void add_training_flags(ArgParser& p, TrainingFlags& t, const std::string& seed_help, const std::string& lr_factor_help) {
     p.add("--layers", &t.model.layers, "encoder and decoder layers (N)").range(1, 64);
     p.add("--d-model", &t.model.d_model, "model width (D)").range(1, 8192);
     p.add("--heads", &t.model.heads, "attention heads (h); must divide D").range(1, 256);
     p.add("--d-ff", &t.model.d_ff, "feed-forward width (F)").range(1, 65536);
     p.add("--dropout", &t.model.dropout, "dropout probability").range(0, 0.99);
     p.add("--warmup", &t.warmup, "warmup steps of the learning-rate schedule").min(1);
-    p.add("--lr-factor", &t.lr_factor, "factor of the Noam schedule").range(0, 100);
+    p.add("--lr-factor", &t.lr_factor, lr_factor_help).range(0, 100);
     p.add("--seed", &t.seed, seed_help);
     p.add("--threads", &t.threads, "OpenMP threads (0: all cores)").range(0, 1024);
     p.add("--shards", &t.shards,
@@ -183,7 +183,8 @@ std::string describe(const models::Seq2Seq& model, bool bf16) {
 }
 
 std::string describe_compute(int shards) {
-    return std::to_string(autograd::num_threads()) + " threads, " + std::to_string(shards) +
+    const int threads = autograd::num_threads();
+    return std::to_string(threads) + (threads == 1 ? " thread, " : " threads, ") + std::to_string(shards) +
            (shards == 1 ? " shard" : " shards") + " | kernels: " +
            (autograd::fused_kernels_enabled() ? "fused" : "plain autograd ops (--reference)");
 }

@@ -43,8 +43,10 @@ struct TrainingFlags {
 };
 
 // --layers --d-model --heads --d-ff --dropout --warmup --lr-factor --seed --threads --shards
-// --bf16 --reference, with the values in `t` as their defaults.
-void add_training_flags(ArgParser& p, TrainingFlags& t, const std::string& seed_help);
+// --bf16 --reference, with the values in `t` as their defaults. lr_factor_help, when given, is
+// --lr-factor's help (an example whose default depends on its data says so there).
+void add_training_flags(ArgParser& p, TrainingFlags& t, const std::string& seed_help,
+                        const std::string& lr_factor_help = "factor of the Noam schedule");
 
 // --model and the recurrent models' flags (the translation example).
 void add_model_flags(ArgParser& p, TrainingFlags& t);

@@ -42,6 +42,13 @@ double TrainingLog::seconds() const {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
 }
 
+double TrainingLog::lap() {
+    const auto now = std::chrono::steady_clock::now();
+    const double s = std::chrono::duration<double>(now - lap_).count();
+    lap_ = now;
+    return s;
+}
+
 void TrainingLog::plot(const std::string& path, const std::string& title, const std::string& train_label, bool log_y) const {
     std::vector<Series> curves = {{train_label, steps_, losses_}};
     if (!valid_losses_.empty()) curves.push_back({"validation", valid_steps_, valid_losses_});

@@ -49,6 +49,7 @@ public:
     int steps() const { return static_cast<int>(losses_.size()); }
     float last_loss() const;   // NaN before the first step
     double seconds() const;    // since construction
+    double lap();              // since the last lap() (or construction): one epoch's time, say
 
     // The training losses (one point per step), and the validation losses if any, to an SVG file;
     // says "wrote PATH" on stdout.
@@ -67,6 +68,7 @@ public:
 private:
     Progress progress_;
     const std::chrono::steady_clock::time_point t0_ = std::chrono::steady_clock::now();
+    std::chrono::steady_clock::time_point lap_ = t0_;
     std::vector<double> steps_, losses_, valid_steps_, valid_losses_;   // the curves for --plot
     double window_sum_ = 0.0, window_weight_ = 0.0;                     // sum of weight * loss, and of weight
     int window_steps_ = 0;
