@@ -1366,14 +1366,14 @@ TEST_CASE("translation --load: a recurrent model's decoding is named as the recu
 
 // --epochs' default with --data: S / sqrt(training pairs) between 1 and 30, S the family's. The
 // Transformer's epochs cost about a third of a recurrent model's and it needs more of them
-// (bench/RESULTS.md, "The fair fight on real text"): on the 41,808-pair corpus 20 against 6.
+// (bench/RESULTS.md, "The fair fight on real text"): on the 41,808-pair corpus 15 against 6.
 TEST_CASE("translation --data: --epochs' default by model family") {
-    CHECK(options::default_epochs("transformer", 41808) == 20);
+    CHECK(options::default_epochs("transformer", 41808) == 15);    // 3000 / 204.5 = 14.7
     CHECK(options::default_epochs("rnn-attention", 41808) == 6);
     CHECK(options::default_epochs("rnn", 41808) == 6);
-    CHECK(options::default_epochs("transformer", 4519) == 30);     // 59.5, clamped
+    CHECK(options::default_epochs("transformer", 4519) == 30);     // 44.6, clamped
     CHECK(options::default_epochs("rnn-attention", 4519) == 19);
-    CHECK(options::default_epochs("transformer", 500000) == 6);
+    CHECK(options::default_epochs("transformer", 500000) == 4);
     CHECK(options::default_epochs("rnn", 500000) == 2);
     CHECK(options::default_epochs("rnn", 100000000) == 1);         // at least one pass
 }

@@ -32,7 +32,7 @@ Translation parse_translation(int argc, char** argv) {
     p.add("--max-len", &o.corpus.max_len, "skip training pairs longer than this many tokens").range(1, data::kLongestMaxLen);
     p.add("--epochs", &o.epochs,
           "passes over the training set. Default: 10 for the toy corpus; with --data, S / sqrt(training pairs) between 1 "
-          "and 30, S = 4000 for the Transformer (30 epochs for 5,000 training pairs, 18 for 50,000, 6 for 500,000) and "
+          "and 30, S = 3000 for the Transformer (30 epochs for 5,000 training pairs, 13 for 50,000, 4 for 500,000) and "
           "1300 for the recurrent models (18, 6, 2), whose epochs cost about three times as much").min(-1);
     p.add("--batch", &o.batch, "sentence pairs per batch (B), when not batching by --batch-tokens").min(1);
     p.add("--batch-tokens", &o.batch_tokens,
