@@ -1,0 +1,34 @@
+// The work of a training step, from the model's sizes and a batch's shape, without running it:
+// the multiply-adds of the matrix products of its forward pass (the backward pass does twice as
+// many), and the steps that must run one after another. The translation example's --data default
+// for --epochs gives each model family the same estimated time with it, whatever the corpus's
+// sentence lengths (examples/options/translation_options.h).
+//
+//   const common::StepWork w = common::forward_work(model, /*B=*/32, /*S=*/20, /*T=*/22);
+//   // w.multiply_adds: every product's output elements times the length of its sums
+//   // w.sequential_steps: a recurrent model's positions, read one at a time; 0 for the Transformer
+//
+// The counts are those of the plain path (FusedKernelsGuard(false)), read off the recorded graph
+// the way docs/07 counts Vaswani et al.'s Table 1: tests/test_common.cpp holds them equal, for
+// every model family and option that changes a product. Products only: the elementwise work
+// (softmax, LayerNorm, the cells' gates) grows with the same shapes and is left to the time
+// model's constants.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "models/seq2seq.h"
+
+namespace common {
+
+struct StepWork {
+    double multiply_adds = 0;      // of the forward pass's matrix products
+    double sequential_steps = 0;   // positions a recurrent model reads one after another (encoder layers and decoder)
+};
+
+// One forward pass of `model` (a models::Transformer or models::RNNSeq2Seq) over a padded batch
+// of B rows, sources of S tokens and targets of T (teacher forcing, the loss's output layer
+// included). Throws std::invalid_argument for another kind of model.
+StepWork forward_work(const models::Seq2Seq& model, int64_t B, int64_t S, int64_t T);
+
+}  // namespace common
