@@ -221,6 +221,47 @@ TEST_CASE("ArgParser error messages") {
     }
 }
 
+// A float flag holds the float nearest to what was typed, and 0.99 or 1e-06 as a float lies a
+// little above or below the same number as a long double: each limit --help prints, typed as it
+// prints it, is accepted, and the float next to it outside is refused.
+TEST_CASE("ArgParser: a float flag accepts its limits as --help prints them, and refuses the next float out") {
+    ArgParser p("demo", "");
+    float temperature = 1, dropout = 0, top_p = 1;
+    p.add("--temperature", &temperature, "").range(1e-6, 100);
+    p.add("--dropout", &dropout, "").range(0, 0.99);
+    p.add("--top-p", &top_p, "").range(1e-6, 1);
+    CHECK(p.usage().find("range: 1e-06..100") != std::string::npos);
+    CHECK(p.usage().find("range: 0..0.99") != std::string::npos);
+    for (const auto& [flag, bound] : std::vector<std::pair<std::string, std::string>>{
+             {"--temperature", "1e-06"}, {"--temperature", "100"}, {"--dropout", "0"}, {"--dropout", "0.99"},
+             {"--top-p", "1e-06"}, {"--top-p", "1"}}) {
+        CAPTURE(flag);
+        CHECK(error_of(p, {flag, bound}) == "");
+    }
+    CHECK(dropout == 0.99f);
+    CHECK(error_of(p, {"--dropout", "0.99000007"}) == "--dropout must be between 0 and 0.99, got 0.99000007");
+    CHECK(error_of(p, {"--temperature", "9.999999e-07"}) == "--temperature must be between 1e-06 and 100, got 9.999999e-07");
+    CHECK(error_of(p, {"--top-p", "1.0000001"}) == "--top-p must be between 1e-06 and 1, got 1.0000001");
+}
+
+// `--save "$OUT"` with OUT unset passes "": taken as "no --save", the run would save nothing
+// without a word. Every text option refuses it, in both forms, and says what else to give.
+TEST_CASE("ArgParser refuses an empty value for a text option, naming the flag and, where given, the way to ask for nothing") {
+    ArgParser p("demo", "");
+    std::string save = "demo.safetensors", prompt = "\n";
+    p.add("--save", &save, "", "PATH").if_empty("to save nothing, give --no-save");
+    p.add("--prompt", &prompt, "", "TEXT");
+    CHECK(error_of(p, {"--save", ""}) ==
+          "--save needs PATH, got an empty value (an unset variable in a script?): to save nothing, give --no-save");
+    CHECK(error_of(p, {"--save="}) == error_of(p, {"--save", ""}));
+    CHECK(error_of(p, {"--prompt", ""}) == "--prompt needs TEXT, got an empty value (an unset variable in a script?)");
+    CHECK(save == "demo.safetensors");
+    CHECK(error_of(p, {"--prompt", " "}) == "");   // a blank is a value
+    CHECK(prompt == " ");
+    int n = 0;
+    CHECK_THROWS_AS(p.add("--n", &n, "").if_empty("x"), std::invalid_argument);
+}
+
 TEST_CASE("ArgParser::given tells explicit flags from defaults, so a preset can yield to them") {
     ArgParser p("demo", "");
     int steps = 600, layers = 2;

@@ -323,3 +323,15 @@ TEST_CASE("gpt: the memory estimate is within a factor of 2 of the peak RSS; a r
     CHECK(err.find("(ulimit -v): lower --batch or --block-size (or the model: --d-model, --layers)") != std::string::npos);
     CHECK(out.find("train loss") == std::string::npos);   // nothing trained
 }
+
+// ---- what a user's hands do (issue 59): odd inputs get a clear refusal before any work ----------
+
+// A script's unset variable passes "": it must not mean "no --save" (the run would train and
+// keep nothing), nor "the default text" or "no prompt".
+TEST_CASE("gpt: an empty --save, --load, --data, --resume, --plot or --prompt is refused before anything runs") {
+    for (const char* flag : {"--save", "--load", "--data", "--resume", "--plot", "--prompt"}) {
+        CAPTURE(flag);
+        check_refused_in_one_line(run_example("gpt", tiny({flag, ""})), std::string(flag) + " needs ");
+        check_refused_in_one_line(run_example("gpt", tiny({std::string(flag) + "="})), "got an empty value");
+    }
+}
