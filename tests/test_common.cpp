@@ -3,11 +3,14 @@
 #include <doctest/doctest.h>
 
 #include <signal.h>
+#include <sys/resource.h>   // setrlimit: a file-size limit fails a write as a full disk does
+#include <sys/stat.h>       // mkfifo
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
+#include <csignal>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
@@ -532,6 +535,44 @@ TEST_CASE("heatmaps_svg: a lo..hi colour scale, or a legend of swatches instead 
     CHECK(legend.find(">may attend<") != std::string::npos);
     CHECK(legend.find(">masked<") != std::string::npos);
     CHECK_THROWS_AS(heatmaps_svg("", {m}, 1, {.lo = 1, .hi = 1}), std::invalid_argument);
+}
+
+// Every picture and text a run writes goes through a temporary file beside it: when a write
+// fails (here past a file-size limit, as on a full disk) the file that was there stays whole, and
+// no temporary is left. A FIFO or device there is never replaced.
+TEST_CASE("write_text_file: a failed write leaves the old file whole; a FIFO is refused and left a FIFO") {
+    namespace fs = std::filesystem;
+    const fs::path dir = fs::temp_directory_path() / ("write-text-" + std::to_string(::getpid()));
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    const fs::path svg = dir / "old.svg";
+    std::ofstream(svg) << "<svg>old</svg>";
+    const pid_t pid = ::fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {   // the child: a 1 KB file-size limit (SIGXFSZ ignored: the write fails with EFBIG), then a 4 KB picture
+        std::signal(SIGXFSZ, SIG_IGN);
+        struct rlimit small {1024, 1024};
+        ::setrlimit(RLIMIT_FSIZE, &small);
+        try {
+            write_text_file(svg.string(), std::string(4096, 'x'));
+        } catch (const std::runtime_error& e) {
+            ::_exit(std::string(e.what()) == "write_text_file: cannot write '" + svg.string() + "': File too large" ? 0 : 4);
+        }
+        ::_exit(3);
+    }
+    int raw = 0;
+    ::waitpid(pid, &raw, 0);
+    CHECK((WIFEXITED(raw) && WEXITSTATUS(raw) == 0));
+    std::ifstream in(svg);
+    CHECK(std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>()) == "<svg>old</svg>");
+    CHECK(std::distance(fs::directory_iterator(dir), fs::directory_iterator()) == 1);   // no temporary left
+    const fs::path fifo = dir / "pipe.svg";
+    REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+    CHECK_THROWS_WITH_AS(write_text_file(fifo.string(), "<svg/>"),
+                         ("write_text_file: cannot write '" + fifo.string() + "': it is a FIFO (named pipe), not a regular file: only a regular file is replaced").c_str(),
+                         std::runtime_error);
+    CHECK(fs::is_fifo(fifo));
+    fs::remove_all(dir);
 }
 
 TEST_CASE("writing to an impossible path throws an error naming it") {

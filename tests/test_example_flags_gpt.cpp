@@ -14,6 +14,9 @@
 #include <vector>
 
 #include <signal.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>   // makedev
+#include <unistd.h>
 
 #include "examples/common/memory_budget.h"
 #include "examples/data/text_data.h"
@@ -334,4 +337,80 @@ TEST_CASE("gpt: an empty --save, --load, --data, --resume, --plot or --prompt is
         check_refused_in_one_line(run_example("gpt", tiny({flag, ""})), std::string(flag) + " needs ");
         check_refused_in_one_line(run_example("gpt", tiny({std::string(flag) + "="})), "got an empty value");
     }
+}
+
+// Only a regular file is replaced: a FIFO (or, for root, a device node) given as an output is
+// refused before the run, --overwrite or not, and is still what it was. The device case needs
+// root to make a node (mknod), and is skipped without it.
+TEST_CASE("gpt --save / --plot: a FIFO or a device is refused even with --overwrite, and left as it was") {
+    const std::filesystem::path dir = example_scratch_dir("gpt-output-kinds");
+    const std::string fifo = (dir / "fifo").string(), device = (dir / "full").string();
+    REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+    std::vector<std::string> nodes = {fifo};
+    if (::geteuid() == 0 && ::mknod(device.c_str(), S_IFCHR | 0600, ::makedev(1, 7)) == 0) nodes.push_back(device);   // /dev/full's numbers
+    else MESSAGE("the device node case is skipped: making one needs root");
+    for (const std::string& node : nodes)
+        for (const char* flag : {"--save", "--plot"}) {
+            CAPTURE(node);
+            CAPTURE(flag);
+            const ExampleRun r = run_example_limited("gpt", tiny({flag, node, "--overwrite"}), "true");
+            check_refused_in_one_line(r, std::string(flag) + " " + node + ": it is " +
+                                             (node == fifo ? "a FIFO (named pipe)" : "a character device") +
+                                             ", not a regular file: only a regular file is replaced");
+            struct stat st {};
+            REQUIRE(::lstat(node.c_str(), &st) == 0);
+            CHECK((node == fifo ? S_ISFIFO(st.st_mode) : S_ISCHR(st.st_mode)));
+        }
+    // the writer itself refuses, for a path no check saw: the state, here a FIFO beside --save
+    const std::string save = (dir / "m.safetensors").string(), state = (dir / "m.resume.safetensors").string();
+    REQUIRE(::mkfifo(state.c_str(), 0600) == 0);
+    check_refused_in_one_line(run_example_limited("gpt", tiny({"--save", save, "--overwrite"}), "true"),
+                              "the run's state (where Ctrl-C saves it) " + state + ": it is a FIFO");
+    std::filesystem::remove_all(dir);
+}
+
+// An output path that cannot be written is refused before the training, not after it: a loop of
+// symbolic links, a link into a folder that is not there, a name longer than 255 bytes. A legal
+// name of 250 bytes, whose temporary file would not fit 255 with ".tmp" and the rest, is saved.
+TEST_CASE("gpt --save: a link loop, a dangling link into nowhere, a name past 255 bytes fail first; a 250-byte name saves") {
+    const std::filesystem::path dir = example_scratch_dir("gpt-save-names");
+    std::filesystem::create_symlink("b", dir / "a");
+    std::filesystem::create_symlink("a", dir / "b");
+    std::filesystem::create_symlink("/no/such/folder/m.safetensors", dir / "dangling");
+    const std::string too_long = (dir / (std::string(244, 'n') + ".safetensors")).string();   // 256 bytes
+    for (const auto& [path, message] : std::vector<std::pair<std::string, std::string>>{
+             {(dir / "a").string(), "cannot follow its symbolic links: Too many levels of symbolic links"},
+             {(dir / "dangling").string(), "(a symbolic link to '/no/such/folder/m.safetensors') cannot write in '/no/such/folder'"},
+             {too_long, "its name is 256 bytes, more than the 255 a file name may have"}}) {
+        CAPTURE(path);
+        const ExampleRun r = run_example("gpt", tiny({"--save", path, "--steps", "2000"}));
+        check_refused_in_one_line(r, "--save " + path + ": " + message);
+    }
+    const std::string long_name = (dir / (std::string(238, 'n') + ".safetensors")).string();   // 250 bytes
+    const ExampleRun saved = run_gpt({"--save", long_name});
+    CHECK(saved.out.find("saved " + long_name) != std::string::npos);
+    CHECK(run_example("gpt", {"--load", long_name, "--tokens", "3"}).status == 0);
+    std::filesystem::remove_all(dir);
+}
+
+// --plot old.svg --overwrite on a full disk: the new picture cannot be written whole, and the old
+// one stays as it was (no truncated SVG where it was). The write fails for real: the file-size
+// limit (ulimit -f, SIGXFSZ ignored) makes any write past 4 blocks fail as a full disk would.
+TEST_CASE("gpt --plot: a write that fails (the disk full) leaves the old picture whole, and says so") {
+    const std::filesystem::path dir = example_scratch_dir("gpt-plot-full");
+    const std::string plot = (dir / "old.svg").string();
+    std::ofstream(plot) << "<svg>the old picture</svg>";
+    const ExampleRun whole = run_gpt({"--plot", plot, "--overwrite", "--steps", "40", "--eval-every", "1"});
+    REQUIRE(read_whole_file(plot).size() > 4 * 1024);   // past the limit below, in 512- or 1024-byte blocks
+    std::ofstream(plot) << "<svg>the old picture</svg>";
+    const ExampleRun full = run_example_limited("gpt", tiny({"--plot", plot, "--overwrite", "--steps", "40", "--eval-every", "1"}),
+                                                "trap '' XFSZ; ulimit -f 4");
+    INFO(full.err);
+    CHECK(full.status == 1);
+    CHECK(full.err.find("cannot write '" + plot + "': File too large") != std::string::npos);
+    CHECK(read_whole_file(plot) == "<svg>the old picture</svg>");
+    std::vector<std::string> files;
+    for (const auto& e : std::filesystem::directory_iterator(dir)) files.push_back(e.path().filename().string());
+    CHECK(files == std::vector<std::string>{"old.svg"});   // no temporary left beside it
+    std::filesystem::remove_all(dir);
 }

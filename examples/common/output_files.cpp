@@ -1,7 +1,10 @@
 #include "examples/common/output_files.h"
 
 #include <filesystem>
+#include <stdexcept>
 #include <system_error>
+
+#include "autograd/io/atomic_file.h"
 
 namespace common {
 
@@ -50,7 +53,12 @@ void RunFiles::check(const ArgParser& p, bool overwrite) const {
             p.fail(writer.flag + " " + writer.path + " would replace " + other.flag + " " + other.path + ", which this run " +
                    (other.kind == Kind::input ? "reads" : "also writes") + ": give " + writer.flag + " another path");
         }
-    // 2) outputs that exist: replaced only when asked
+    // 2) an output that is there but not a regular file (a device, a FIFO): never replaced, even
+    //    with --overwrite (a save renames its file over the path: /dev/full would become a file)
+    for (const File& f : files_)
+        if (f.kind != Kind::input)
+            if (const std::string what = autograd::io::not_a_regular_file(f.path); !what.empty()) p.fail(f.flag + " " + f.path + ": " + what);
+    // 3) outputs that exist: replaced only when asked
     if (overwrite) return;
     std::error_code ec;
     for (const File& f : files_)

@@ -5,7 +5,9 @@
 //     m.safetensors, which this run also writes: give each its own path";
 //   - no file that exists is replaced unless the user asked, with --overwrite (the old file is
 //     not kept: asking to overwrite is asking for it to go). A run's own files, which a resumed
-//     run goes on writing (its --save, its state), are not "files that exist".
+//     run goes on writing (its --save, its state), are not "files that exist";
+//   - only a regular file is ever replaced: an output that names a device, a FIFO or a socket
+//     is refused, --overwrite or not.
 //
 //   common::RunFiles files;
 //   files.input("--data", o.data);         // empty paths are skipped
@@ -39,8 +41,9 @@ public:
     // may be replaced, but it must still not be an input or another output.
     void own_output(const std::string& flag, const std::string& path);
 
-    // Exits through p.fail() on a clash (naming both flags and paths) or on an output that exists
-    // while `overwrite` is false (naming the flag and --overwrite).
+    // Exits through p.fail() on a clash (naming both flags and paths), on an output that is not
+    // a regular file, or on an output that exists while `overwrite` is false (naming the flag and
+    // --overwrite).
     void check(const ArgParser& p, bool overwrite) const;
 
 private:

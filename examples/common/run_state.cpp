@@ -8,8 +8,10 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <stdexcept>
 
+#include "autograd/io/atomic_file.h"
 #include "autograd/io/crc32c.h"
 #include "autograd/io/safetensors.h"
 #include "examples/common/output_files.h"

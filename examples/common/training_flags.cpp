@@ -1,15 +1,12 @@
 #include "examples/common/training_flags.h"
 
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <cstdio>
-#include <cstring>
 #include <filesystem>
 #include <stdexcept>
 
 #include "autograd/autograd.h"
+#include "autograd/io/atomic_file.h"
 #include "models/checkpoint.h"
 
 namespace common {
@@ -125,12 +122,9 @@ void check_output_path(const ArgParser& p, const std::string& flag, const std::s
     namespace fs = std::filesystem;
     std::error_code ec;
     if (fs::is_directory(path, ec)) p.fail(flag + " " + path + ": that is a folder; give a file name");
-    const fs::path dir = fs::path(path).parent_path().empty() ? fs::path(".") : fs::path(path).parent_path();
-    const std::string probe = (dir / (".write-probe." + std::to_string(::getpid()))).string();
-    std::FILE* f = std::fopen(probe.c_str(), "w");
-    if (!f) p.fail(flag + " " + path + ": cannot write in '" + dir.string() + "': " + std::strerror(errno));
-    std::fclose(f);
-    std::remove(probe.c_str());
+    // the save's own checks, made now: links that loop or lead to a missing folder, a device or a
+    // FIFO, a name too long for the save's temporary file or for the folder, a folder that takes no file
+    if (const std::string why = autograd::io::why_not_writable(path); !why.empty()) p.fail(flag + " " + path + ": " + why);
 }
 
 void apply_training_flags(const ArgParser& p, TrainingFlags& t) {

@@ -66,7 +66,8 @@ void check_model_kind(const TrainingFlags& t, const models::Seq2Seq& loaded, con
 void check_load_flags(const TrainingFlags& t, const models::Seq2Seq& loaded, const std::string& path);
 
 // Before training: a PATH an output flag names must be writable now (its folder exists and takes
-// a new file), so that no hour of training ends in "cannot open". Exits through p.fail otherwise.
+// a new file; no loop of symbolic links, no device or FIFO there, a name that fits), so that no
+// hour of training ends in "cannot write". Exits through p.fail otherwise.
 void check_output_path(const ArgParser& p, const std::string& flag, const std::string& path);
 
 // The width the Noam schedule scales by: d_model, or a recurrent model's Hd.
