@@ -414,3 +414,34 @@ TEST_CASE("gpt --plot: a write that fails (the disk full) leaves the old picture
     CHECK(files == std::vector<std::string>{"old.svg"});   // no temporary left beside it
     std::filesystem::remove_all(dir);
 }
+
+// --data reads a regular file, whole, once: a FIFO (which the run would open a second time for
+// its checksum, and wait there forever), a device (/dev/zero never ends) and a file past 2^30
+// bytes (a sparse one here: nothing is written) are refused at once, naming what they are; under
+// an 800 MB address-space limit, so that a file read before its size is checked ends in "out of
+// memory" instead.
+TEST_CASE("gpt --data: a FIFO, a device or a file past 1 GiB is refused before it is read") {
+#if defined(__SANITIZE_ADDRESS__)
+    const std::string limit = "true";   // (AddressSanitizer cannot start under ulimit -v)
+#else
+    const std::string limit = "ulimit -v 800000";
+#endif
+    const std::filesystem::path dir = example_scratch_dir("gpt-data-kinds");
+    const std::string fifo = (dir / "fifo").string(), big = (dir / "big.txt").string();
+    REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+    {
+        std::ofstream(big) << "ab";
+        std::filesystem::resize_file(big, (int64_t{1} << 30) + 1);
+    }
+    for (const auto& [path, message] : std::vector<std::pair<std::string, std::string>>{
+             {fifo, "is a FIFO (named pipe), not a regular file"},
+             {"/dev/zero", "'/dev/zero' is a character device, not a regular file"},
+             {big, "holds 1073741825 bytes, more than the 2^30 (1073741824) a run reads from one file"}}) {
+        CAPTURE(path);
+        const ExampleRun r = run_example_limited("gpt", tiny({"--data", path}), limit);
+        INFO(r.err);
+        CHECK(r.status == 1);
+        CHECK(r.err.find(message) != std::string::npos);
+    }
+    std::filesystem::remove_all(dir);
+}

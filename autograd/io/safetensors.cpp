@@ -323,7 +323,8 @@ static void check_coverage(const std::vector<TensorRecord>& recs, const std::vec
 
 static SafetensorsFile load_unprefixed(const std::string& path) {
     // 1) open; take the size from fstat so every later check is against the real file
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    // (O_NONBLOCK: opening a FIFO would wait for a writer that never comes; it is refused below)
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) bad(std::string("cannot open: ") + std::strerror(errno));
     FileCloser closer{fd};
     struct stat st;

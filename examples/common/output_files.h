@@ -15,12 +15,25 @@
 //   files.output("--plot", o.plot);
 //   files.check(p, o.overwrite);           // on a clash, one line naming both flags, and exit 2
 #pragma once
+#include <cstdint>
 #include <string>
 #include <vector>
 
 #include "examples/common/args.h"
 
 namespace common {
+
+// The most a run reads of one data file (--data, --valid, --test): 2^30 bytes, 1.07 GB. Its
+// tokens take several times that in memory (gpt: 9 bytes a character), and a text past it is
+// more than these examples train on in a day.
+constexpr int64_t kMaxInputBytes = int64_t{1} << 30;
+
+// The whole of a data file, `kind` naming what it should be in messages ("a text file"). Only a
+// regular file is read: a FIFO would be read once, then wait forever when the run opens it again
+// for its checksum (run_state.h); a device such as /dev/zero never ends. Throws
+// std::runtime_error naming the file and what is wrong: missing or unreadable, a folder, not a
+// regular file, more than kMaxInputBytes (checked before a byte is read), a read error.
+std::string read_input_file(const std::string& path, const std::string& kind);
 
 // --overwrite, the one flag that lets a run replace files that exist, with the same help in
 // every example.

@@ -23,8 +23,8 @@ Gpt parse_gpt(int argc, char** argv) {
     Gpt o;
     common::ArgParser p("gpt", "Train a character-level GPT (the Transformer's decoder alone) on a text, "
                                "by default Tiny Shakespeare, then write from a prompt.");
-    p.add("--data", &o.data, "the text to learn, any UTF-8 file (characters are code points); first 90% train, last 10% "
-                             "validation (default: examples/text/tinyshakespeare.txt)", "PATH");
+    p.add("--data", &o.data, "the text to learn, any UTF-8 file (characters are code points; a regular file of at most 2^30 "
+                             "bytes); first 90% train, last 10% validation (default: examples/text/tinyshakespeare.txt)", "PATH");
     p.add("--bpe", &o.bpe, "learn N byte-pair merges and train on subwords instead of characters (0: characters)").range(0, 100000);
     p.add("--layers", &o.model.layers, "blocks N").range(1, 64);
     p.add("--heads", &o.model.heads, "attention heads H (must divide --d-model)").range(1, 256);

@@ -14,7 +14,8 @@ Translation parse_translation(int argc, char** argv) {
     common::ArgParser p("translation", "Train a translator (the Transformer, or a recurrent encoder-decoder with or without "
                                        "attention) on the toy English->German corpus or a TSV file, report test BLEU, and "
                                        "translate sentences with a saved model.");
-    p.add("--data", &o.corpus.data, "Tatoeba/Anki TSV file (source TAB target); default: the built-in toy corpus", "FILE");
+    p.add("--data", &o.corpus.data, "Tatoeba/Anki TSV file (source TAB target; a regular file of at most 2^30 bytes, as "
+                                    "--valid and --test); default: the built-in toy corpus", "FILE");
     p.add("--valid", &o.corpus.valid, "separate validation TSV (default: split off --data)", "FILE");
     p.add("--test", &o.corpus.test, "separate test TSV (default: split off --data)", "FILE");
     p.flag("--lowercase", &o.corpus.lowercase, "lowercase all text before tokenizing");
