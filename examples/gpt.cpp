@@ -8,6 +8,7 @@
 //
 // main() is the training loop; the flags are in examples/options/gpt_options.h, the text and its
 // characters (or subwords) in examples/data/text_data.h.
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -127,7 +128,7 @@ models::json::Object identity(const Options& o) {
 }
 
 // The flags that make a training step smaller, for the messages about memory.
-constexpr const char* kShrinkingFlags = "--batch or --block-size (or the model: --d-model, --layers)";
+constexpr const char* kShrinkingFlags = "--batch or --block-size (or the model: --d-model, --layers), or --eval-batches";
 
 void print_setup(const models::GPT& model, const Corpus& c, const Options& o, const std::string& path) {
     std::printf("gpt: %s | %s, V=%lld | %zu train / %zu validation tokens\n", path.c_str(),
@@ -186,6 +187,13 @@ int main(int argc, char** argv) {
         const Corpus corpus = load_corpus(o, path);
         o.model.vocab = corpus.codec.size();
         corpus.codec.encode(o.prompt);   // a prompt the model cannot read fails now, not after training
+        // the memory, estimated from the shapes before anything of that size is made: the model,
+        // AdamW's moments, a step's activations, and the evaluation's windows (x and y, 2 x --eval-batches)
+        const double eval_set_bytes = 2.0 * 2.0 * o.eval_batches * o.batch * static_cast<double>(o.model.block_size) * sizeof(int32_t);
+        common::check_memory(common::gpt_training_peak_bytes(o.model, o.batch, o.model.block_size) +
+                                 static_cast<int64_t>(std::min(eval_set_bytes, 1e18)),
+                             "training on batches of " + std::to_string(o.batch) + " x " + std::to_string(o.model.block_size),
+                             kShrinkingFlags);
         models::GPT model(o.model);
         optim::AdamW opt(model.parameters(), {.lr = 0.0f, .beta1 = 0.9f, .beta2 = o.beta2, .eps = 1e-8f,
                                               .weight_decay = o.weight_decay, .decay_matrices_only = true});
@@ -194,9 +202,6 @@ int main(int argc, char** argv) {
         autograd::Rng data_rng(o.seed * 7919 + 1);                                   // the batches' stream
         const EvalSet eval_set = make_eval_set(corpus, o);
         print_setup(model, corpus, o, path);
-        common::check_memory(common::gpt_training_peak_bytes(model, o.batch, o.model.block_size),
-                             "training on batches of " + std::to_string(o.batch) + " x " + std::to_string(o.model.block_size),
-                             kShrinkingFlags);
         common::TrainingLog log(std::max(o.steps, 1));
         int64_t resumed_at = 0;   // the step a --resume'd run starts after
         {

@@ -445,3 +445,26 @@ TEST_CASE("gpt --data: a FIFO, a device or a file past 1 GiB is refused before i
     }
     std::filesystem::remove_all(dir);
 }
+
+// The memory is estimated from the flags before anything of that size is made: the model, the
+// evaluation's windows. Under a 1.5 GB address-space limit, a batch of 10^8 windows and a model of
+// 400 million weights are refused with the estimate; made first, they would end in "out of
+// memory" (or, without the limit, in the kernel's OOM killer).
+TEST_CASE("gpt: a batch or a model larger than the memory is refused from its estimate, before it is allocated") {
+#if defined(__SANITIZE_ADDRESS__)
+    MESSAGE("skipped: AddressSanitizer cannot start under ulimit -v");
+    return;
+#endif
+    for (const auto& more : std::vector<std::vector<std::string>>{{"--batch", "100000000"},
+                                                                  {"--layers", "8", "--d-model", "2048", "--heads", "8"},
+                                                                  {"--eval-batches", "100000", "--batch", "1000"}}) {   // 13 GB of windows
+        CAPTURE(more[0]);
+        const ExampleRun r = run_example_limited("gpt", tiny(more), "ulimit -v 1500000");
+        INFO(r.err);
+        CHECK(r.status == 1);
+        CHECK(r.err.find("gpt: training on batches of ") != std::string::npos);
+        CHECK(r.err.find("(estimated from the shapes), more than the ") != std::string::npos);
+        CHECK(r.err.find("out of memory") == std::string::npos);
+        CHECK(r.out.find("parameters") == std::string::npos);   // no model was made
+    }
+}

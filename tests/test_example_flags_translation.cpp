@@ -19,6 +19,8 @@
 #include <string>
 #include <vector>
 
+#include <sys/stat.h>   // mkfifo
+
 #include "autograd/io/safetensors.h"
 #include "autograd/runtime.h"
 #include "autograd/kernels/threads.h"
@@ -1397,4 +1399,31 @@ TEST_CASE("translation --no-save: trains and tests without writing the model; an
                               "--no-save and --save contradict each other");
     check_refused_in_one_line(run_example("translation", {"--load", model, "--translate", "the dog", "--no-save"}),
                               "--no-save does nothing with --load");
+}
+
+// The files a run reads: only regular files, whole (a FIFO as --data would hang at the second open,
+// for its checksum; /dev/zero never ends), refused at once. The model's memory is estimated from
+// its config before it is built (under a 1.5 GB address-space limit, a billion weights are
+// refused with the estimate, not after their allocation failed).
+TEST_CASE("translation: a FIFO or a device as --data, --valid or --test is refused at once; a model past the memory before it is built") {
+    const Corpus c = write_corpus("translation-kinds");
+    const RemoveOnExit cleanup{c.dir};
+    const std::string fifo = (c.dir / "fifo.tsv").string();
+    REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+    for (const auto& [flag, path] : std::vector<std::pair<std::string, std::string>>{{"--data", fifo}, {"--valid", "/dev/zero"}}) {
+        CAPTURE(flag);
+        const ExampleRun r = run_example_limited("translation", plus(without(tiny_run(c, {}), flag), {flag, path}), "true");
+        INFO(r.err);
+        CHECK(r.status == 1);
+        CHECK(r.err.find("read_tsv: '" + path + "' is a " + (path == fifo ? "FIFO (named pipe)" : "character device") +
+                         ", not a regular file") != std::string::npos);
+    }
+#if !defined(__SANITIZE_ADDRESS__)
+    const ExampleRun big = run_example_limited("translation", plus(tiny_run(c, {}), {"--layers", "8", "--d-model", "4096", "--d-ff", "16384",
+                                                                                    "--heads", "8"}), "ulimit -v 1500000");
+    INFO(big.err);
+    CHECK(big.status == 1);
+    CHECK(big.err.find("translation: training on these batches needs about ") != std::string::npos);
+    CHECK(big.err.find("out of memory") == std::string::npos);
+#endif
 }

@@ -7,6 +7,7 @@
 
 #include "autograd/autograd.h"
 #include "autograd/io/atomic_file.h"
+#include "examples/common/memory_budget.h"
 #include "models/checkpoint.h"
 
 namespace common {
@@ -69,6 +70,18 @@ std::unique_ptr<models::Seq2Seq> make_model(const TrainingFlags& t, int64_t src_
     models::RNNSeq2SeqConfig c = t.rnn;
     c.src_vocab = src_vocab, c.tgt_vocab = tgt_vocab;
     return std::make_unique<models::RNNSeq2Seq>(c);
+}
+
+int64_t training_peak_bytes(const TrainingFlags& t, int64_t src_vocab, int64_t tgt_vocab, int64_t B, int64_t S, int64_t T,
+                            bool full_logits) {
+    if (t.model_kind == "transformer") {   // the config make_model builds, without the model
+        models::TransformerConfig c = t.model;
+        c.src_vocab = src_vocab, c.tgt_vocab = tgt_vocab;
+        return training_peak_bytes(c, B, S, T, full_logits);
+    }
+    models::RNNSeq2SeqConfig c = t.rnn;
+    c.src_vocab = src_vocab, c.tgt_vocab = tgt_vocab;
+    return training_peak_bytes(c, B, S, T, full_logits);
 }
 
 std::string model_name(const models::Seq2Seq& model) {

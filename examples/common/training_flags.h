@@ -54,6 +54,10 @@ void add_model_flags(ArgParser& p, TrainingFlags& t);
 // The model the flags describe, for vocabularies of these sizes: a Transformer (t.model) or a
 // recurrent encoder-decoder (t.rnn), with or without attention.
 std::unique_ptr<models::Seq2Seq> make_model(const TrainingFlags& t, int64_t src_vocab, int64_t tgt_vocab);
+// The peak of one training step (memory_budget.h) of the model make_model would make, from its
+// config alone: checked before the model is built, a model larger than the memory never is.
+int64_t training_peak_bytes(const TrainingFlags& t, int64_t src_vocab, int64_t tgt_vocab, int64_t B, int64_t S, int64_t T,
+                            bool full_logits);
 // "transformer", "rnn" or "rnn-attention": the --model that makes a model of this kind.
 std::string model_name(const models::Seq2Seq& model);
 // With --load: throws std::runtime_error naming both when a --model given on the command line
