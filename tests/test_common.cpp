@@ -774,7 +774,7 @@ TEST_CASE("InterruptWatch: a second signal during a save abandons it, removes it
         REQUIRE(pid >= 0);
         if (pid == 0) {   // the child: a first signal, then the save it asks for
             (void)!std::freopen(err.c_str(), "w", stderr);
-            InterruptWatch watch;
+            InterruptWatch watch(/*same_interrupt_within=*/0);   // the second signal comes at once: here it is a second
             ::raise(SIGINT);
             std::vector<uint8_t> big(64 << 20, 7);
             autograd::io::save_safetensors(target.string(), {{"x", "U8", {static_cast<int64_t>(big.size())}, std::move(big)}});
@@ -802,4 +802,42 @@ TEST_CASE("InterruptWatch: a second signal during a save abandons it, removes it
     std::ifstream kept(target);
     CHECK(std::string((std::istreambuf_iterator<char>(kept)), std::istreambuf_iterator<char>()) == "the earlier state");
     fs::remove_all(dir);
+}
+
+// `timeout -s INT` signals the process and its group: a program run from a script gets its one
+// interrupt twice at once. Signals within the window of the first are that interrupt (the run is
+// saved); one after it is a deliberate second (the run quits at once). A child process takes the
+// signals, with a window of 0.3 s.
+TEST_CASE("InterruptWatch: signals within a moment of the first are that interrupt; a later one quits at once") {
+    namespace fs = std::filesystem;
+    const fs::path err = fs::temp_directory_path() / ("interrupt-twice-" + std::to_string(::getpid()));
+    const auto child = [&](bool wait_past_the_window) {
+        const pid_t pid = ::fork();
+        REQUIRE(pid >= 0);
+        if (pid == 0) {
+            (void)!std::freopen(err.c_str(), "w", stderr);
+            InterruptWatch watch(0.3);
+            ::raise(SIGINT);
+            ::raise(SIGINT);    // as timeout -s INT does it: the same interrupt, twice
+            ::raise(SIGTERM);
+            if (!watch.requested() || watch.signal_number() != SIGINT) ::_exit(3);
+            if (wait_past_the_window) {
+                ::usleep(400'000);
+                ::raise(SIGINT);   // a deliberate second Ctrl-C
+            }
+            ::_exit(0);
+        }
+        int raw = 0;
+        ::waitpid(pid, &raw, 0);
+        std::ifstream in(err);
+        return std::pair{WIFEXITED(raw) ? WEXITSTATUS(raw) : -1, std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>())};
+    };
+    const auto [together, said_together] = child(false);
+    CHECK(together == 0);
+    CHECK(count(said_together, "interrupted: finishing this step") == 1);
+    CHECK(said_together.find("interrupted again") == std::string::npos);
+    const auto [later, said_later] = child(true);
+    CHECK(later == 128 + SIGINT);
+    CHECK(said_later.find("interrupted again: quitting at once") != std::string::npos);
+    fs::remove(err);
 }

@@ -220,7 +220,8 @@ TEST_CASE("gpt: Ctrl-C saves the run, and --resume continues it to the numbers o
     const std::string save = (dir / "m.safetensors").string();
     const std::vector<std::string> args = tiny({"--steps", "1500", "--eval-every", "500", "--save", save});
     const ExampleRun whole = run_gpt({"--steps", "1500", "--eval-every", "500"});
-    const ExampleRun stopped = interrupt_example("gpt", args, "step     0", {SIGINT});
+    // two SIGINTs a moment apart, as `timeout -s INT` sends them to a process and its group: one interrupt
+    const ExampleRun stopped = interrupt_example("gpt", args, "step     0", {SIGINT, SIGINT});
     CHECK(stopped.status == 130);
     const std::string state = (dir / "m.resume.safetensors").string();
     REQUIRE(std::filesystem::exists(state));

@@ -3,6 +3,9 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <time.h>
+
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <cmath>
@@ -27,30 +30,48 @@ using autograd::io::TensorRecord;
 
 namespace {
 
-std::atomic<int> g_signal{0};   // the first signal's number (a lock-free atomic: safe in a handler)
+std::atomic<int> g_signal{0};            // the first signal's number (lock-free atomics: safe in a handler)
+std::atomic<int64_t> g_first_at{0};      // when it came (CLOCK_MONOTONIC, ns); 0 before one
+std::atomic<int64_t> g_same_within{0};   // a signal this soon after the first is the same interrupt
 struct sigaction g_old_int, g_old_term;
 
 // write(2) of a string literal: what a signal handler may print
 template <size_t N>
 void say(const char (&msg)[N]) { (void)!::write(2, msg, N - 1); }
 
+int64_t monotonic_ns() {   // clock_gettime is async-signal-safe
+    struct timespec ts {};
+    ::clock_gettime(CLOCK_MONOTONIC, &ts);
+    return std::max<int64_t>(1, static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec);
+}
+
 extern "C" void on_interrupt(int sig) {
-    if (g_signal.exchange(sig) != 0) {   // the second: at once, and a save in progress is abandoned whole
-        if (const char* tmp = autograd::io::save_in_progress()) {
-            ::unlink(tmp);
-            say("\ninterrupted again: the save was abandoned and its temporary file removed (an earlier file at that path is as it was)\n");
-        } else {
-            say("\ninterrupted again: quitting at once\n");
-        }
-        _exit(128 + sig);
+    const int64_t now = monotonic_ns();
+    int64_t none = 0;
+    if (g_first_at.compare_exchange_strong(none, now)) {   // the first (also when two threads take one each)
+        g_signal.store(sig);
+        say("\ninterrupted: finishing this step, then saving the run (interrupt again to quit at once)\n");
+        return;
     }
-    say("\ninterrupted: finishing this step, then saving the run (interrupt again to quit at once)\n");
+    // `timeout -s INT` and a terminal's Ctrl-C signal the whole process group: a program started
+    // by a shell script gets the one interrupt two or three times at once. Only a later one is a second.
+    if (now - g_first_at.load() < g_same_within.load()) return;
+    // the second: at once, and a save in progress is abandoned whole
+    if (const char* tmp = autograd::io::save_in_progress()) {
+        ::unlink(tmp);
+        say("\ninterrupted again: the save was abandoned and its temporary file removed (an earlier file at that path is as it was)\n");
+    } else {
+        say("\ninterrupted again: quitting at once\n");
+    }
+    _exit(128 + sig);
 }
 
 }  // namespace
 
-InterruptWatch::InterruptWatch() {
+InterruptWatch::InterruptWatch(double same_interrupt_within) {
     g_signal.store(0);
+    g_first_at.store(0);
+    g_same_within.store(static_cast<int64_t>(same_interrupt_within * 1e9));
     struct sigaction sa {};
     sa.sa_handler = on_interrupt;
     sigemptyset(&sa.sa_mask);

@@ -36,10 +36,13 @@ namespace common {
 // SIGINT (Ctrl-C) and SIGTERM while it lives: the first asks the training loop to stop after its
 // current step (requested() turns true, and a line on stderr says so); the second exits at once,
 // with status 128 + the signal, and a save in progress is abandoned: its temporary file removed,
-// the file it would have replaced untouched, and a line says so. The previous handlers come back when it goes.
+// the file it would have replaced untouched, and a line says so. Signals that arrive within
+// `same_interrupt_within` seconds of the first are that first interrupt again (`timeout -s INT`
+// and a terminal signal a process and its group: a program run by a script gets two at once),
+// not a second. The previous handlers come back when it goes.
 class InterruptWatch {
 public:
-    InterruptWatch();
+    explicit InterruptWatch(double same_interrupt_within = 1.0);
     ~InterruptWatch();
     InterruptWatch(const InterruptWatch&) = delete;
     InterruptWatch& operator=(const InterruptWatch&) = delete;
