@@ -1239,3 +1239,28 @@ TEST_CASE("out_of_memory_message names the tensor that could not be allocated an
     CHECK(message.find("out of memory: a tensor of 1125899.9 GB could not be allocated, with ") == 0);
     CHECK(message.find(" of tensors held: lower --batch") != std::string::npos);
 }
+
+// ---- what a user's hands do (issue 59) ----
+
+// The memory is estimated from the config before the model is built: a model of a billion
+// weights under a 1.5 GB address-space limit is refused with the estimate, not with "out of
+// memory" after its weights were allocated. --steps that leave no step after --warmup (the cosine
+// schedule's) are trained with a warning naming both; the Noam schedule, never cut, says nothing.
+TEST_CASE("copy_task: a model larger than the memory is refused before it is built; --steps below --warmup warns") {
+#if !defined(__SANITIZE_ADDRESS__)
+    const ExampleRun big = run_example_limited("copy_task", small_copy_task({"--layers", "8", "--d-model", "4096", "--d-ff", "16384",
+                                                                               "--heads", "8", "--steps", "1"}), "ulimit -v 1500000");
+    INFO(big.err);
+    CHECK(big.status == 1);
+    CHECK(big.err.find("copy_task: training on batches of 16 x 10 needs about ") != std::string::npos);
+    CHECK(big.err.find("out of memory") == std::string::npos);
+#else
+    MESSAGE("the memory case is skipped: AddressSanitizer cannot start under ulimit -v");
+#endif
+    const ExampleRun cut = run_example("copy_task", small_copy_task({"--steps", "3", "--warmup", "3", "--eval", "1"}));
+    CHECK(cut.status == 0);
+    CHECK(cut.err.find("copy_task: --steps 3 leaves no step after --warmup 3: the warmup is cut to 3 steps") != std::string::npos);
+    const ExampleRun noam = run_example("copy_task", small_copy_task({"--steps", "3", "--warmup", "3", "--eval", "1", "--schedule", "noam"}));
+    CHECK(noam.status == 0);
+    CHECK(noam.err.find("--warmup") == std::string::npos);
+}

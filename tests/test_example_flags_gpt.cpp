@@ -469,3 +469,14 @@ TEST_CASE("gpt: a batch or a model larger than the memory is refused from its es
         CHECK(r.out.find("parameters") == std::string::npos);   // no model was made
     }
 }
+
+// --steps at or below --warmup: the schedule is cut (the warmup squeezed into the run, the rate
+// ending at its peak, no decay): the run says so, naming both flags; a run with room after its
+// warmup says nothing.
+TEST_CASE("gpt: --steps that leave no step after --warmup are trained with a warning naming both") {
+    const ExampleRun cut = run_gpt({"--steps", "3", "--warmup", "5"});
+    CHECK(cut.err.find("gpt: --steps 3 leaves no step after --warmup 5: the warmup is cut to 3 steps and the learning rate ends "
+                       "at its peak (--lr 0.01), never decayed; give --warmup 2 or less") != std::string::npos);
+    CHECK(cut.out.find("trained 3 steps") != std::string::npos);
+    CHECK(run_gpt({"--steps", "6", "--warmup", "5"}).err.find("--warmup") == std::string::npos);
+}

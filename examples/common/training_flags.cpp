@@ -206,6 +206,13 @@ std::unique_ptr<optim::LRSchedule> make_lr_schedule(optim::Optimizer& opt, const
     throw std::invalid_argument("unknown learning-rate schedule '" + name + "' (cosine or noam)");
 }
 
+void warn_if_no_decay(const ArgParser& p, int steps, int warmup, const std::string& peak) {
+    if (steps <= 0 || steps > warmup) return;
+    p.warn("--steps " + std::to_string(steps) + " leaves no step after --warmup " + std::to_string(warmup) + ": the warmup is cut to " +
+           std::to_string(steps) + (steps == 1 ? " step" : " steps") + " and the learning rate ends at its peak (" + peak + "), never decayed" +
+           (steps > 1 ? "; give --warmup " + std::to_string(steps - 1) + " or less for a cosine to follow it" : ""));
+}
+
 std::string describe_lr_schedule(const std::string& name, float lr, float lr_factor, int64_t d_model, int warmup,
                                  int total_steps) {
     char line[160];

@@ -106,6 +106,12 @@ std::string describe_compute(int shards);
 std::unique_ptr<optim::LRSchedule> make_lr_schedule(optim::Optimizer& opt, const std::string& name, float lr,
                                                     float lr_factor, int64_t d_model, int warmup, int total_steps);
 
+// A warmup-then-cosine schedule whose --steps leave no step after --warmup is cut short: the
+// warmup is squeezed into the run, and the learning rate ends at its peak, never decayed. Says so
+// in one line on stderr, naming both flags (a warning, not a refusal: such a command is usually a
+// short trial). Nothing for --steps 0, which trains nothing.
+void warn_if_no_decay(const ArgParser& p, int steps, int warmup, const std::string& peak);
+
 // The same schedule in words: "lr = 0.5 * Noam(D=512, warmup=400)", or "lr: 100 warmup steps
 // to 0.003, then a cosine down to 0 at step 600".
 std::string describe_lr_schedule(const std::string& name, float lr, float lr_factor, int64_t d_model, int warmup,

@@ -35,7 +35,8 @@ Gpt parse_gpt(int argc, char** argv) {
     p.add("--batch", &o.batch, "windows per batch (B)").min(1);
     p.add("--lr", &o.lr, "peak learning rate, after the warmup").range(0, 1);
     p.add("--min-lr", &o.min_lr, "learning rate at the last step, where the cosine ends").range(0, 1);
-    p.add("--warmup", &o.warmup, "steps of linear warmup from 0 to --lr").min(0);
+    p.add("--warmup", &o.warmup, "steps of linear warmup from 0 to --lr (with --steps at or below it, the warmup is cut to "
+                                 "--steps and the rate ends at its peak: a warning says so)").min(0);
     p.add("--weight-decay", &o.weight_decay, "AdamW's decoupled weight decay, on the matrices only").range(0, 10);
     p.add("--beta2", &o.beta2, "AdamW's beta2").range(0, 0.999999);
     p.add("--clip", &o.clip, "clip the gradients' global norm to this (0: no clipping)").range(0, 1e6);
@@ -84,6 +85,7 @@ Gpt parse_gpt(int argc, char** argv) {
     if (o.reference && p.given("--no-kv-cache")) p.fail("--no-kv-cache is what --reference already does");
     if (o.reference) o.no_kv_cache = true;
     common::apply_threads_flag(p, o.threads);
+    if (o.load.empty()) common::warn_if_no_decay(p, o.steps, o.warmup, "--lr " + common::exact(o.lr));
     return o;
 }
 
