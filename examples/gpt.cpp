@@ -52,7 +52,8 @@ Corpus load_corpus(const Options& o, const std::string& path) {
         if (static_cast<int64_t>(part->size()) < o.model.block_size + 1)
             throw std::runtime_error("'" + path + "': its " + name + " part holds " + std::to_string(part->size()) +
                                      " tokens, fewer than a window of --block-size " + std::to_string(o.model.block_size) +
-                                     " + 1 (use more text or a smaller --block-size)");
+                                     " + 1 (use more text" + (o.model.block_size > 1 ? " or a smaller --block-size" : "") +
+                                     (o.bpe > 0 ? ", or fewer --bpe merges, whose subwords are fewer tokens than characters" : "") + ")");
     return c;
 }
 
@@ -98,10 +99,26 @@ double mean_loss(models::GPT& model, const std::vector<Batch>& batches) {
     return sum / static_cast<double>(batches.size());
 }
 
+// --prompt as the codec's ids, at least one. `source` says where the codec comes from ("the text
+// 'x'"): a prompt it cannot read is named with it, and the default prompt (a newline) as such.
+std::vector<int32_t> prompt_ids(const data::CorpusCodec& codec, const Options& o, const std::string& source) {
+    std::vector<int32_t> ids;
+    try {
+        ids = codec.encode(o.prompt);
+    } catch (const std::invalid_argument& e) {
+        if (o.prompt == "\n")
+            throw std::runtime_error("the default --prompt is a newline, and " + source + " has none (a text of one line): "
+                                     "give --prompt TEXT, in characters it holds");
+        throw std::runtime_error("--prompt: " + std::string(e.what()) + " (" + source + ")");
+    }
+    if (ids.empty())   // subwords: a prompt of spaces alone holds no word
+        throw std::runtime_error("--prompt '" + o.prompt + "' holds no token for the model to continue: give a word or a character");
+    return ids;
+}
+
 // --prompt continued by --tokens sampled tokens, as text.
 std::string sample(models::GPT& model, const data::CorpusCodec& codec, const Options& o, double* tokens_per_second = nullptr) {
-    std::vector<int32_t> prompt = codec.encode(o.prompt);
-    if (prompt.empty()) throw std::runtime_error("--prompt must hold at least one token");
+    const std::vector<int32_t> prompt = prompt_ids(codec, o, "the model's characters");
     model.eval();
     const auto t0 = std::chrono::steady_clock::now();
     const Tokens out = models::generate(model, Tokens(prompt, {1, static_cast<int64_t>(prompt.size())}),
@@ -166,6 +183,7 @@ int use_checkpoint(const Options& o) {
     if (codec.size() != model->cfg.vocab)
         throw std::runtime_error("'" + o.load + "': its codec holds " + std::to_string(codec.size()) + " tokens, its model " +
                                  std::to_string(model->cfg.vocab));
+    prompt_ids(codec, o, "the model in '" + o.load + "'");
     std::printf("loaded %s: N=%lld D=%lld h=%lld T=%lld, V=%lld\n", o.load.c_str(), (long long)model->cfg.layers,
                 (long long)model->cfg.d_model, (long long)model->cfg.heads, (long long)model->cfg.block_size, (long long)codec.size());
     double tok_s = 0;
@@ -186,7 +204,7 @@ int main(int argc, char** argv) {
         const std::string& path = o.data;
         const Corpus corpus = load_corpus(o, path);
         o.model.vocab = corpus.codec.size();
-        corpus.codec.encode(o.prompt);   // a prompt the model cannot read fails now, not after training
+        prompt_ids(corpus.codec, o, "the text '" + path + "'");   // a prompt the model cannot read fails now, not after training
         // the memory, estimated from the shapes before anything of that size is made: the model,
         // AdamW's moments, a step's activations, and the evaluation's windows (x and y, 2 x --eval-batches)
         const double eval_set_bytes = 2.0 * 2.0 * o.eval_batches * o.batch * static_cast<double>(o.model.block_size) * sizeof(int32_t);

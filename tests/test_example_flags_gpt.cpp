@@ -480,3 +480,35 @@ TEST_CASE("gpt: --steps that leave no step after --warmup are trained with a war
     CHECK(cut.out.find("trained 3 steps") != std::string::npos);
     CHECK(run_gpt({"--steps", "6", "--warmup", "5"}).err.find("--warmup") == std::string::npos);
 }
+
+// Messages that name the fix.
+TEST_CASE("gpt: a prompt the text cannot give, an invalid UTF-8 prompt, a text too short for subwords: each names the flag") {
+    const std::filesystem::path dir = example_scratch_dir("gpt-messages");
+    // a text of one line has no newline, the default prompt: refused before training, naming --prompt
+    const std::string one_line = (dir / "one-line.txt").string();
+    std::string joined = small_text();
+    std::replace(joined.begin(), joined.end(), '\n', ' ');
+    std::ofstream(one_line, std::ios::binary) << joined;
+    const ExampleRun no_newline = run_example("gpt", tiny({"--data", one_line}));
+    INFO(no_newline.err);
+    CHECK(no_newline.status == 1);
+    CHECK(no_newline.err.find("the default --prompt is a newline, and the text '" + one_line + "' has none") != std::string::npos);
+    CHECK(no_newline.out.find("train loss") == std::string::npos);
+    CHECK(run_example("gpt", tiny({"--data", one_line, "--prompt", "the"})).status == 0);
+    // subwords: a prompt of blanks alone holds no token, refused before training too
+    const ExampleRun blank = run_example("gpt", tiny({"--bpe", "20", "--prompt", "   "}));
+    CHECK(blank.status == 1);
+    CHECK(blank.err.find("--prompt '   ' holds no token for the model to continue") != std::string::npos);
+    CHECK(blank.out.find("train loss") == std::string::npos);
+    // not UTF-8: the byte offset, not U+FFFD
+    check_refused_in_one_line(run_example("gpt", tiny({"--prompt", "ab\xFF"})), "--prompt is not valid UTF-8: a bad byte sequence at byte offset 2");
+    // subwords of a tiny text at --block-size 1: more text or fewer merges, not a smaller --block-size
+    const std::string tiny_text = (dir / "tiny.txt").string();
+    std::ofstream(tiny_text, std::ios::binary) << "hello\n";   // 2 subwords: "hello" and the newline
+    const ExampleRun short_text = run_example("gpt", tiny({"--data", tiny_text, "--bpe", "50", "--block-size", "1"}));
+    INFO(short_text.err);
+    CHECK(short_text.status == 1);
+    CHECK(short_text.err.find("fewer than a window of --block-size 1 + 1 (use more text, or fewer --bpe merges") != std::string::npos);
+    CHECK(short_text.err.find("smaller --block-size") == std::string::npos);
+    std::filesystem::remove_all(dir);
+}

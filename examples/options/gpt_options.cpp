@@ -2,6 +2,7 @@
 
 #include <filesystem>
 
+#include "autograd/io/utf8.h"
 #include "examples/common/args.h"
 #include "examples/common/output_files.h"
 #include "examples/common/run_state.h"
@@ -70,6 +71,8 @@ Gpt parse_gpt(int argc, char** argv) {
                               "--sample-every", "--save", "--resume", "--plot", "--overwrite"})
             if (p.given(f)) p.fail(std::string(f) + " does nothing with --load (the model comes from the file; nothing trains)");
     for (const auto& [flag, path] : {std::pair{"--save", o.save}, {"--plot", o.plot}}) common::check_output_path(p, flag, path);
+    if (const size_t bad = autograd::io::first_invalid_utf8(o.prompt); bad != std::string::npos)   // (decoded, it would be U+FFFD)
+        p.fail("--prompt is not valid UTF-8: a bad byte sequence at byte offset " + std::to_string(bad));
     if (o.data.empty()) o.data = default_text(argv[0]);
     common::RunFiles files;   // no output may name an input or another output, nor replace a file unasked
     files.input("--load", o.load);
