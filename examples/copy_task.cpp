@@ -182,6 +182,7 @@ int main(int argc, char** argv) {
             }
         }
         finish_training(log, model, o, resumed_at);
+        common::remove_finished_state(o.resume, o.save, "copy_task");   // its outputs written: the state has done its work
         evaluate(model, o);
     } catch (const std::bad_alloc&) {   // past the estimate (another program took the memory, or decoding)
         std::fprintf(stderr, "copy_task: %s\n", common::out_of_memory_message(std::string(kShrinkingFlags) + ", or --eval").c_str());

@@ -178,7 +178,10 @@ int use_checkpoint(const Options& o) {
     if (!f.checksummed)
         std::fprintf(stderr, "note: '%s' carries no checksums: damage to it cannot be detected\n", o.load.c_str());
     const std::unique_ptr<models::GPT> model = models::gpt_from_metadata(f, o.load);
-    nn::load_parameters(*model, f, o.load);
+    // an interrupted run's state holds the model and the optimizer's tensors: its model samples,
+    // and a line says what the file is and how to go on training it
+    const bool state = common::note_if_run_state(f, o.load);
+    nn::load_parameters(*model, f, o.load, /*allow_unexpected=*/state);
     const data::CorpusCodec codec = models::read_metadata(f.metadata, "codec", o.load, data::CorpusCodec::from_json);
     if (codec.size() != model->cfg.vocab)
         throw std::runtime_error("'" + o.load + "': its codec holds " + std::to_string(codec.size()) + " tokens, its model " +
@@ -266,6 +269,7 @@ int main(int argc, char** argv) {
             std::printf("saved %s\n", o.save.c_str());
         }
         if (!o.plot.empty()) log.plot(o.plot, "GPT: cross-entropy per token", "train (each batch)", /*log_y=*/false);
+        common::remove_finished_state(o.resume, o.save, "gpt");   // its outputs written: the state it resumed from has done its work
         double tok_s = 0;
         const std::string text = sample(model, corpus.codec, o, &tok_s);
         std::printf("sample (%lld tokens, temperature %g, %.0f tokens/s):\n%s\n", (long long)o.tokens, o.temperature, tok_s, text.c_str());

@@ -315,6 +315,7 @@ int main(int argc, char** argv) {
             std::printf("best epoch %d (valid loss %.4f)%s\n", kept.best_epoch(), kept.best_valid_loss(),
                         o.save.empty() ? "" : (", saved to " + o.save).c_str());
         if (!o.plot.empty()) log.plot(o.plot, "Translation: loss per target token", "train (per batch, label-smoothed)");
+        common::remove_finished_state(o.resume, o.save, "translation");   // its outputs written: the state has done its work
 
         // 4) test: BLEU and exact match, greedy and beam
         report_test(model, d, o, log, memory);

@@ -911,9 +911,14 @@ TEST_CASE("copy_task: Ctrl-C saves the run and says how to continue; --resume en
     REQUIRE(!first.empty());
     std::vector<std::string> again = args;
     again.insert(again.end(), {"--resume", state});
+    const std::string kept_state = (dir / "kept.resume.safetensors").string();
+    std::filesystem::copy_file(state, kept_state);   // the finished run removes its own state; a check below uses it again
     const ExampleRun resumed = run_example("copy_task", again);
     INFO(resumed.err);
     REQUIRE(resumed.status == 0);
+    CHECK(resumed.out.find("removed " + state + ": the run it holds has finished") != std::string::npos);
+    CHECK_FALSE(std::filesystem::exists(state));
+    std::filesystem::rename(kept_state, state);
     const std::vector<StepLine> rest = step_lines(resumed.out), all = step_lines(straight.out);
     REQUIRE(rest.size() + first.size() == all.size());
     CHECK(rest.front().step == first.back().step + 1);

@@ -340,6 +340,60 @@ TEST_CASE("gpt: an empty --save, --load, --data, --resume, --plot or --prompt is
     }
 }
 
+// The memory is estimated from the flags before anything of that size is made: the model, the
+// evaluation's windows. Under a 1.5 GB address-space limit, a batch of 10^8 windows and a model of
+// 400 million weights are refused with the estimate; made first, they would end in "out of
+// memory" (or, without the limit, in the kernel's OOM killer).
+TEST_CASE("gpt: a batch or a model larger than the memory is refused from its estimate, before it is allocated") {
+#if defined(__SANITIZE_ADDRESS__)
+    MESSAGE("skipped: AddressSanitizer cannot start under ulimit -v");
+    return;
+#endif
+    for (const auto& more : std::vector<std::vector<std::string>>{{"--batch", "100000000"},
+                                                                  {"--layers", "8", "--d-model", "2048", "--heads", "8"},
+                                                                  {"--eval-batches", "100000", "--batch", "1000"}}) {   // 13 GB of windows
+        CAPTURE(more[0]);
+        const ExampleRun r = run_example_limited("gpt", tiny(more), "ulimit -v 1500000");
+        INFO(r.err);
+        CHECK(r.status == 1);
+        CHECK(r.err.find("gpt: training on batches of ") != std::string::npos);
+        CHECK(r.err.find("(estimated from the shapes), more than the ") != std::string::npos);
+        CHECK(r.err.find("out of memory") == std::string::npos);
+        CHECK(r.out.find("parameters") == std::string::npos);   // no model was made
+    }
+}
+
+// --data reads a regular file, whole, once: a FIFO (which the run would open a second time for
+// its checksum, and wait there forever), a device (/dev/zero never ends) and a file past 2^30
+// bytes (a sparse one here: nothing is written) are refused at once, naming what they are; under
+// an 800 MB address-space limit, so that a file read before its size is checked ends in "out of
+// memory" instead.
+TEST_CASE("gpt --data: a FIFO, a device or a file past 1 GiB is refused before it is read") {
+#if defined(__SANITIZE_ADDRESS__)
+    const std::string limit = "true";   // (AddressSanitizer cannot start under ulimit -v)
+#else
+    const std::string limit = "ulimit -v 800000";
+#endif
+    const std::filesystem::path dir = example_scratch_dir("gpt-data-kinds");
+    const std::string fifo = (dir / "fifo").string(), big = (dir / "big.txt").string();
+    REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+    {
+        std::ofstream(big) << "ab";
+        std::filesystem::resize_file(big, (int64_t{1} << 30) + 1);
+    }
+    for (const auto& [path, message] : std::vector<std::pair<std::string, std::string>>{
+             {fifo, "is a FIFO (named pipe), not a regular file"},
+             {"/dev/zero", "'/dev/zero' is a character device, not a regular file"},
+             {big, "holds 1073741825 bytes, more than the 2^30 (1073741824) a run reads from one file"}}) {
+        CAPTURE(path);
+        const ExampleRun r = run_example_limited("gpt", tiny({"--data", path}), limit);
+        INFO(r.err);
+        CHECK(r.status == 1);
+        CHECK(r.err.find(message) != std::string::npos);
+    }
+    std::filesystem::remove_all(dir);
+}
+
 // Only a regular file is replaced: a FIFO (or, for root, a device node) given as an output is
 // refused before the run, --overwrite or not, and is still what it was. The device case needs
 // root to make a node (mknod), and is skipped without it.
@@ -416,60 +470,6 @@ TEST_CASE("gpt --plot: a write that fails (the disk full) leaves the old picture
     std::filesystem::remove_all(dir);
 }
 
-// --data reads a regular file, whole, once: a FIFO (which the run would open a second time for
-// its checksum, and wait there forever), a device (/dev/zero never ends) and a file past 2^30
-// bytes (a sparse one here: nothing is written) are refused at once, naming what they are; under
-// an 800 MB address-space limit, so that a file read before its size is checked ends in "out of
-// memory" instead.
-TEST_CASE("gpt --data: a FIFO, a device or a file past 1 GiB is refused before it is read") {
-#if defined(__SANITIZE_ADDRESS__)
-    const std::string limit = "true";   // (AddressSanitizer cannot start under ulimit -v)
-#else
-    const std::string limit = "ulimit -v 800000";
-#endif
-    const std::filesystem::path dir = example_scratch_dir("gpt-data-kinds");
-    const std::string fifo = (dir / "fifo").string(), big = (dir / "big.txt").string();
-    REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
-    {
-        std::ofstream(big) << "ab";
-        std::filesystem::resize_file(big, (int64_t{1} << 30) + 1);
-    }
-    for (const auto& [path, message] : std::vector<std::pair<std::string, std::string>>{
-             {fifo, "is a FIFO (named pipe), not a regular file"},
-             {"/dev/zero", "'/dev/zero' is a character device, not a regular file"},
-             {big, "holds 1073741825 bytes, more than the 2^30 (1073741824) a run reads from one file"}}) {
-        CAPTURE(path);
-        const ExampleRun r = run_example_limited("gpt", tiny({"--data", path}), limit);
-        INFO(r.err);
-        CHECK(r.status == 1);
-        CHECK(r.err.find(message) != std::string::npos);
-    }
-    std::filesystem::remove_all(dir);
-}
-
-// The memory is estimated from the flags before anything of that size is made: the model, the
-// evaluation's windows. Under a 1.5 GB address-space limit, a batch of 10^8 windows and a model of
-// 400 million weights are refused with the estimate; made first, they would end in "out of
-// memory" (or, without the limit, in the kernel's OOM killer).
-TEST_CASE("gpt: a batch or a model larger than the memory is refused from its estimate, before it is allocated") {
-#if defined(__SANITIZE_ADDRESS__)
-    MESSAGE("skipped: AddressSanitizer cannot start under ulimit -v");
-    return;
-#endif
-    for (const auto& more : std::vector<std::vector<std::string>>{{"--batch", "100000000"},
-                                                                  {"--layers", "8", "--d-model", "2048", "--heads", "8"},
-                                                                  {"--eval-batches", "100000", "--batch", "1000"}}) {   // 13 GB of windows
-        CAPTURE(more[0]);
-        const ExampleRun r = run_example_limited("gpt", tiny(more), "ulimit -v 1500000");
-        INFO(r.err);
-        CHECK(r.status == 1);
-        CHECK(r.err.find("gpt: training on batches of ") != std::string::npos);
-        CHECK(r.err.find("(estimated from the shapes), more than the ") != std::string::npos);
-        CHECK(r.err.find("out of memory") == std::string::npos);
-        CHECK(r.out.find("parameters") == std::string::npos);   // no model was made
-    }
-}
-
 // --steps at or below --warmup: the schedule is cut (the warmup squeezed into the run, the rate
 // ending at its peak, no decay): the run says so, naming both flags; a run with room after its
 // warmup says nothing.
@@ -510,5 +510,44 @@ TEST_CASE("gpt: a prompt the text cannot give, an invalid UTF-8 prompt, a text t
     CHECK(short_text.status == 1);
     CHECK(short_text.err.find("fewer than a window of --block-size 1 + 1 (use more text, or fewer --bpe merges") != std::string::npos);
     CHECK(short_text.err.find("smaller --block-size") == std::string::npos);
+    std::filesystem::remove_all(dir);
+}
+
+// A run resumed in its own folder, with its own --save, ends by removing the state it resumed
+// from (left there, it would refuse the next run with that --save), and says so; the state, given
+// to --load in the meantime, samples from its model with a note that says what the file is.
+TEST_CASE("gpt: --load of a run's state says what it is and samples; the finished resumed run removes that state") {
+    const std::filesystem::path dir = example_scratch_dir("gpt-finished");
+    const std::string save = (dir / "m.safetensors").string(), state = (dir / "m.resume.safetensors").string();
+    const std::vector<std::string> args = tiny({"--steps", "1500", "--eval-every", "500", "--save", save});
+    const ExampleRun stopped = interrupt_example("gpt", args, "step     0", {SIGINT});
+    REQUIRE(stopped.status == 130);
+    REQUIRE(std::filesystem::exists(state));
+    const ExampleRun loaded = run_example("gpt", {"--load", state, "--tokens", "5"});
+    INFO(loaded.err);
+    CHECK(loaded.status == 0);
+    CHECK(loaded.err.find("note: '" + state + "' is the state of a run interrupted after step ") != std::string::npos);
+    CHECK(loaded.err.find("not a --save'd model: using its model as it stood then (--resume " + state + " goes on training it)") !=
+          std::string::npos);
+    std::vector<std::string> again = args;
+    again.insert(again.end(), {"--resume", state});
+    const ExampleRun resumed = run_example("gpt", again);
+    INFO(resumed.err);
+    REQUIRE(resumed.status == 0);
+    CHECK(resumed.out.find("saved " + save) != std::string::npos);
+    CHECK(resumed.out.find("removed " + state + ": the run it holds has finished (its model is in " + save + ")") != std::string::npos);
+    CHECK_FALSE(std::filesystem::exists(state));
+    // a state resumed into another --save is the user's copy: it stays
+    std::vector<std::string> replacing = args;
+    replacing.push_back("--overwrite");   // (the finished run's --save is there now)
+    REQUIRE(interrupt_example("gpt", replacing, "step     0", {SIGINT}).status == 130);
+    REQUIRE(std::filesystem::exists(state));
+    const std::vector<std::string> elsewhere = tiny({"--steps", "1500", "--eval-every", "500", "--save", (dir / "other.safetensors").string(),
+                                                     "--resume", state});
+    const ExampleRun other = run_example("gpt", elsewhere);
+    INFO(other.err);
+    REQUIRE(other.status == 0);
+    CHECK(other.out.find("removed") == std::string::npos);
+    CHECK(std::filesystem::exists(state));
     std::filesystem::remove_all(dir);
 }

@@ -1154,9 +1154,14 @@ TEST_CASE("translation: SIGINT saves the run, --resume continues it to the unint
     REQUIRE(first.size() < all.size());
     std::vector<std::string> again = args;
     again.insert(again.end(), {"--resume", state});
+    const std::string kept_state = (c.dir / "kept.resume.safetensors").string();
+    fs::copy_file(state, kept_state);   // the finished run removes its own state; the checks below use it again
     const ExampleRun resumed = run_example("translation", again);
     INFO(resumed.out << resumed.err);
     REQUIRE(resumed.status == 0);
+    CHECK(resumed.out.find("removed " + state + ": the run it holds has finished (its model is in " + save + ")") != std::string::npos);
+    CHECK_FALSE(fs::exists(state));
+    fs::rename(kept_state, state);
     std::vector<std::string> joined = first;
     for (const std::string& line : epoch_lines(resumed.out)) joined.push_back(line);
     CHECK(joined == all);   // every epoch's train and valid loss, as printed

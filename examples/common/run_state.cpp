@@ -269,6 +269,21 @@ void restore_run(const std::string& path, RunState& run) {
     }
 }
 
+bool note_if_run_state(const autograd::io::SafetensorsFile& f, const std::string& path) {
+    if (!f.metadata.count("resume")) return false;
+    std::string where;   // "step 700", "epoch 3, batches_done 12"
+    try {
+        const json::Value resume = models::metadata_json(f.metadata, "resume", path);
+        const json::Value* counters = resume.find("counters");
+        if (counters && counters->is_object())
+            for (const auto& [name, value] : counters->as_object()) where += (where.empty() ? "" : ", ") + name + " " + json::dump(value);
+    } catch (const std::exception&) {   // unreadable: the note says less
+    }
+    std::fprintf(stderr, "note: '%s' is the state of a run interrupted%s, not a --save'd model: using its model as it stood then "
+                         "(--resume %s goes on training it)\n", path.c_str(), where.empty() ? "" : (" after " + where).c_str(), path.c_str());
+    return true;
+}
+
 std::string resume_path(const std::string& save, const std::string& program) {
     if (save.empty()) return program + ".resume.safetensors";
     const std::string ext = ".safetensors";
@@ -287,6 +302,19 @@ void add_training_files(RunFiles& files, const std::string& save, const std::str
     }
     if (!resume.empty() && !save.empty() && recorded_save(resume) == resolved_path(save)) files.own_output("--save", save);
     else files.output("--save", save);
+}
+
+void remove_finished_state(const std::string& resume, const std::string& save, const std::string& program) {
+    const std::string state = resume_path(save, program);
+    if (resume.empty() || resolved_path(resume) != resolved_path(state)) return;
+    std::error_code ec;
+    if (!std::filesystem::remove(state, ec) || ec) {
+        std::fprintf(stderr, "note: the run has finished, but its state %s could not be removed: %s\n", state.c_str(),
+                     ec ? ec.message().c_str() : "it is gone");
+        return;
+    }
+    std::printf("removed %s: the run it holds has finished%s\n", state.c_str(),
+                save.empty() ? " (without --save, its model is not kept)" : (" (its model is in " + save + ")").c_str());
 }
 
 // A shell word: as it is when it is safe, else in single quotes.

@@ -23,6 +23,7 @@
 #include <utility>
 #include <vector>
 
+#include "autograd/io/safetensors.h"
 #include "autograd/random.h"
 #include "examples/common/kept_epochs.h"
 #include "examples/common/output_files.h"
@@ -88,6 +89,12 @@ void save_run(const RunState& run, const std::string& path);
 // without checksums or identity (written by older code) is restored with a note on stderr.
 void restore_run(const std::string& path, RunState& run);
 
+// --load given a run's state instead of a saved model: the state holds the model too, so it
+// loads, and a note on stderr says what the file is: "note: 'x' is the state of a run
+// interrupted after step 700, not a --save'd model: using its model as it stood then (--resume x
+// goes on training it)". Returns whether `f` is a state (its metadata has "resume").
+bool note_if_run_state(const autograd::io::SafetensorsFile& f, const std::string& path);
+
 // Where an interrupted run's state goes: beside --save's model (x.safetensors -> x.resume.safetensors),
 // or PROGRAM.resume.safetensors in the current folder without --save.
 std::string resume_path(const std::string& save, const std::string& program);
@@ -96,6 +103,13 @@ std::string resume_path(const std::string& save, const std::string& program);
 // (read), --save (written; a resumed run's own --save may be replaced) and the state a Ctrl-C
 // writes beside it (resume_path; the --resume file itself when they are one).
 void add_training_files(RunFiles& files, const std::string& save, const std::string& resume, const std::string& program);
+
+// After a resumed run has finished and written its outputs: the state it resumed from, when that
+// is the run's own (resume_path(save, program), where its Ctrl-C saved it), is removed, and a line
+// on stdout says so. Left there, the finished run's state would refuse the next run with the same
+// --save ("exists, and this run would replace it"), and it holds nothing the run has not written.
+// A state elsewhere (--resume of a copy) is the user's file, and stays.
+void remove_finished_state(const std::string& resume, const std::string& save, const std::string& program);
 
 // After a first interrupt: save_run to `path`, and say on stderr where the run stopped and the
 // command that continues it (argv with --resume PATH). Returns the exit status to end with:
