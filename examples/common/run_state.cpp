@@ -305,7 +305,7 @@ void add_training_files(RunFiles& files, const std::string& save, const std::str
 }
 
 void remove_finished_state(const std::string& resume, const std::string& save, const std::string& program) {
-    const std::string state = resume_path(save, program);
+    const std::string state = resume_path(save, program);   // the run's own: where its Ctrl-C saved it
     if (resume.empty() || resolved_path(resume) != resolved_path(state)) return;
     std::error_code ec;
     if (!std::filesystem::remove(state, ec) || ec) {
