@@ -1,10 +1,10 @@
 #include "autograd/graph_dot.h"
 
-#include <fstream>
 #include <sstream>
 #include <stdexcept>
 #include <unordered_map>
 
+#include "autograd/io/atomic_file.h"
 
 namespace autograd {
 
@@ -95,12 +95,7 @@ std::string to_dot(const Tensor& root, const DotNames& names) {
 }
 
 void write_dot(const Tensor& root, const std::string& path, const DotNames& names) {
-    const std::string text = to_dot(root, names);
-    std::ofstream f(path, std::ios::binary);
-    if (!f) throw std::runtime_error("write_dot: cannot open '" + path + "' for writing");
-    f << text;
-    f.close();
-    if (!f) throw std::runtime_error("write_dot: error while writing '" + path + "'");
+    io::write_file_atomically(path, {to_dot(root, names)}, "write_dot");   // whole, or the old file as it was
 }
 
 }  // namespace autograd

@@ -34,7 +34,8 @@ using DotNames = std::vector<std::pair<std::string, Tensor>>;
 // std::logic_error if the walk meets a node whose graph a backward() already freed.
 std::string to_dot(const Tensor& root, const DotNames& names = {});
 
-// to_dot written to `path`. Throws std::runtime_error naming the path if it cannot be written.
+// to_dot written to `path`, whole or not at all (autograd/io/atomic_file.h). Throws
+// std::runtime_error naming the path if it cannot be written.
 void write_dot(const Tensor& root, const std::string& path, const DotNames& names = {});
 
 }  // namespace autograd

@@ -42,6 +42,7 @@
 #include "examples/common/args.h"
 #include "examples/common/output_files.h"
 #include "examples/common/progress.h"
+#include "examples/common/run_state.h"
 #include "examples/common/training_flags.h"
 #include "examples/eval/compare_eval.h"
 #include "models/data_parallel.h"
@@ -145,6 +146,7 @@ Options parse_options(int argc, char** argv) {
             files.output("--plot", (std::filesystem::path(o.plot) / name).string());
         files.check(p, o.overwrite);
     }
+    common::warn_if_no_decay(p, o.steps, o.warmup, "--lr " + common::exact(o.lr));
     return o;
 }
 

@@ -139,6 +139,9 @@ int main(int argc, char** argv) {
         autograd::manual_seed(o.train.seed);   // model init and dropout
         if (!o.load.empty()) return use_checkpoint(o);
 
+        // the memory, estimated from the config before the model (or anything of its size) is made
+        common::check_memory(common::training_peak_bytes(o.train.model, o.batch, o.seq_len, o.seq_len - 1, /*full_logits=*/true),
+                             "training on batches of " + std::to_string(o.batch) + " x " + std::to_string(o.seq_len), kShrinkingFlags);
         models::Transformer model(o.train.model);
         optim::Adam opt(model.parameters(), {.lr = 0.0f, .beta1 = 0.9f, .beta2 = 0.98f, .eps = 1e-9f});
         // The default schedule ends at 0: with Adam every weight moves by about lr each step, however
@@ -148,8 +151,6 @@ int main(int argc, char** argv) {
             opt, o.schedule, o.lr, o.train.lr_factor, o.train.model.d_model, o.train.warmup, o.steps);   // sets opt's lr every step
         autograd::Rng data_rng(o.train.seed * 7919 + 1);   // the data stream, independent of init and dropout draws
         print_setup(model, o, true);
-        common::check_memory(common::training_peak_bytes(model, o.batch, o.seq_len, o.seq_len - 1, /*full_logits=*/true),
-                             "training on batches of " + std::to_string(o.batch) + " x " + std::to_string(o.seq_len), kShrinkingFlags);
         common::TrainingLog log(o.steps);
         int resumed_at = 0;   // the step a --resume'd run starts after
         {
@@ -181,6 +182,7 @@ int main(int argc, char** argv) {
             }
         }
         finish_training(log, model, o, resumed_at);
+        common::remove_finished_state(o.resume, o.save, "copy_task");   // its outputs written: the state has done its work
         evaluate(model, o);
     } catch (const std::bad_alloc&) {   // past the estimate (another program took the memory, or decoding)
         std::fprintf(stderr, "copy_task: %s\n", common::out_of_memory_message(std::string(kShrinkingFlags) + ", or --eval").c_str());

@@ -8,6 +8,7 @@
 //
 // main() is the training loop; the flags are in examples/options/gpt_options.h, the text and its
 // characters (or subwords) in examples/data/text_data.h.
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -51,7 +52,8 @@ Corpus load_corpus(const Options& o, const std::string& path) {
         if (static_cast<int64_t>(part->size()) < o.model.block_size + 1)
             throw std::runtime_error("'" + path + "': its " + name + " part holds " + std::to_string(part->size()) +
                                      " tokens, fewer than a window of --block-size " + std::to_string(o.model.block_size) +
-                                     " + 1 (use more text or a smaller --block-size)");
+                                     " + 1 (use more text" + (o.model.block_size > 1 ? " or a smaller --block-size" : "") +
+                                     (o.bpe > 0 ? ", or fewer --bpe merges, whose subwords are fewer tokens than characters" : "") + ")");
     return c;
 }
 
@@ -97,10 +99,26 @@ double mean_loss(models::GPT& model, const std::vector<Batch>& batches) {
     return sum / static_cast<double>(batches.size());
 }
 
+// --prompt as the codec's ids, at least one. `source` says where the codec comes from ("the text
+// 'x'"): a prompt it cannot read is named with it, and the default prompt (a newline) as such.
+std::vector<int32_t> prompt_ids(const data::CorpusCodec& codec, const Options& o, const std::string& source) {
+    std::vector<int32_t> ids;
+    try {
+        ids = codec.encode(o.prompt);
+    } catch (const std::invalid_argument& e) {
+        if (o.prompt == "\n")
+            throw std::runtime_error("the default --prompt is a newline, and " + source + " has none (a text of one line): "
+                                     "give --prompt TEXT, in characters it holds");
+        throw std::runtime_error("--prompt: " + std::string(e.what()) + " (" + source + ")");
+    }
+    if (ids.empty())   // subwords: a prompt of spaces alone holds no word
+        throw std::runtime_error("--prompt '" + o.prompt + "' holds no token for the model to continue: give a word or a character");
+    return ids;
+}
+
 // --prompt continued by --tokens sampled tokens, as text.
 std::string sample(models::GPT& model, const data::CorpusCodec& codec, const Options& o, double* tokens_per_second = nullptr) {
-    std::vector<int32_t> prompt = codec.encode(o.prompt);
-    if (prompt.empty()) throw std::runtime_error("--prompt must hold at least one token");
+    const std::vector<int32_t> prompt = prompt_ids(codec, o, "the model's characters");
     model.eval();
     const auto t0 = std::chrono::steady_clock::now();
     const Tokens out = models::generate(model, Tokens(prompt, {1, static_cast<int64_t>(prompt.size())}),
@@ -127,7 +145,7 @@ models::json::Object identity(const Options& o) {
 }
 
 // The flags that make a training step smaller, for the messages about memory.
-constexpr const char* kShrinkingFlags = "--batch or --block-size (or the model: --d-model, --layers)";
+constexpr const char* kShrinkingFlags = "--batch or --block-size (or the model: --d-model, --layers), or --eval-batches";
 
 void print_setup(const models::GPT& model, const Corpus& c, const Options& o, const std::string& path) {
     std::printf("gpt: %s | %s, V=%lld | %zu train / %zu validation tokens\n", path.c_str(),
@@ -160,11 +178,15 @@ int use_checkpoint(const Options& o) {
     if (!f.checksummed)
         std::fprintf(stderr, "note: '%s' carries no checksums: damage to it cannot be detected\n", o.load.c_str());
     const std::unique_ptr<models::GPT> model = models::gpt_from_metadata(f, o.load);
-    nn::load_parameters(*model, f, o.load);
+    // an interrupted run's state holds the model and the optimizer's tensors: its model samples,
+    // and a line says what the file is and how to go on training it
+    const bool state = common::note_if_run_state(f, o.load);
+    nn::load_parameters(*model, f, o.load, /*allow_unexpected=*/state);
     const data::CorpusCodec codec = models::read_metadata(f.metadata, "codec", o.load, data::CorpusCodec::from_json);
     if (codec.size() != model->cfg.vocab)
         throw std::runtime_error("'" + o.load + "': its codec holds " + std::to_string(codec.size()) + " tokens, its model " +
                                  std::to_string(model->cfg.vocab));
+    prompt_ids(codec, o, "the model in '" + o.load + "'");
     std::printf("loaded %s: N=%lld D=%lld h=%lld T=%lld, V=%lld\n", o.load.c_str(), (long long)model->cfg.layers,
                 (long long)model->cfg.d_model, (long long)model->cfg.heads, (long long)model->cfg.block_size, (long long)codec.size());
     double tok_s = 0;
@@ -185,7 +207,14 @@ int main(int argc, char** argv) {
         const std::string& path = o.data;
         const Corpus corpus = load_corpus(o, path);
         o.model.vocab = corpus.codec.size();
-        corpus.codec.encode(o.prompt);   // a prompt the model cannot read fails now, not after training
+        prompt_ids(corpus.codec, o, "the text '" + path + "'");   // a prompt the model cannot read fails now, not after training
+        // the memory, estimated from the shapes before anything of that size is made: the model,
+        // AdamW's moments, a step's activations, and the evaluation's windows (x and y, 2 x --eval-batches)
+        const double eval_set_bytes = 2.0 * 2.0 * o.eval_batches * o.batch * static_cast<double>(o.model.block_size) * sizeof(int32_t);
+        common::check_memory(common::gpt_training_peak_bytes(o.model, o.batch, o.model.block_size) +
+                                 static_cast<int64_t>(std::min(eval_set_bytes, 1e18)),
+                             "training on batches of " + std::to_string(o.batch) + " x " + std::to_string(o.model.block_size),
+                             kShrinkingFlags);
         models::GPT model(o.model);
         optim::AdamW opt(model.parameters(), {.lr = 0.0f, .beta1 = 0.9f, .beta2 = o.beta2, .eps = 1e-8f,
                                               .weight_decay = o.weight_decay, .decay_matrices_only = true});
@@ -194,9 +223,6 @@ int main(int argc, char** argv) {
         autograd::Rng data_rng(o.seed * 7919 + 1);                                   // the batches' stream
         const EvalSet eval_set = make_eval_set(corpus, o);
         print_setup(model, corpus, o, path);
-        common::check_memory(common::gpt_training_peak_bytes(model, o.batch, o.model.block_size),
-                             "training on batches of " + std::to_string(o.batch) + " x " + std::to_string(o.model.block_size),
-                             kShrinkingFlags);
         common::TrainingLog log(std::max(o.steps, 1));
         int64_t resumed_at = 0;   // the step a --resume'd run starts after
         {
@@ -243,6 +269,7 @@ int main(int argc, char** argv) {
             std::printf("saved %s\n", o.save.c_str());
         }
         if (!o.plot.empty()) log.plot(o.plot, "GPT: cross-entropy per token", "train (each batch)", /*log_y=*/false);
+        common::remove_finished_state(o.resume, o.save, "gpt");   // its outputs written: the state it resumed from has done its work
         double tok_s = 0;
         const std::string text = sample(model, corpus.codec, o, &tok_s);
         std::printf("sample (%lld tokens, temperature %g, %.0f tokens/s):\n%s\n", (long long)o.tokens, o.temperature, tok_s, text.c_str());

@@ -84,12 +84,13 @@ const char* const kShrinkingFlags = "--batch-tokens (or --batch), --max-len (or 
 
 // Before training: the largest batch's step must fit in the memory this process may use
 // (memory_budget.h); refused with the figure otherwise.
-void check_training_memory(const models::Seq2Seq& model, const data::TranslationData& d, const std::vector<std::vector<size_t>>& batches) {
+void check_training_memory(const common::TrainingFlags& t, const data::TranslationData& d, const std::vector<std::vector<size_t>>& batches) {
     int64_t peak = 0;
     for (const std::vector<size_t>& batch : batches) {
         size_t S = 0, T = 0;   // the batch padded to its longest source and target
         for (size_t i : batch) S = std::max(S, d.train[i].src.size()), T = std::max(T, d.train[i].tgt.size());
-        peak = std::max(peak, common::training_peak_bytes(model, static_cast<int64_t>(batch.size()), static_cast<int64_t>(S),
+        peak = std::max(peak, common::training_peak_bytes(t, d.codec.src_vocab.size(), d.codec.tgt_vocab.size(),
+                                                          static_cast<int64_t>(batch.size()), static_cast<int64_t>(S),
                                                           static_cast<int64_t>(T), /*full_logits=*/false));
     }
     common::check_memory(peak, "training on these batches", kShrinkingFlags);
@@ -255,13 +256,13 @@ int main(int argc, char** argv) {
 
         // 2) model, optimizer, learning-rate schedule
         autograd::manual_seed(o.train.seed);   // model init and dropout
+        check_training_memory(o.train, d, batches);   // from the config: before the model's weights exist
         const std::unique_ptr<models::Seq2Seq> made = common::make_model(o.train, d.codec.src_vocab.size(), d.codec.tgt_vocab.size());
         models::Seq2Seq& model = *made;   // --model: the Transformer or a recurrent encoder-decoder
         data::check_eval_lengths(d, o.corpus, model.max_len());   // a sentence too long to validate or test on: now, not later
         optim::Adam opt(model.parameters(), {.lr = 0.0f, .beta1 = 0.9f, .beta2 = 0.98f, .eps = 1e-9f});
         optim::NoamSchedule sched(opt, common::model_width(o.train), o.train.warmup, o.train.lr_factor);   // sets opt's lr every step
         print_setup(d, model, batches.size(), o);
-        check_training_memory(model, d, batches);
         memory.phase("model");
 
         // 3) train; keep the parameters of the epoch with the best validation loss, and the last --average-last
@@ -314,6 +315,7 @@ int main(int argc, char** argv) {
             std::printf("best epoch %d (valid loss %.4f)%s\n", kept.best_epoch(), kept.best_valid_loss(),
                         o.save.empty() ? "" : (", saved to " + o.save).c_str());
         if (!o.plot.empty()) log.plot(o.plot, "Translation: loss per target token", "train (per batch, label-smoothed)");
+        common::remove_finished_state(o.resume, o.save, "translation");   // its outputs written: the state has done its work
 
         // 4) test: BLEU and exact match, greedy and beam
         report_test(model, d, o, log, memory);

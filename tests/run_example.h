@@ -94,6 +94,29 @@ inline ExampleRun run_example(const std::string& name, const std::vector<std::st
     return r;
 }
 
+// Runs EXAMPLES_BIN/name with `args` as run_example does, after the sh commands in `setup` (a
+// limit: "ulimit -v 1500000", "trap '' XFSZ; ulimit -f 8"), on one thread, ended by SIGKILL after
+// 60 s (a run that hangs, reading a FIFO, fails its test instead of hanging the suite).
+inline ExampleRun run_example_limited(const std::string& name, const std::vector<std::string>& args, const std::string& setup) {
+    const std::filesystem::path dir = example_scratch_dir("limited");
+    std::string cmd = setup + "; OMP_NUM_THREADS=1 exec timeout -s KILL 60 " + shell_quote(std::string(EXAMPLES_BIN) + "/" + name);
+    for (const std::string& a : args) {
+        cmd += ' ';
+        cmd += shell_quote(a);
+    }
+    for (const auto& [redirect, file] : {std::pair{" </dev/null >", "out"}, {" 2>", "err"}}) {
+        cmd += redirect;
+        cmd += shell_quote((dir / file).string());
+    }
+    ExampleRun r;
+    const int raw = std::system(cmd.c_str());
+    r.status = raw != -1 && WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+    r.out = read_whole_file(dir / "out");
+    r.err = read_whole_file(dir / "err");
+    std::filesystem::remove_all(dir);
+    return r;
+}
+
 // The number printed right after the first occurrence of `label` in `text` ("final loss 2.1376"
 // -> 2.1376); fails the test (and returns NaN) when the label is not there.
 inline double number_after(const std::string& text, const std::string& label) {

@@ -3,11 +3,14 @@
 #include <doctest/doctest.h>
 
 #include <signal.h>
+#include <sys/resource.h>   // setrlimit: a file-size limit fails a write as a full disk does
+#include <sys/stat.h>       // mkfifo
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
+#include <csignal>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
@@ -219,6 +222,47 @@ TEST_CASE("ArgParser error messages") {
         CHECK(error_of(p, {"--paper", "yes"}) ==   // a flag does not take a separate value
               "unexpected argument 'yes' (this program takes no positional arguments)");
     }
+}
+
+// A float flag holds the float nearest to what was typed, and 0.99 or 1e-06 as a float lies a
+// little above or below the same number as a long double: each limit --help prints, typed as it
+// prints it, is accepted, and the float next to it outside is refused.
+TEST_CASE("ArgParser: a float flag accepts its limits as --help prints them, and refuses the next float out") {
+    ArgParser p("demo", "");
+    float temperature = 1, dropout = 0, top_p = 1;
+    p.add("--temperature", &temperature, "").range(1e-6, 100);
+    p.add("--dropout", &dropout, "").range(0, 0.99);
+    p.add("--top-p", &top_p, "").range(1e-6, 1);
+    CHECK(p.usage().find("range: 1e-06..100") != std::string::npos);
+    CHECK(p.usage().find("range: 0..0.99") != std::string::npos);
+    for (const auto& [flag, bound] : std::vector<std::pair<std::string, std::string>>{
+             {"--temperature", "1e-06"}, {"--temperature", "100"}, {"--dropout", "0"}, {"--dropout", "0.99"},
+             {"--top-p", "1e-06"}, {"--top-p", "1"}}) {
+        CAPTURE(flag);
+        CHECK(error_of(p, {flag, bound}) == "");
+    }
+    CHECK(dropout == 0.99f);
+    CHECK(error_of(p, {"--dropout", "0.99000007"}) == "--dropout must be between 0 and 0.99, got 0.99000007");
+    CHECK(error_of(p, {"--temperature", "9.999999e-07"}) == "--temperature must be between 1e-06 and 100, got 9.999999e-07");
+    CHECK(error_of(p, {"--top-p", "1.0000001"}) == "--top-p must be between 1e-06 and 1, got 1.0000001");
+}
+
+// `--save "$OUT"` with OUT unset passes "": taken as "no --save", the run would save nothing
+// without a word. Every text option refuses it, in both forms, and says what else to give.
+TEST_CASE("ArgParser refuses an empty value for a text option, naming the flag and, where given, the way to ask for nothing") {
+    ArgParser p("demo", "");
+    std::string save = "demo.safetensors", prompt = "\n";
+    p.add("--save", &save, "", "PATH").if_empty("to save nothing, give --no-save");
+    p.add("--prompt", &prompt, "", "TEXT");
+    CHECK(error_of(p, {"--save", ""}) ==
+          "--save needs PATH, got an empty value (an unset variable in a script?): to save nothing, give --no-save");
+    CHECK(error_of(p, {"--save="}) == error_of(p, {"--save", ""}));
+    CHECK(error_of(p, {"--prompt", ""}) == "--prompt needs TEXT, got an empty value (an unset variable in a script?)");
+    CHECK(save == "demo.safetensors");
+    CHECK(error_of(p, {"--prompt", " "}) == "");   // a blank is a value
+    CHECK(prompt == " ");
+    int n = 0;
+    CHECK_THROWS_AS(p.add("--n", &n, "").if_empty("x"), std::invalid_argument);
 }
 
 TEST_CASE("ArgParser::given tells explicit flags from defaults, so a preset can yield to them") {
@@ -493,6 +537,44 @@ TEST_CASE("heatmaps_svg: a lo..hi colour scale, or a legend of swatches instead 
     CHECK_THROWS_AS(heatmaps_svg("", {m}, 1, {.lo = 1, .hi = 1}), std::invalid_argument);
 }
 
+// Every picture and text a run writes goes through a temporary file beside it: when a write
+// fails (here past a file-size limit, as on a full disk) the file that was there stays whole, and
+// no temporary is left. A FIFO or device there is never replaced.
+TEST_CASE("write_text_file: a failed write leaves the old file whole; a FIFO is refused and left a FIFO") {
+    namespace fs = std::filesystem;
+    const fs::path dir = fs::temp_directory_path() / ("write-text-" + std::to_string(::getpid()));
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    const fs::path svg = dir / "old.svg";
+    std::ofstream(svg) << "<svg>old</svg>";
+    const pid_t pid = ::fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {   // the child: a 1 KB file-size limit (SIGXFSZ ignored: the write fails with EFBIG), then a 4 KB picture
+        std::signal(SIGXFSZ, SIG_IGN);
+        struct rlimit small {1024, 1024};
+        ::setrlimit(RLIMIT_FSIZE, &small);
+        try {
+            write_text_file(svg.string(), std::string(4096, 'x'));
+        } catch (const std::runtime_error& e) {
+            ::_exit(std::string(e.what()) == "write_text_file: cannot write '" + svg.string() + "': File too large" ? 0 : 4);
+        }
+        ::_exit(3);
+    }
+    int raw = 0;
+    ::waitpid(pid, &raw, 0);
+    CHECK((WIFEXITED(raw) && WEXITSTATUS(raw) == 0));
+    std::ifstream in(svg);
+    CHECK(std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>()) == "<svg>old</svg>");
+    CHECK(std::distance(fs::directory_iterator(dir), fs::directory_iterator()) == 1);   // no temporary left
+    const fs::path fifo = dir / "pipe.svg";
+    REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+    CHECK_THROWS_WITH_AS(write_text_file(fifo.string(), "<svg/>"),
+                         ("write_text_file: cannot write '" + fifo.string() + "': it is a FIFO (named pipe), not a regular file: only a regular file is replaced").c_str(),
+                         std::runtime_error);
+    CHECK(fs::is_fifo(fifo));
+    fs::remove_all(dir);
+}
+
 TEST_CASE("writing to an impossible path throws an error naming it") {
     const std::string path = "/nonexistent-dir/sub/plot.svg";
     try {
@@ -692,7 +774,7 @@ TEST_CASE("InterruptWatch: a second signal during a save abandons it, removes it
         REQUIRE(pid >= 0);
         if (pid == 0) {   // the child: a first signal, then the save it asks for
             (void)!std::freopen(err.c_str(), "w", stderr);
-            InterruptWatch watch;
+            InterruptWatch watch(/*same_interrupt_within=*/0);   // the second signal comes at once: here it is a second
             ::raise(SIGINT);
             std::vector<uint8_t> big(64 << 20, 7);
             autograd::io::save_safetensors(target.string(), {{"x", "U8", {static_cast<int64_t>(big.size())}, std::move(big)}});
@@ -720,4 +802,42 @@ TEST_CASE("InterruptWatch: a second signal during a save abandons it, removes it
     std::ifstream kept(target);
     CHECK(std::string((std::istreambuf_iterator<char>(kept)), std::istreambuf_iterator<char>()) == "the earlier state");
     fs::remove_all(dir);
+}
+
+// `timeout -s INT` signals the process and its group: a program run from a script gets its one
+// interrupt twice at once. Signals within the window of the first are that interrupt (the run is
+// saved); one after it is a deliberate second (the run quits at once). A child process takes the
+// signals, with a window of 0.3 s.
+TEST_CASE("InterruptWatch: signals within a moment of the first are that interrupt; a later one quits at once") {
+    namespace fs = std::filesystem;
+    const fs::path err = fs::temp_directory_path() / ("interrupt-twice-" + std::to_string(::getpid()));
+    const auto child = [&](bool wait_past_the_window) {
+        const pid_t pid = ::fork();
+        REQUIRE(pid >= 0);
+        if (pid == 0) {
+            (void)!std::freopen(err.c_str(), "w", stderr);
+            InterruptWatch watch(0.3);
+            ::raise(SIGINT);
+            ::raise(SIGINT);    // as timeout -s INT does it: the same interrupt, twice
+            ::raise(SIGTERM);
+            if (!watch.requested() || watch.signal_number() != SIGINT) ::_exit(3);
+            if (wait_past_the_window) {
+                ::usleep(400'000);
+                ::raise(SIGINT);   // a deliberate second Ctrl-C
+            }
+            ::_exit(0);
+        }
+        int raw = 0;
+        ::waitpid(pid, &raw, 0);
+        std::ifstream in(err);
+        return std::pair{WIFEXITED(raw) ? WEXITSTATUS(raw) : -1, std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>())};
+    };
+    const auto [together, said_together] = child(false);
+    CHECK(together == 0);
+    CHECK(count(said_together, "interrupted: finishing this step") == 1);
+    CHECK(said_together.find("interrupted again") == std::string::npos);
+    const auto [later, said_later] = child(true);
+    CHECK(later == 128 + SIGINT);
+    CHECK(said_later.find("interrupted again: quitting at once") != std::string::npos);
+    fs::remove(err);
 }

@@ -14,6 +14,9 @@
 #include <vector>
 
 #include <signal.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>   // makedev
+#include <unistd.h>
 
 #include "examples/common/memory_budget.h"
 #include "examples/data/text_data.h"
@@ -217,7 +220,8 @@ TEST_CASE("gpt: Ctrl-C saves the run, and --resume continues it to the numbers o
     const std::string save = (dir / "m.safetensors").string();
     const std::vector<std::string> args = tiny({"--steps", "1500", "--eval-every", "500", "--save", save});
     const ExampleRun whole = run_gpt({"--steps", "1500", "--eval-every", "500"});
-    const ExampleRun stopped = interrupt_example("gpt", args, "step     0", {SIGINT});
+    // two SIGINTs a moment apart, as `timeout -s INT` sends them to a process and its group: one interrupt
+    const ExampleRun stopped = interrupt_example("gpt", args, "step     0", {SIGINT, SIGINT});
     CHECK(stopped.status == 130);
     const std::string state = (dir / "m.resume.safetensors").string();
     REQUIRE(std::filesystem::exists(state));
@@ -322,4 +326,228 @@ TEST_CASE("gpt: the memory estimate is within a factor of 2 of the peak RSS; a r
     CHECK(err.find(" GB at its peak (estimated from the shapes), more than the ") != std::string::npos);
     CHECK(err.find("(ulimit -v): lower --batch or --block-size (or the model: --d-model, --layers)") != std::string::npos);
     CHECK(out.find("train loss") == std::string::npos);   // nothing trained
+}
+
+// ---- what a user's hands do (issue 59): odd inputs get a clear refusal before any work ----------
+
+// A script's unset variable passes "": it must not mean "no --save" (the run would train and
+// keep nothing), nor "the default text" or "no prompt".
+TEST_CASE("gpt: an empty --save, --load, --data, --resume, --plot or --prompt is refused before anything runs") {
+    for (const char* flag : {"--save", "--load", "--data", "--resume", "--plot", "--prompt"}) {
+        CAPTURE(flag);
+        check_refused_in_one_line(run_example("gpt", tiny({flag, ""})), std::string(flag) + " needs ");
+        check_refused_in_one_line(run_example("gpt", tiny({std::string(flag) + "="})), "got an empty value");
+    }
+}
+
+// The memory is estimated from the flags before anything of that size is made: the model, the
+// evaluation's windows. Under a 1.5 GB address-space limit, a batch of 10^8 windows and a model of
+// 400 million weights are refused with the estimate; made first, they would end in "out of
+// memory" (or, without the limit, in the kernel's OOM killer).
+TEST_CASE("gpt: a batch or a model larger than the memory is refused from its estimate, before it is allocated") {
+#if defined(__SANITIZE_ADDRESS__)
+    MESSAGE("skipped: AddressSanitizer cannot start under ulimit -v");
+    return;
+#endif
+    for (const auto& more : std::vector<std::vector<std::string>>{{"--batch", "100000000"},
+                                                                  {"--layers", "8", "--d-model", "2048", "--heads", "8"},
+                                                                  {"--eval-batches", "100000", "--batch", "1000"}}) {   // 13 GB of windows
+        CAPTURE(more[0]);
+        const ExampleRun r = run_example_limited("gpt", tiny(more), "ulimit -v 1500000");
+        INFO(r.err);
+        CHECK(r.status == 1);
+        CHECK(r.err.find("gpt: training on batches of ") != std::string::npos);
+        CHECK(r.err.find("(estimated from the shapes), more than the ") != std::string::npos);
+        CHECK(r.err.find("out of memory") == std::string::npos);
+        CHECK(r.out.find("parameters") == std::string::npos);   // no model was made
+    }
+}
+
+// --data reads a regular file, whole, once: a FIFO (which the run would open a second time for
+// its checksum, and wait there forever), a device (/dev/zero never ends) and a file past 2^30
+// bytes (a sparse one here: nothing is written) are refused at once, naming what they are; under
+// an 800 MB address-space limit, so that a file read before its size is checked ends in "out of
+// memory" instead.
+TEST_CASE("gpt --data: a FIFO, a device or a file past 1 GiB is refused before it is read") {
+#if defined(__SANITIZE_ADDRESS__)
+    const std::string limit = "true";   // (AddressSanitizer cannot start under ulimit -v)
+#else
+    const std::string limit = "ulimit -v 800000";
+#endif
+    const std::filesystem::path dir = example_scratch_dir("gpt-data-kinds");
+    const std::string fifo = (dir / "fifo").string(), big = (dir / "big.txt").string();
+    REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+    {
+        std::ofstream(big) << "ab";
+        std::filesystem::resize_file(big, (int64_t{1} << 30) + 1);
+    }
+    for (const auto& [path, message] : std::vector<std::pair<std::string, std::string>>{
+             {fifo, "is a FIFO (named pipe), not a regular file"},
+             {"/dev/zero", "'/dev/zero' is a character device, not a regular file"},
+             {big, "holds 1073741825 bytes, more than the 2^30 (1073741824) a run reads from one file"}}) {
+        CAPTURE(path);
+        const ExampleRun r = run_example_limited("gpt", tiny({"--data", path}), limit);
+        INFO(r.err);
+        CHECK(r.status == 1);
+        CHECK(r.err.find(message) != std::string::npos);
+    }
+    std::filesystem::remove_all(dir);
+}
+
+// Only a regular file is replaced: a FIFO (or, for root, a device node) given as an output is
+// refused before the run, --overwrite or not, and is still what it was. The device case needs
+// root to make a node (mknod), and is skipped without it.
+TEST_CASE("gpt --save / --plot: a FIFO or a device is refused even with --overwrite, and left as it was") {
+    const std::filesystem::path dir = example_scratch_dir("gpt-output-kinds");
+    const std::string fifo = (dir / "fifo").string(), device = (dir / "full").string();
+    REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+    std::vector<std::string> nodes = {fifo};
+    if (::geteuid() == 0 && ::mknod(device.c_str(), S_IFCHR | 0600, ::makedev(1, 7)) == 0) nodes.push_back(device);   // /dev/full's numbers
+    else MESSAGE("the device node case is skipped: making one needs root");
+    for (const std::string& node : nodes)
+        for (const char* flag : {"--save", "--plot"}) {
+            CAPTURE(node);
+            CAPTURE(flag);
+            const ExampleRun r = run_example_limited("gpt", tiny({flag, node, "--overwrite"}), "true");
+            check_refused_in_one_line(r, std::string(flag) + " " + node + ": it is " +
+                                             (node == fifo ? "a FIFO (named pipe)" : "a character device") +
+                                             ", not a regular file: only a regular file is replaced");
+            struct stat st {};
+            REQUIRE(::lstat(node.c_str(), &st) == 0);
+            CHECK((node == fifo ? S_ISFIFO(st.st_mode) : S_ISCHR(st.st_mode)));
+        }
+    // the writer itself refuses, for a path no check saw: the state, here a FIFO beside --save
+    const std::string save = (dir / "m.safetensors").string(), state = (dir / "m.resume.safetensors").string();
+    REQUIRE(::mkfifo(state.c_str(), 0600) == 0);
+    check_refused_in_one_line(run_example_limited("gpt", tiny({"--save", save, "--overwrite"}), "true"),
+                              "the run's state (where Ctrl-C saves it) " + state + ": it is a FIFO");
+    std::filesystem::remove_all(dir);
+}
+
+// An output path that cannot be written is refused before the training, not after it: a loop of
+// symbolic links, a link into a folder that is not there, a name longer than 255 bytes. A legal
+// name of 250 bytes, whose temporary file would not fit 255 with ".tmp" and the rest, is saved.
+TEST_CASE("gpt --save: a link loop, a dangling link into nowhere, a name past 255 bytes fail first; a 250-byte name saves") {
+    const std::filesystem::path dir = example_scratch_dir("gpt-save-names");
+    std::filesystem::create_symlink("b", dir / "a");
+    std::filesystem::create_symlink("a", dir / "b");
+    std::filesystem::create_symlink("/no/such/folder/m.safetensors", dir / "dangling");
+    const std::string too_long = (dir / (std::string(244, 'n') + ".safetensors")).string();   // 256 bytes
+    for (const auto& [path, message] : std::vector<std::pair<std::string, std::string>>{
+             {(dir / "a").string(), "cannot follow its symbolic links: Too many levels of symbolic links"},
+             {(dir / "dangling").string(), "(a symbolic link to '/no/such/folder/m.safetensors') cannot write in '/no/such/folder'"},
+             {too_long, "its name is 256 bytes, more than the 255 a file name may have"}}) {
+        CAPTURE(path);
+        const ExampleRun r = run_example("gpt", tiny({"--save", path, "--steps", "2000"}));
+        check_refused_in_one_line(r, "--save " + path + ": " + message);
+    }
+    const std::string long_name = (dir / (std::string(238, 'n') + ".safetensors")).string();   // 250 bytes
+    const ExampleRun saved = run_gpt({"--save", long_name});
+    CHECK(saved.out.find("saved " + long_name) != std::string::npos);
+    CHECK(run_example("gpt", {"--load", long_name, "--tokens", "3"}).status == 0);
+    std::filesystem::remove_all(dir);
+}
+
+// --plot old.svg --overwrite on a full disk: the new picture cannot be written whole, and the old
+// one stays as it was (no truncated SVG where it was). The write fails for real: the file-size
+// limit (ulimit -f, SIGXFSZ ignored) makes any write past 4 blocks fail as a full disk would.
+TEST_CASE("gpt --plot: a write that fails (the disk full) leaves the old picture whole, and says so") {
+    const std::filesystem::path dir = example_scratch_dir("gpt-plot-full");
+    const std::string plot = (dir / "old.svg").string();
+    std::ofstream(plot) << "<svg>the old picture</svg>";
+    const ExampleRun whole = run_gpt({"--plot", plot, "--overwrite", "--steps", "40", "--eval-every", "1"});
+    REQUIRE(read_whole_file(plot).size() > 4 * 1024);   // past the limit below, in 512- or 1024-byte blocks
+    std::ofstream(plot) << "<svg>the old picture</svg>";
+    const ExampleRun full = run_example_limited("gpt", tiny({"--plot", plot, "--overwrite", "--steps", "40", "--eval-every", "1"}),
+                                                "trap '' XFSZ; ulimit -f 4");
+    INFO(full.err);
+    CHECK(full.status == 1);
+    CHECK(full.err.find("cannot write '" + plot + "': File too large") != std::string::npos);
+    CHECK(read_whole_file(plot) == "<svg>the old picture</svg>");
+    std::vector<std::string> files;
+    for (const auto& e : std::filesystem::directory_iterator(dir)) files.push_back(e.path().filename().string());
+    CHECK(files == std::vector<std::string>{"old.svg"});   // no temporary left beside it
+    std::filesystem::remove_all(dir);
+}
+
+// --steps at or below --warmup: the schedule is cut (the warmup squeezed into the run, the rate
+// ending at its peak, no decay): the run says so, naming both flags; a run with room after its
+// warmup says nothing.
+TEST_CASE("gpt: --steps that leave no step after --warmup are trained with a warning naming both") {
+    const ExampleRun cut = run_gpt({"--steps", "3", "--warmup", "5"});
+    CHECK(cut.err.find("gpt: --steps 3 leaves no step after --warmup 5: the warmup is cut to 3 steps and the learning rate ends "
+                       "at its peak (--lr 0.01), never decayed; give --warmup 2 or less") != std::string::npos);
+    CHECK(cut.out.find("trained 3 steps") != std::string::npos);
+    CHECK(run_gpt({"--steps", "6", "--warmup", "5"}).err.find("--warmup") == std::string::npos);
+}
+
+// Messages that name the fix.
+TEST_CASE("gpt: a prompt the text cannot give, an invalid UTF-8 prompt, a text too short for subwords: each names the flag") {
+    const std::filesystem::path dir = example_scratch_dir("gpt-messages");
+    // a text of one line has no newline, the default prompt: refused before training, naming --prompt
+    const std::string one_line = (dir / "one-line.txt").string();
+    std::string joined = small_text();
+    std::replace(joined.begin(), joined.end(), '\n', ' ');
+    std::ofstream(one_line, std::ios::binary) << joined;
+    const ExampleRun no_newline = run_example("gpt", tiny({"--data", one_line}));
+    INFO(no_newline.err);
+    CHECK(no_newline.status == 1);
+    CHECK(no_newline.err.find("the default --prompt is a newline, and the text '" + one_line + "' has none") != std::string::npos);
+    CHECK(no_newline.out.find("train loss") == std::string::npos);
+    CHECK(run_example("gpt", tiny({"--data", one_line, "--prompt", "the"})).status == 0);
+    // subwords: a prompt of blanks alone holds no token, refused before training too
+    const ExampleRun blank = run_example("gpt", tiny({"--bpe", "20", "--prompt", "   "}));
+    CHECK(blank.status == 1);
+    CHECK(blank.err.find("--prompt '   ' holds no token for the model to continue") != std::string::npos);
+    CHECK(blank.out.find("train loss") == std::string::npos);
+    // not UTF-8: the byte offset, not U+FFFD
+    check_refused_in_one_line(run_example("gpt", tiny({"--prompt", "ab\xFF"})), "--prompt is not valid UTF-8: a bad byte sequence at byte offset 2");
+    // subwords of a tiny text at --block-size 1: more text or fewer merges, not a smaller --block-size
+    const std::string tiny_text = (dir / "tiny.txt").string();
+    std::ofstream(tiny_text, std::ios::binary) << "hello\n";   // 2 subwords: "hello" and the newline
+    const ExampleRun short_text = run_example("gpt", tiny({"--data", tiny_text, "--bpe", "50", "--block-size", "1"}));
+    INFO(short_text.err);
+    CHECK(short_text.status == 1);
+    CHECK(short_text.err.find("fewer than a window of --block-size 1 + 1 (use more text, or fewer --bpe merges") != std::string::npos);
+    CHECK(short_text.err.find("smaller --block-size") == std::string::npos);
+    std::filesystem::remove_all(dir);
+}
+
+// A run resumed in its own folder, with its own --save, ends by removing the state it resumed
+// from (left there, it would refuse the next run with that --save), and says so; the state, given
+// to --load in the meantime, samples from its model with a note that says what the file is.
+TEST_CASE("gpt: --load of a run's state says what it is and samples; the finished resumed run removes that state") {
+    const std::filesystem::path dir = example_scratch_dir("gpt-finished");
+    const std::string save = (dir / "m.safetensors").string(), state = (dir / "m.resume.safetensors").string();
+    const std::vector<std::string> args = tiny({"--steps", "1500", "--eval-every", "500", "--save", save});
+    const ExampleRun stopped = interrupt_example("gpt", args, "step     0", {SIGINT});
+    REQUIRE(stopped.status == 130);
+    REQUIRE(std::filesystem::exists(state));
+    const ExampleRun loaded = run_example("gpt", {"--load", state, "--tokens", "5"});
+    INFO(loaded.err);
+    CHECK(loaded.status == 0);
+    CHECK(loaded.err.find("note: '" + state + "' is the state of a run interrupted after step ") != std::string::npos);
+    CHECK(loaded.err.find("not a --save'd model: using its model as it stood then (--resume " + state + " goes on training it)") !=
+          std::string::npos);
+    std::vector<std::string> again = args;
+    again.insert(again.end(), {"--resume", state});
+    const ExampleRun resumed = run_example("gpt", again);
+    INFO(resumed.err);
+    REQUIRE(resumed.status == 0);
+    CHECK(resumed.out.find("saved " + save) != std::string::npos);
+    CHECK(resumed.out.find("removed " + state + ": the run it holds has finished (its model is in " + save + ")") != std::string::npos);
+    CHECK_FALSE(std::filesystem::exists(state));
+    // a state resumed into another --save is the user's copy: it stays
+    std::vector<std::string> replacing = args;
+    replacing.push_back("--overwrite");   // (the finished run's --save is there now)
+    REQUIRE(interrupt_example("gpt", replacing, "step     0", {SIGINT}).status == 130);
+    REQUIRE(std::filesystem::exists(state));
+    const std::vector<std::string> elsewhere = tiny({"--steps", "1500", "--eval-every", "500", "--save", (dir / "other.safetensors").string(),
+                                                     "--resume", state});
+    const ExampleRun other = run_example("gpt", elsewhere);
+    INFO(other.err);
+    REQUIRE(other.status == 0);
+    CHECK(other.out.find("removed") == std::string::npos);
+    CHECK(std::filesystem::exists(state));
+    std::filesystem::remove_all(dir);
 }

@@ -5,7 +5,9 @@
 
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <string>
+#include <vector>
 
 #include "tests/run_example.h"
 
@@ -34,4 +36,44 @@ TEST_CASE("make_figures --out: a figure there is replaced only with --overwrite;
                               "--out " + model + " would replace --copy-model " + model + ", which this run reads");
     CHECK(read_whole_file(model) == "a model");
     std::filesystem::remove_all(dir);
+}
+
+// Every limit an example's --help prints ("range: 1e-06..100", "min: 1") is a value it accepts,
+// typed as --help prints it: all the lower limits on one command line, then all the upper ones,
+// each parsed (and checked against its limits) before --help ends the run.
+TEST_CASE("every example accepts each limit its --help prints") {
+    for (const char* program : {"gpt", "copy_task", "translation", "compare_models", "attention_by_hand", "make_figures"}) {
+        CAPTURE(program);
+        const ExampleRun help = run_example(program, {"--help"});
+        REQUIRE(help.status == 0);
+        std::vector<std::string> lows, highs;
+        std::string flag;   // the option the current line of --help belongs to
+        std::istringstream lines(help.out);
+        for (std::string line; std::getline(lines, line);) {
+            if (line.rfind("  --", 0) == 0) flag = line.substr(2, line.find(' ', 2) - 2);
+            const auto limit = [&](const std::string& label, const std::string& end) {
+                const size_t at = line.find(label);
+                if (at == std::string::npos) return std::string();
+                const size_t from = at + label.size();
+                return line.substr(from, line.find_first_of(end, from) - from);
+            };
+            if (const std::string range = limit("range: ", ";)"); !range.empty()) {
+                const size_t dots = range.find("..");
+                lows.insert(lows.end(), {flag, range.substr(0, dots)});
+                highs.insert(highs.end(), {flag, range.substr(dots + 2)});
+            } else if (const std::string lo = limit("min: ", ";)"); !lo.empty()) {
+                lows.insert(lows.end(), {flag, lo});
+            } else if (const std::string hi = limit("max: ", ";)"); !hi.empty()) {
+                highs.insert(highs.end(), {flag, hi});
+            }
+        }
+        if (std::string(program) != "attention_by_hand" && std::string(program) != "make_figures") CHECK(lows.size() >= 10);
+        for (std::vector<std::string> args : {lows, highs}) {
+            args.push_back("--help");
+            const ExampleRun r = run_example(program, args);
+            INFO(r.err);
+            CHECK(r.status == 0);
+            CHECK(r.err.empty());
+        }
+    }
 }

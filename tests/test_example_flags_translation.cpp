@@ -19,6 +19,8 @@
 #include <string>
 #include <vector>
 
+#include <sys/stat.h>   // mkfifo
+
 #include "autograd/io/safetensors.h"
 #include "autograd/runtime.h"
 #include "autograd/kernels/threads.h"
@@ -135,13 +137,15 @@ Corpus write_corpus(const std::string& name) {
     return c;
 }
 
-// A run on the corpus: word level, batches of 16 sentence pairs, nothing saved, one epoch of a
-// model 16 wide (18 steps, a few hundredths of a second). Later flags in `more` override these.
+// A run on the corpus: word level, batches of 16 sentence pairs, nothing saved (--no-save, unless
+// `more` gives a --save), one epoch of a model 16 wide (18 steps, a few hundredths of a second).
+// Later flags in `more` override these.
 std::vector<std::string> tiny_run(const Corpus& c, const std::vector<std::string>& more) {
     std::vector<std::string> args = {"--data", c.train_tsv, "--valid", c.valid_tsv, "--test", c.test_tsv, "--bpe", "0",
                                      "--batch-tokens", "0", "--batch", "16", "--layers", "1", "--d-model", "16", "--heads",
-                                     "2", "--d-ff", "32", "--epochs", "1", "--save", ""};
+                                     "2", "--d-ff", "32", "--epochs", "1"};
     args.insert(args.end(), more.begin(), more.end());
+    if (std::find(more.begin(), more.end(), "--save") == more.end()) args.push_back("--no-save");
     return args;
 }
 
@@ -185,10 +189,10 @@ void write_with_counters(const std::string& from, const std::string& to, int epo
 // A run that learns the grammar: 10 epochs of 36 batches of 8, a model 32 wide without dropout, at
 // half the usual learning rate.
 std::vector<std::string> learning_run(const Corpus& c, const std::vector<std::string>& more) {
-    std::vector<std::string> args = tiny_run(c, {"--d-model", "32", "--d-ff", "64", "--dropout", "0", "--warmup", "40", "--lr-factor",
-                                                 "0.5", "--epochs", "10", "--batch", "8"});
+    std::vector<std::string> args = {"--d-model", "32", "--d-ff", "64", "--dropout", "0", "--warmup", "40", "--lr-factor",
+                                     "0.5", "--epochs", "10", "--batch", "8"};
     args.insert(args.end(), more.begin(), more.end());
-    return args;
+    return tiny_run(c, args);
 }
 
 // ---- reading what the program printed ---------------------------------------------------------
@@ -596,9 +600,7 @@ TEST_CASE("translation --average-last K: the mean of the last K epochs' paramete
     write_tsv(all_tsv, all);
     write_tsv(wrong_tsv, wrong);
     auto run = [&](const std::vector<std::string>& more) {
-        std::vector<std::string> args = learning_run(c, {"--test", all_tsv, "--epochs", "2", "--label-smoothing", "0"});
-        args.insert(args.end(), more.begin(), more.end());
-        return run_example("translation", args);
+        return run_example("translation", learning_run(c, plus({"--test", all_tsv, "--epochs", "2", "--label-smoothing", "0"}, more)));
     };
 
     const ExampleRun plain = run({"--save", second});
@@ -1109,10 +1111,9 @@ TEST_CASE("translation --model rnn-attention --save, then --load: translates, dr
     const Corpus c = write_corpus("translation-rnn-load");
     const RemoveOnExit cleanup{c.dir};
     const std::string model = (c.dir / "rnn.safetensors").string(), svg = (c.dir / "att.svg").string();
-    std::vector<std::string> args = without(without(without(without(tiny_run(c, {}), "--d-model"), "--heads"), "--d-ff"), "--save");
+    std::vector<std::string> args = without(without(without(tiny_run(c, {"--save", model}), "--d-model"), "--heads"), "--d-ff");
     // five epochs (90 steps): after one or two, its first word is still the end of the sentence
-    for (const char* a : {"--model", "rnn-attention", "--embed", "8", "--hidden", "12", "--epochs", "5", "--save"}) args.push_back(a);
-    args.push_back(model);
+    for (const char* a : {"--model", "rnn-attention", "--embed", "8", "--hidden", "12", "--epochs", "5"}) args.push_back(a);
     REQUIRE(run_example("translation", args).status == 0);
     const ExampleRun t = run_example("translation", {"--load", model, "--translate", "the dog sees the cat .", "--attention", svg});
     INFO(t.out << t.err);
@@ -1153,9 +1154,14 @@ TEST_CASE("translation: SIGINT saves the run, --resume continues it to the unint
     REQUIRE(first.size() < all.size());
     std::vector<std::string> again = args;
     again.insert(again.end(), {"--resume", state});
+    const std::string kept_state = (c.dir / "kept.resume.safetensors").string();
+    fs::copy_file(state, kept_state);   // the finished run removes its own state; the checks below use it again
     const ExampleRun resumed = run_example("translation", again);
     INFO(resumed.out << resumed.err);
     REQUIRE(resumed.status == 0);
+    CHECK(resumed.out.find("removed " + state + ": the run it holds has finished (its model is in " + save + ")") != std::string::npos);
+    CHECK_FALSE(fs::exists(state));
+    fs::rename(kept_state, state);
     std::vector<std::string> joined = first;
     for (const std::string& line : epoch_lines(resumed.out)) joined.push_back(line);
     CHECK(joined == all);   // every epoch's train and valid loss, as printed
@@ -1376,4 +1382,53 @@ TEST_CASE("translation --data: --epochs' default by model family") {
     CHECK(options::default_epochs("transformer", 500000) == 4);
     CHECK(options::default_epochs("rnn", 500000) == 2);
     CHECK(options::default_epochs("rnn", 100000000) == 1);         // at least one pass
+}
+
+// --save has a default (translation.safetensors), so "save nothing" has a flag of its own: an
+// empty --save, what a script's unset variable gives, is refused and names it.
+TEST_CASE("translation --no-save: trains and tests without writing the model; an empty --save is refused, naming --no-save") {
+    const Corpus c = write_corpus("translation-no-save");
+    const RemoveOnExit cleanup{c.dir};
+    const ExampleRun none = run_example("translation", tiny_run(c, {}));   // tiny_run: --no-save
+    INFO(none.err);
+    REQUIRE(none.status == 0);
+    CHECK(none.out.find("best epoch 1 (valid loss ") != std::string::npos);
+    CHECK(none.out.find("saved to") == std::string::npos);
+    const std::string model = (c.dir / "m.safetensors").string();
+    const ExampleRun saved = run_example("translation", tiny_run(c, {"--save", model}));
+    CHECK(saved.out.find(", saved to " + model) != std::string::npos);
+    CHECK(std::filesystem::exists(model));
+    check_refused_in_one_line(run_example("translation", tiny_run(c, {"--save", ""})),
+                              "--save needs PATH, got an empty value (an unset variable in a script?): to save nothing, give --no-save");
+    check_refused_in_one_line(run_example("translation", plus(tiny_run(c, {"--save", model}), {"--no-save"})),
+                              "--no-save and --save contradict each other");
+    check_refused_in_one_line(run_example("translation", {"--load", model, "--translate", "the dog", "--no-save"}),
+                              "--no-save does nothing with --load");
+}
+
+// The files a run reads: only regular files, whole (a FIFO as --data would hang at the second open,
+// for its checksum; /dev/zero never ends), refused at once. The model's memory is estimated from
+// its config before it is built (under a 1.5 GB address-space limit, a billion weights are
+// refused with the estimate, not after their allocation failed).
+TEST_CASE("translation: a FIFO or a device as --data, --valid or --test is refused at once; a model past the memory before it is built") {
+    const Corpus c = write_corpus("translation-kinds");
+    const RemoveOnExit cleanup{c.dir};
+    const std::string fifo = (c.dir / "fifo.tsv").string();
+    REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+    for (const auto& [flag, path] : std::vector<std::pair<std::string, std::string>>{{"--data", fifo}, {"--valid", "/dev/zero"}}) {
+        CAPTURE(flag);
+        const ExampleRun r = run_example_limited("translation", plus(without(tiny_run(c, {}), flag), {flag, path}), "true");
+        INFO(r.err);
+        CHECK(r.status == 1);
+        CHECK(r.err.find("read_tsv: '" + path + "' is a " + (path == fifo ? "FIFO (named pipe)" : "character device") +
+                         ", not a regular file") != std::string::npos);
+    }
+#if !defined(__SANITIZE_ADDRESS__)
+    const ExampleRun big = run_example_limited("translation", plus(tiny_run(c, {}), {"--layers", "8", "--d-model", "4096", "--d-ff", "16384",
+                                                                                    "--heads", "8"}), "ulimit -v 1500000");
+    INFO(big.err);
+    CHECK(big.status == 1);
+    CHECK(big.err.find("translation: training on these batches needs about ") != std::string::npos);
+    CHECK(big.err.find("out of memory") == std::string::npos);
+#endif
 }

@@ -681,6 +681,36 @@ TEST_CASE("safetensors: a failed save leaves the earlier good file intact, and n
     CHECK(as_f32_of(autograd::io::load_safetensors(path)) == std::vector<float>{3, 4});
 }
 
+// Only a regular file is replaced: renamed over a FIFO (or, for root, a device node such as
+// /dev/full) the save would turn it into a plain file. And a FIFO given to load is refused at once,
+// where open() would wait for a writer that never comes.
+TEST_CASE("safetensors: a save onto a FIFO is refused and leaves it a FIFO; loading a FIFO is refused without waiting") {
+    TempDir dir;
+    const std::string fifo = dir.file("pipe.safetensors");
+    REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+    const float w[2] = {1, 2};
+    CHECK(error_of([&] { autograd::io::save_safetensors(fifo, {autograd::io::f32_record("w", {2}, w)}, {}); }) ==
+          "save_safetensors: cannot write '" + fifo + "': it is a FIFO (named pipe), not a regular file: only a regular file is replaced");
+    struct stat st {};
+    REQUIRE(::lstat(fifo.c_str(), &st) == 0);
+    CHECK(S_ISFIFO(st.st_mode));
+    CHECK(files_in(dir.path) == std::vector<std::string>{"pipe.safetensors"});   // no temporary either
+    const std::string link = dir.file("link.safetensors");   // through a link: the same
+    fs::create_symlink("pipe.safetensors", link);
+    CHECK(error_of([&] { autograd::io::save_safetensors(link, {autograd::io::f32_record("w", {2}, w)}, {}); })
+              .find("it is a FIFO (named pipe), not a regular file") != std::string::npos);
+    // loading, in a child that an alarm ends if open() waits for a writer
+    const pid_t pid = ::fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+        ::alarm(20);
+        ::_exit(error_of([&] { autograd::io::load_safetensors(fifo); }) == "load_safetensors: '" + fifo + "': not a regular file" ? 0 : 1);
+    }
+    int raw = 0;
+    ::waitpid(pid, &raw, 0);
+    CHECK((WIFEXITED(raw) && WEXITSTATUS(raw) == 0));
+}
+
 TEST_CASE("safetensors: saving into a directory we may not write fails clearly and leaves nothing behind") {
     TempDir dir;
     const std::string path = dir.file("x.safetensors");

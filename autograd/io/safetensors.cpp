@@ -2,26 +2,23 @@
 #include "autograd/io/safetensors.h"
 
 #include <algorithm>
-#include <atomic>
 #include <bit>
 #include <cerrno>
-#include <chrono>
 #include <cmath>
 #include <cstring>
-#include <filesystem>
 #include <limits>
 #include <numeric>
 #include <stdexcept>
 #include <unordered_set>
 
-#include <fcntl.h>      // POSIX I/O: the C++ streams cannot fsync, and fsync is what makes
-#include <sys/stat.h>   // "rename over the old file" safe after a power cut
+#include <fcntl.h>      // POSIX I/O for loading: pread, and fstat's size of the file opened
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include "autograd/io/atomic_file.h"
 #include "autograd/io/crc32c.h"
 #include "autograd/io/json.h"
 #include "autograd/io/utf8.h"
-#include "autograd/random.h"   // splitmix64_mix: the temporary file's random name
 
 // Tensor bytes are copied between memory and file as-is, which is only right on a little-endian
 // machine (x86-64, ARM64 in practice). The header length is decoded byte by byte regardless.
@@ -140,169 +137,18 @@ static std::string build_header(const std::vector<TensorRecord>& tensors,
     return header;
 }
 
-// write() all n bytes, retrying short writes and EINTR. False on error, with errno set.
-static bool write_all(int fd, const void* data, size_t n) {
-    const char* p = static_cast<const char*>(data);
-    while (n > 0) {
-        const ssize_t w = ::write(fd, p, n);
-        if (w < 0 && errno == EINTR) continue;
-        if (w < 0) return false;
-        if (w == 0) { errno = EIO; return false; }            // no progress: don't spin
-        p += w;
-        n -= static_cast<size_t>(w);
-    }
-    return true;
-}
-
-// Write header and data to an open temp file, fsync and close it. On failure the returned
-// errno is nonzero (the fd is closed either way).
-static int write_file_contents(int fd, const std::string& header,
-                               const std::vector<TensorRecord>& tensors) {
-    uint8_t len[8];                                           // header length, little-endian
-    for (int i = 0; i < 8; i++) len[i] = static_cast<uint8_t>(header.size() >> (8 * i));
-    bool ok = write_all(fd, len, 8) && write_all(fd, header.data(), header.size());
-    for (size_t i = 0; ok && i < tensors.size(); i++)
-        ok = write_all(fd, tensors[i].bytes.data(), tensors[i].bytes.size());
-    ok = ok && ::fsync(fd) == 0;                              // data on disk before the rename
-    int err = ok ? 0 : errno;
-    if (::close(fd) != 0 && err == 0) err = errno;            // close can report a late error
-    return err;
-}
-
-// Where a save really goes. PATH itself, unless PATH is a symbolic link: then the file the link
-// names, followed through a chain of links, each relative target read relative to its link's
-// directory (as the kernel reads it). Renaming over the link itself would turn it into a plain
-// file and leave the file it names stale. A dangling link's target is written: that is the file
-// the link says PATH is. 40 links is the kernel's own limit (ELOOP); a loop of links stops there.
-// On an error, sets `error` and returns PATH.
-static std::string follow_symlinks(const std::string& path, std::string& error) {
-    namespace fs = std::filesystem;
-    fs::path p = path;
-    for (int links = 0;; links++) {
-        std::error_code ec;
-        if (!fs::is_symlink(fs::symlink_status(p, ec))) return p.string();   // a file, or nothing yet
-        if (links == 40) {
-            error = std::strerror(ELOOP);
-            return path;
-        }
-        const fs::path target = fs::read_symlink(p, ec);
-        if (ec) {
-            error = "cannot read the symbolic link '" + p.string() + "': " + ec.message();
-            return path;
-        }
-        p = target.is_absolute() ? target : p.parent_path() / target;
-    }
-}
-
-// Create a temporary file ".NAME.XXXXXX.tmp" beside `target`, named by six random characters,
-// and open it for writing. Its own name, unlike a fixed "PATH.tmp", lets two saves to one path
-// (two threads, two processes) write side by side without truncating each other's half-written
-// file. The leading dot hides it from `ls`, and the name never ends in ".safetensors".
-// This is mkstemp's loop (O_EXCL: a name that exists is never reused, try another) with one
-// difference: the mode 0666 goes to open(), so the kernel applies the umask (and a directory's
-// default ACL) exactly as for any new file. mkstemp creates 0600, and setting the mode after it
-// would need the umask, which a process can only read by changing it (not thread-safe).
-// Returns the fd (or -1 with errno set) and the name in `tmp`.
-static int create_temp_beside(const std::string& target, std::string& tmp) {
-    namespace fs = std::filesystem;
-    static std::atomic<uint64_t> counter{0};   // distinct names within this process
-    const fs::path where = fs::path(target);
-    const std::string dir = where.parent_path().string();
-    static const char letters[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
-    for (int attempt = 0; attempt < 100; attempt++) {
-        // the process id and the clock keep other processes (and a rerun with a reused id) apart
-        const uint64_t now = static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
-        uint64_t bits = splitmix64_mix(counter.fetch_add(1) ^ (static_cast<uint64_t>(::getpid()) << 40) ^ splitmix64_mix(now));
-        std::string suffix(6, ' ');
-        for (char& c : suffix) {
-            c = letters[bits % 62];
-            bits /= 62;
-        }
-        tmp = (dir.empty() ? "" : dir + "/") + "." + where.filename().string() + "." + suffix + ".tmp";
-        const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-        if (fd >= 0 || errno != EEXIST) return fd;
-    }
-    errno = EEXIST;
-    return -1;
-}
-
-// The temporary file being written, for save_in_progress(): a fixed buffer and an atomic flag,
-// which a signal handler may read (a std::string it may not). A name too long for it is not
-// offered, and then stays behind if the program is killed mid-save, as before.
-static char g_saving[4096];
-static std::atomic<bool> g_saving_set{false};
-namespace {
-struct SaveInProgress {
-    explicit SaveInProgress(const std::string& tmp) {
-        if (tmp.size() >= sizeof g_saving) return;
-        std::memcpy(g_saving, tmp.c_str(), tmp.size() + 1);
-        g_saving_set.store(true);
-    }
-    ~SaveInProgress() { g_saving_set.store(false); }
-};
-}  // namespace
-
-const char* save_in_progress() { return g_saving_set.load() ? g_saving : nullptr; }
-
-// The directory `file` is in: "." for a bare name.
-static std::string directory_of(const std::string& file) {
-    const std::string dir = std::filesystem::path(file).parent_path().string();
-    return dir.empty() ? "." : dir;
-}
-
 void save_safetensors(const std::string& path, const std::vector<TensorRecord>& tensors,
                       const std::map<std::string, std::string>& metadata) {
     // 1) validate and build the header in memory
     check_records(tensors, metadata);
     const std::string header = build_header(tensors, metadata);
 
-    // 2) the file to replace: PATH, or the one its symbolic link names. Each error names PATH
-    //    (what the user typed), the file behind it when they differ, and the reason.
-    std::string link_error;
-    const std::string target = follow_symlinks(path, link_error);
-    const std::string cannot = "save_safetensors: cannot write '" + path + "'" +
-                               (target != path ? " (a symbolic link to '" + target + "')" : "") + ": ";
-    if (!link_error.empty()) throw std::runtime_error(cannot + link_error);
-
-    // 3) write everything to a new temporary file beside the target; the old file is untouched
-    //    until step 4. Loaders read only the path they are given, so a temporary left behind by
-    //    a killed run is never mistaken for a checkpoint (and no code lists a directory to find one).
-    std::string tmp;
-    const int fd = create_temp_beside(target, tmp);
-    if (fd < 0) {
-        const int err = errno;
-        throw std::runtime_error(cannot + "cannot create a temporary file in '" + directory_of(target) +
-                                 "': " + std::strerror(err));
-    }
-    const SaveInProgress in_progress(tmp);   // until the rename: a signal handler may remove it
-    if (int err = write_file_contents(fd, header, tensors); err != 0) {
-        ::unlink(tmp.c_str());   // nothing half-written stays behind
-        throw std::runtime_error(cannot + std::strerror(err));
-    }
-
-    // 4) atomically replace the target: readers see either the old file or the new one, never a
-    //    mix, and of two saves racing to one path the last rename wins whole
-    if (::rename(tmp.c_str(), target.c_str()) != 0) {
-        const int err = errno;
-        ::unlink(tmp.c_str());   // nor a whole file under a name no loader reads
-        throw std::runtime_error(cannot + "cannot rename the temporary file '" + tmp + "' to '" + target +
-                                 "': " + std::strerror(err));
-    }
-    g_saving_set.store(false);   // renamed: the new file is whole, and no temporary is left
-
-    // 5) fsync the directory so the rename itself survives a power cut. Some filesystems cannot
-    //    sync a directory (EINVAL, ENOTSUP, ...), and a directory we may write but not read cannot
-    //    be opened: the new file is complete either way, so those pass. A real failure (EIO) is
-    //    reported: the save may not survive a crash, and the caller should know.
-    const std::string dir = directory_of(target);
-    const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd >= 0) {
-        const int err = ::fsync(dfd) == 0 ? 0 : errno;
-        ::close(dfd);
-        if (err != 0 && err != EINVAL && err != ENOTSUP && err != EROFS && err != EBADF)
-            throw std::runtime_error("save_safetensors: wrote '" + path + "', but cannot fsync its directory '" + dir +
-                                     "': " + std::strerror(err) + " (a power cut may undo the save)");
-    }
+    // 2) the header's length, the header, then each tensor's bytes: whole or not at all (atomic_file.h)
+    char len[8];                                              // header length, little-endian
+    for (int i = 0; i < 8; i++) len[i] = static_cast<char>(header.size() >> (8 * i));
+    std::vector<std::string_view> pieces{std::string_view(len, 8), header};
+    for (const TensorRecord& r : tensors) pieces.emplace_back(reinterpret_cast<const char*>(r.bytes.data()), r.bytes.size());
+    write_file_atomically(path, pieces, "save_safetensors");
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -477,7 +323,8 @@ static void check_coverage(const std::vector<TensorRecord>& recs, const std::vec
 
 static SafetensorsFile load_unprefixed(const std::string& path) {
     // 1) open; take the size from fstat so every later check is against the real file
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    // (O_NONBLOCK: opening a FIFO would wait for a writer that never comes; it is refused below)
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) bad(std::string("cannot open: ") + std::strerror(errno));
     FileCloser closer{fd};
     struct stat st;

@@ -38,12 +38,13 @@ size_t dtype_size(const std::string& dtype);
 // Write `tensors` (data in the given order) and string `metadata` to `path`. The metadata gains
 // "crc32c", each tensor's CRC-32C (autograd/io/crc32c.h) as JSON: {"w": "e3069283", ...}; the
 // metadata object is left out when there is nothing in it, as the reference implementation does.
-// Atomic: writes a new temporary file ".NAME.XXXXXX.tmp" in PATH's directory (its own name, so
-// saves racing to one path never mix), fsyncs it, rename()s it over PATH and fsyncs the directory,
-// so a crash or a full disk never destroys an earlier good file, and a reader sees the old file or
-// the new one, whole. The new file gets the permissions of any new file (0666 less the umask).
-// When PATH is a symbolic link (or a chain of them), the file it names is replaced and the link
-// stays a link; a dangling link's target is created. On failure the temporary file is removed and
+// Atomic (autograd/io/atomic_file.h): writes a new temporary file ".NAME.XXXXXX.tmp" in PATH's
+// directory (its own name, so saves racing to one path never mix), fsyncs it, rename()s it over
+// PATH and fsyncs the directory, so a crash or a full disk never destroys an earlier good file, and
+// a reader sees the old file or the new one, whole. The new file gets the permissions of any new
+// file (0666 less the umask). When PATH is a symbolic link (or a chain of them), the file it names
+// is replaced and the link stays a link; a dangling link's target is created. Only a regular file
+// is replaced (not a device or a FIFO). On failure the temporary file is removed and
 // std::runtime_error names PATH and the reason, e.g. "save_safetensors: cannot write
 // 'x.safetensors': No space left on device".
 // Also throws (before touching the disk) on an invalid record: empty or duplicate name, the
@@ -51,9 +52,6 @@ size_t dtype_size(const std::string& dtype);
 void save_safetensors(const std::string& path, const std::vector<TensorRecord>& tensors,
                       const std::map<std::string, std::string>& metadata = {});
 
-// The temporary file a save_safetensors is writing at this moment, or nullptr: what a signal
-// handler that ends the program mid-save removes (reading it and unlink() are async-signal-safe).
-const char* save_in_progress();
 
 // A loaded file: metadata plus tensors in file order (the order of their data in the file).
 struct SafetensorsFile {

@@ -91,13 +91,15 @@ std::string_view first_code_points(std::string_view s, size_t n) {
     return s.substr(0, pos);
 }
 
-bool valid_utf8(std::string_view s) {
+bool valid_utf8(std::string_view s) { return first_invalid_utf8(s) == std::string_view::npos; }
+
+size_t first_invalid_utf8(std::string_view s) {
     for (size_t pos = 0; pos < s.size();) {
         const Utf8Char c = decode_utf8(s, pos);
-        if (!c.valid) return false;
+        if (!c.valid) return pos;
         pos += c.len;
     }
-    return true;
+    return std::string_view::npos;
 }
 
 std::string map_code_points(std::string_view s, char32_t (*f)(char32_t)) {

@@ -39,6 +39,7 @@ size_t count_code_points(std::string_view s);
 std::string_view first_code_points(std::string_view s, size_t n);
 
 bool valid_utf8(std::string_view s);                  // well-formed: decode_utf8 finds nothing invalid
+size_t first_invalid_utf8(std::string_view s);        // the byte offset of the first ill-formed sequence, or npos
 std::string sanitize_utf8(std::string_view s);        // valid UTF-8: ill-formed sequences -> U+FFFD
 
 // Each code point of s (U+FFFD for an ill-formed sequence) replaced by f(code point), encoded

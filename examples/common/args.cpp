@@ -76,14 +76,25 @@ ArgParser::Option& ArgParser::Option::max(long double hi) {
     return *this;
 }
 
+ArgParser::Option& ArgParser::Option::if_empty(const std::string& hint) {
+    if (!std::holds_alternative<std::string*>(target_)) throw std::invalid_argument(name_ + ": if_empty() needs a text option");
+    if_empty_ = hint;
+    return *this;
+}
+
 void ArgParser::Option::set_from_text(const std::string& text) const {
     // 1) convert the text to the target's type and store it; 2) check limits (parse() exits on
     //    an error, so a stored out-of-range value is never used)
-    long double as_number = 0;
+    long double as_number = 0, lo = min_.value_or(0), hi = max_.value_or(0);
     std::visit(
         [&](auto* p) {
             using T = std::remove_pointer_t<decltype(p)>;
             if constexpr (std::is_same_v<T, std::string>) {
+                // "" is what `--save "$OUT"` passes when OUT is unset: taken as "no --save", the run
+                // would quietly save nothing
+                if (text.empty())
+                    throw ArgError(name_ + " needs " + metavar_ + ", got an empty value (an unset variable in a script?)" +
+                                   (if_empty_.empty() ? "" : ": " + if_empty_));
                 *p = text;
             } else if constexpr (std::is_same_v<T, bool>) {
                 if (text == "true" || text == "1" || text == "yes" || text == "on") *p = true;
@@ -94,10 +105,17 @@ void ArgParser::Option::set_from_text(const std::string& text) const {
                                                   : std::is_signed_v<T>       ? "an integer"
                                                                               : "a non-negative integer");
                 as_number = static_cast<long double>(*p);
+                // A float holds the nearest float to what was typed, and so must its limits: 0.99 is
+                // 0.9900000095 as a float, above 0.99 as a long double, and the bound printed in
+                // --help would be refused. Compared as the same float, the bound is accepted.
+                if constexpr (std::is_floating_point_v<T>) {
+                    lo = static_cast<long double>(static_cast<T>(lo));
+                    hi = static_cast<long double>(static_cast<T>(hi));
+                }
             }
         },
         target_);
-    if ((min_ && as_number < *min_) || (max_ && as_number > *max_)) {
+    if ((min_ && as_number < lo) || (max_ && as_number > hi)) {
         const std::string limit = min_ && max_ ? "between " + limit_text(*min_) + " and " + limit_text(*max_)
                                   : min_       ? ">= " + limit_text(*min_)
                                                : "<= " + limit_text(*max_);

@@ -9,7 +9,8 @@
 //   if (paper && !p.given("--steps")) steps = 20000;   // a preset that explicit flags override
 //
 // Accepted forms: `--name value`, `--name=value`, and for flags `--name` (or `--name=true|false`).
-// The default shown by --help is the variable's value when add() was called.
+// The default shown by --help is the variable's value when add() was called. An empty value
+// (`--save ""`, what a script's unset variable gives) is refused, never taken as "not given".
 #pragma once
 
 #include <cstdint>
@@ -37,6 +38,9 @@ public:
         Option& min(long double lo);   // numbers only: value >= lo
         Option& max(long double hi);   // numbers only: value <= hi
         Option& range(long double lo, long double hi) { return min(lo).max(hi); }
+        // Text only: what the refusal of an empty value adds, the way to ask for what an empty
+        // value once meant ("to save nothing, give --no-save").
+        Option& if_empty(const std::string& hint);
 
     private:
         friend class ArgParser;
@@ -47,7 +51,7 @@ public:
         bool is_flag() const { return std::holds_alternative<bool*>(target_); }
         bool is_number() const { return !is_flag() && !std::holds_alternative<std::string*>(target_); }
 
-        std::string name_, help_, metavar_, default_text_;
+        std::string name_, help_, metavar_, default_text_, if_empty_;
         Target target_;
         std::optional<long double> min_, max_;
         bool given_ = false;

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "autograd/runtime.h"
+#include "models/checkpoint.h"
 #include "models/rnn_seq2seq.h"
 #include "models/transformer.h"
 
@@ -26,20 +27,23 @@ struct PerToken {
     double self_pair = 0;      // per (target, target) pair: the decoder's self-attention
 };
 
-PerToken floats_kept(const models::Seq2Seq& model, bool full_logits) {
+// The logits' floats per target token: fused into the loss, one slice of V at a time, counted as one
+double logit_floats(int64_t tgt_vocab, bool full_logits) { return (full_logits ? 3.0 : 1.0) * static_cast<double>(tgt_vocab); }
+
+PerToken floats_kept(const models::TransformerConfig& t, bool full_logits) {
     PerToken k;
-    const double V = static_cast<double>(model.tgt_vocab());
-    const double logits = full_logits ? 3 * V : V;   // fused into the loss: one slice of V at a time, counted as one
-    if (const auto* t = dynamic_cast<const models::Transformer*>(&model)) {
-        const double D = static_cast<double>(t->cfg.d_model), F = static_cast<double>(t->cfg.d_ff);
-        const double N = static_cast<double>(t->cfg.layers), H = static_cast<double>(t->cfg.heads);
-        k.src = N * (12 * D + 2 * F);            // LayerNorms, Q K V, context, projections, FFN hidden before and after
-        k.tgt = N * (18 * D + 2 * F) + logits;   // the same with a second attention, over the memory
-        k.pair = N * H;                          // the encoder's weights (S x S) and the cross-attention's (T x S), per head
-        k.self_pair = N * H;                     // the decoder's (T x T)
-        return k;
-    }
-    const auto& r = dynamic_cast<const models::RNNSeq2Seq&>(model).cfg;
+    const double D = static_cast<double>(t.d_model), F = static_cast<double>(t.d_ff);
+    const double N = static_cast<double>(t.layers), H = static_cast<double>(t.heads);
+    k.src = N * (12 * D + 2 * F);            // LayerNorms, Q K V, context, projections, FFN hidden before and after
+    k.tgt = N * (18 * D + 2 * F) + logit_floats(t.tgt_vocab, full_logits);   // the same with a second attention, over the memory
+    k.pair = N * H;                          // the encoder's weights (S x S) and the cross-attention's (T x S), per head
+    k.self_pair = N * H;                     // the decoder's (T x T)
+    return k;
+}
+
+PerToken floats_kept(const models::RNNSeq2SeqConfig& r, bool full_logits) {
+    PerToken k;
+    const double logits = logit_floats(r.tgt_vocab, full_logits);
     const double Hd = static_cast<double>(r.hidden), E = static_cast<double>(r.embed), L = static_cast<double>(r.layers);
     const double dirs = r.bidirectional ? 2 : 1;
     k.src = E + L * dirs * 12 * Hd;                  // each step's gates before and after their nonlinearity, h and c
@@ -64,15 +68,28 @@ int64_t read_kb_field(const std::string& path, const std::string& key) {
     return -1;
 }
 
-}  // namespace
-
-int64_t training_peak_bytes(const models::Seq2Seq& model, int64_t B, int64_t S, int64_t T, bool full_logits) {
-    const PerToken k = floats_kept(model, full_logits);
+// One training step's peak, from the parameter count and the floats kept per token and pair.
+int64_t training_peak_bytes(int64_t parameters, const PerToken& k, int64_t B, int64_t S, int64_t T) {
     const double b = static_cast<double>(B), s = static_cast<double>(S), t = static_cast<double>(T);
-    const double floats = 4.0 * static_cast<double>(model.num_parameters())   // weights, gradients, Adam's m and v
+    const double floats = 4.0 * static_cast<double>(parameters)   // weights, gradients, Adam's m and v
                           + b * (s * k.src + t * k.tgt)                         // what each layer keeps per token
                           + b * (s * s + t * s) * k.pair + b * t * t * k.self_pair;   // the attention weights
     return static_cast<int64_t>(std::min(4.0 * floats + kProgramBytes, 9e18));
+}
+
+}  // namespace
+
+int64_t training_peak_bytes(const models::TransformerConfig& cfg, int64_t B, int64_t S, int64_t T, bool full_logits) {
+    return training_peak_bytes(cfg.parameter_count(), floats_kept(cfg, full_logits), B, S, T);
+}
+
+int64_t training_peak_bytes(const models::RNNSeq2SeqConfig& cfg, int64_t B, int64_t S, int64_t T, bool full_logits) {
+    return training_peak_bytes(cfg.parameter_count(), floats_kept(cfg, full_logits), B, S, T);
+}
+
+int64_t training_peak_bytes(const models::Seq2Seq& model, int64_t B, int64_t S, int64_t T, bool full_logits) {
+    if (const auto* t = dynamic_cast<const models::Transformer*>(&model)) return training_peak_bytes(t->cfg, B, S, T, full_logits);
+    return training_peak_bytes(dynamic_cast<const models::RNNSeq2Seq&>(model).cfg, B, S, T, full_logits);
 }
 
 int64_t decoding_peak_bytes(const models::Seq2Seq& model, int64_t rows, int64_t S, int64_t T, int beam, bool kv_cache) {
@@ -100,11 +117,13 @@ int64_t decoding_peak_bytes(const models::Seq2Seq& model, int64_t rows, int64_t 
     return static_cast<int64_t>(std::min(4.0 * floats + kProgramBytes, 9e18));
 }
 
-int64_t gpt_training_peak_bytes(const models::GPT& model, int64_t B, int64_t T) {
-    const double D = static_cast<double>(model.cfg.d_model), F = 4 * D, V = static_cast<double>(model.cfg.vocab);
-    const double N = static_cast<double>(model.cfg.layers), H = static_cast<double>(model.cfg.heads);
+int64_t gpt_training_peak_bytes(const models::GPT& model, int64_t B, int64_t T) { return gpt_training_peak_bytes(model.cfg, B, T); }
+
+int64_t gpt_training_peak_bytes(const models::GPTConfig& cfg, int64_t B, int64_t T) {
+    const double D = static_cast<double>(cfg.d_model), F = 4 * D, V = static_cast<double>(cfg.vocab);
+    const double N = static_cast<double>(cfg.layers), H = static_cast<double>(cfg.heads);
     const double b = static_cast<double>(B), t = static_cast<double>(T);
-    const double floats = 4.0 * static_cast<double>(model.num_parameters())   // weights, gradients, AdamW's m and v
+    const double floats = 4.0 * static_cast<double>(models::gpt_parameter_count(cfg))   // weights, gradients, AdamW's m and v
                           + b * t * (N * (12 * D + 2 * F) + V)                  // each block's activations, one slice of logits
                           + b * t * t * N * H;                                  // the attention weights
     return static_cast<int64_t>(std::min(4.0 * floats + kProgramBytes, 9e18));

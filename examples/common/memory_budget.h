@@ -17,13 +17,19 @@
 #include <string>
 
 #include "models/gpt.h"
+#include "models/rnn_seq2seq.h"
 #include "models/seq2seq.h"
+#include "models/transformer.h"
 
 namespace common {
 
 // Bytes at the peak of one training step of `model` on a padded batch of B rows, sources of S
 // tokens and targets of T; full_logits: the loss holds the (B, T, V) logits whole.
 int64_t training_peak_bytes(const models::Seq2Seq& model, int64_t B, int64_t S, int64_t T, bool full_logits);
+// The same from the model's config alone, before the model is built: a model larger than the
+// memory is refused before its weights are allocated.
+int64_t training_peak_bytes(const models::TransformerConfig& cfg, int64_t B, int64_t S, int64_t T, bool full_logits);
+int64_t training_peak_bytes(const models::RNNSeq2SeqConfig& cfg, int64_t B, int64_t S, int64_t T, bool full_logits);
 
 // Bytes at the peak of decoding `rows` sources of S tokens together into outputs of up to T
 // tokens, each source as `beam` hypotheses (1: greedy or sampling); kv_cache false: the decoder
@@ -35,6 +41,7 @@ int64_t decoding_peak_bytes(const models::Seq2Seq& model, int64_t rows, int64_t 
 // The same for a GPT (models/gpt.h) on B windows of T tokens. Its loss is fused (the (B, T, V)
 // logits never exist whole); a block keeps about what an encoder layer keeps, with F = 4D.
 int64_t gpt_training_peak_bytes(const models::GPT& model, int64_t B, int64_t T);
+int64_t gpt_training_peak_bytes(const models::GPTConfig& cfg, int64_t B, int64_t T);   // before the model is built
 
 // The memory this process may still use: the smallest of the system's MemAvailable
 // (/proc/meminfo), the room left under its cgroup's limit (v2 memory.max, v1

@@ -1,11 +1,57 @@
 #include "examples/common/output_files.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
+#include <stdexcept>
 #include <system_error>
+
+#include "autograd/io/atomic_file.h"
 
 namespace common {
 
 namespace fs = std::filesystem;
+
+std::string read_input_file(const std::string& path, const std::string& kind) {
+    // O_NONBLOCK: a FIFO opens at once (to be refused), instead of waiting for a writer
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0) throw std::runtime_error("cannot open '" + path + "': " + std::strerror(errno));
+    struct Closer {
+        int fd;
+        ~Closer() { ::close(fd); }
+    } closer{fd};
+    struct stat st;
+    if (::fstat(fd, &st) != 0) throw std::runtime_error("cannot read '" + path + "': " + std::strerror(errno));
+    if (S_ISDIR(st.st_mode)) throw std::runtime_error("'" + path + "' is a directory, not " + kind);
+    if (!S_ISREG(st.st_mode))
+        throw std::runtime_error("'" + path + "' is " + (S_ISFIFO(st.st_mode) ? "a FIFO (named pipe)" : S_ISCHR(st.st_mode) ? "a character device" :
+                                                         S_ISBLK(st.st_mode) ? "a block device" : "a socket") +
+                                 ", not a regular file: a run reads its data more than once (for the checksum --resume checks) "
+                                 "and to its end; save it to a file first");
+    const auto too_big = [&](int64_t bytes) {
+        return std::runtime_error("'" + path + "' holds " + std::to_string(bytes) + " bytes, more than the 2^30 (" + std::to_string(kMaxInputBytes) +
+                                  ") a run reads from one file: give a part of it (head -c 1000000000 " + path + " > part)");
+    };
+    if (st.st_size > kMaxInputBytes) throw too_big(static_cast<int64_t>(st.st_size));
+    std::string bytes(static_cast<size_t>(st.st_size), '\0');
+    size_t got = 0;
+    for (;;) {   // to the end, which a file that grows while read puts later
+        if (got == bytes.size()) bytes.resize(std::min<size_t>(bytes.size() + (1 << 16), kMaxInputBytes + 1));
+        const ssize_t n = ::read(fd, bytes.data() + got, bytes.size() - got);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) throw std::runtime_error("error while reading '" + path + "': " + std::strerror(errno));
+        if (n == 0) break;
+        got += static_cast<size_t>(n);
+        if (got > static_cast<size_t>(kMaxInputBytes)) throw too_big(static_cast<int64_t>(got));
+    }
+    bytes.resize(got);
+    return bytes;
+}
 
 void add_overwrite_flag(ArgParser& p, bool* overwrite) {
     p.flag("--overwrite", overwrite,
@@ -50,7 +96,12 @@ void RunFiles::check(const ArgParser& p, bool overwrite) const {
             p.fail(writer.flag + " " + writer.path + " would replace " + other.flag + " " + other.path + ", which this run " +
                    (other.kind == Kind::input ? "reads" : "also writes") + ": give " + writer.flag + " another path");
         }
-    // 2) outputs that exist: replaced only when asked
+    // 2) an output that is there but not a regular file (a device, a FIFO): never replaced, even
+    //    with --overwrite (a save renames its file over the path: /dev/full would become a file)
+    for (const File& f : files_)
+        if (f.kind != Kind::input)
+            if (const std::string what = autograd::io::not_a_regular_file(f.path); !what.empty()) p.fail(f.flag + " " + f.path + ": " + what);
+    // 3) outputs that exist: replaced only when asked
     if (overwrite) return;
     std::error_code ec;
     for (const File& f : files_)

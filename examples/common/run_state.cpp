@@ -3,13 +3,18 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <time.h>
+
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <stdexcept>
 
+#include "autograd/io/atomic_file.h"
 #include "autograd/io/crc32c.h"
 #include "autograd/io/safetensors.h"
 #include "examples/common/output_files.h"
@@ -25,30 +30,48 @@ using autograd::io::TensorRecord;
 
 namespace {
 
-std::atomic<int> g_signal{0};   // the first signal's number (a lock-free atomic: safe in a handler)
+std::atomic<int> g_signal{0};            // the first signal's number (lock-free atomics: safe in a handler)
+std::atomic<int64_t> g_first_at{0};      // when it came (CLOCK_MONOTONIC, ns); 0 before one
+std::atomic<int64_t> g_same_within{0};   // a signal this soon after the first is the same interrupt
 struct sigaction g_old_int, g_old_term;
 
 // write(2) of a string literal: what a signal handler may print
 template <size_t N>
 void say(const char (&msg)[N]) { (void)!::write(2, msg, N - 1); }
 
+int64_t monotonic_ns() {   // clock_gettime is async-signal-safe
+    struct timespec ts {};
+    ::clock_gettime(CLOCK_MONOTONIC, &ts);
+    return std::max<int64_t>(1, static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec);
+}
+
 extern "C" void on_interrupt(int sig) {
-    if (g_signal.exchange(sig) != 0) {   // the second: at once, and a save in progress is abandoned whole
-        if (const char* tmp = autograd::io::save_in_progress()) {
-            ::unlink(tmp);
-            say("\ninterrupted again: the save was abandoned and its temporary file removed (an earlier file at that path is as it was)\n");
-        } else {
-            say("\ninterrupted again: quitting at once\n");
-        }
-        _exit(128 + sig);
+    const int64_t now = monotonic_ns();
+    int64_t none = 0;
+    if (g_first_at.compare_exchange_strong(none, now)) {   // the first (also when two threads take one each)
+        g_signal.store(sig);
+        say("\ninterrupted: finishing this step, then saving the run (interrupt again to quit at once)\n");
+        return;
     }
-    say("\ninterrupted: finishing this step, then saving the run (interrupt again to quit at once)\n");
+    // `timeout -s INT` and a terminal's Ctrl-C signal the whole process group: a program started
+    // by a shell script gets the one interrupt two or three times at once. Only a later one is a second.
+    if (now - g_first_at.load() < g_same_within.load()) return;
+    // the second: at once, and a save in progress is abandoned whole
+    if (const char* tmp = autograd::io::save_in_progress()) {
+        ::unlink(tmp);
+        say("\ninterrupted again: the save was abandoned and its temporary file removed (an earlier file at that path is as it was)\n");
+    } else {
+        say("\ninterrupted again: quitting at once\n");
+    }
+    _exit(128 + sig);
 }
 
 }  // namespace
 
-InterruptWatch::InterruptWatch() {
+InterruptWatch::InterruptWatch(double same_interrupt_within) {
     g_signal.store(0);
+    g_first_at.store(0);
+    g_same_within.store(static_cast<int64_t>(same_interrupt_within * 1e9));
     struct sigaction sa {};
     sa.sa_handler = on_interrupt;
     sigemptyset(&sa.sa_mask);
@@ -246,6 +269,21 @@ void restore_run(const std::string& path, RunState& run) {
     }
 }
 
+bool note_if_run_state(const autograd::io::SafetensorsFile& f, const std::string& path) {
+    if (!f.metadata.count("resume")) return false;
+    std::string where;   // "step 700", "epoch 3, batches_done 12"
+    try {
+        const json::Value resume = models::metadata_json(f.metadata, "resume", path);
+        const json::Value* counters = resume.find("counters");
+        if (counters && counters->is_object())
+            for (const auto& [name, value] : counters->as_object()) where += (where.empty() ? "" : ", ") + name + " " + json::dump(value);
+    } catch (const std::exception&) {   // unreadable: the note says less
+    }
+    std::fprintf(stderr, "note: '%s' is the state of a run interrupted%s, not a --save'd model: using its model as it stood then "
+                         "(--resume %s goes on training it)\n", path.c_str(), where.empty() ? "" : (" after " + where).c_str(), path.c_str());
+    return true;
+}
+
 std::string resume_path(const std::string& save, const std::string& program) {
     if (save.empty()) return program + ".resume.safetensors";
     const std::string ext = ".safetensors";
@@ -264,6 +302,19 @@ void add_training_files(RunFiles& files, const std::string& save, const std::str
     }
     if (!resume.empty() && !save.empty() && recorded_save(resume) == resolved_path(save)) files.own_output("--save", save);
     else files.output("--save", save);
+}
+
+void remove_finished_state(const std::string& resume, const std::string& save, const std::string& program) {
+    const std::string state = resume_path(save, program);   // the run's own: where its Ctrl-C saved it
+    if (resume.empty() || resolved_path(resume) != resolved_path(state)) return;
+    std::error_code ec;
+    if (!std::filesystem::remove(state, ec) || ec) {
+        std::fprintf(stderr, "note: the run has finished, but its state %s could not be removed: %s\n", state.c_str(),
+                     ec ? ec.message().c_str() : "it is gone");
+        return;
+    }
+    std::printf("removed %s: the run it holds has finished%s\n", state.c_str(),
+                save.empty() ? " (without --save, its model is not kept)" : (" (its model is in " + save + ")").c_str());
 }
 
 // A shell word: as it is when it is safe, else in single quotes.

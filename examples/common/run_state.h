@@ -23,6 +23,7 @@
 #include <utility>
 #include <vector>
 
+#include "autograd/io/safetensors.h"
 #include "autograd/random.h"
 #include "examples/common/kept_epochs.h"
 #include "examples/common/output_files.h"
@@ -36,10 +37,13 @@ namespace common {
 // SIGINT (Ctrl-C) and SIGTERM while it lives: the first asks the training loop to stop after its
 // current step (requested() turns true, and a line on stderr says so); the second exits at once,
 // with status 128 + the signal, and a save in progress is abandoned: its temporary file removed,
-// the file it would have replaced untouched, and a line says so. The previous handlers come back when it goes.
+// the file it would have replaced untouched, and a line says so. Signals that arrive within
+// `same_interrupt_within` seconds of the first are that first interrupt again (`timeout -s INT`
+// and a terminal signal a process and its group: a program run by a script gets two at once),
+// not a second. The previous handlers come back when it goes.
 class InterruptWatch {
 public:
-    InterruptWatch();
+    explicit InterruptWatch(double same_interrupt_within = 1.0);
     ~InterruptWatch();
     InterruptWatch(const InterruptWatch&) = delete;
     InterruptWatch& operator=(const InterruptWatch&) = delete;
@@ -85,6 +89,12 @@ void save_run(const RunState& run, const std::string& path);
 // without checksums or identity (written by older code) is restored with a note on stderr.
 void restore_run(const std::string& path, RunState& run);
 
+// --load given a run's state instead of a saved model: the state holds the model too, so it
+// loads, and a note on stderr says what the file is: "note: 'x' is the state of a run
+// interrupted after step 700, not a --save'd model: using its model as it stood then (--resume x
+// goes on training it)". Returns whether `f` is a state (its metadata has "resume").
+bool note_if_run_state(const autograd::io::SafetensorsFile& f, const std::string& path);
+
 // Where an interrupted run's state goes: beside --save's model (x.safetensors -> x.resume.safetensors),
 // or PROGRAM.resume.safetensors in the current folder without --save.
 std::string resume_path(const std::string& save, const std::string& program);
@@ -93,6 +103,13 @@ std::string resume_path(const std::string& save, const std::string& program);
 // (read), --save (written; a resumed run's own --save may be replaced) and the state a Ctrl-C
 // writes beside it (resume_path; the --resume file itself when they are one).
 void add_training_files(RunFiles& files, const std::string& save, const std::string& resume, const std::string& program);
+
+// After a resumed run has finished and written its outputs: the state it resumed from, when that
+// is the run's own (resume_path(save, program), where its Ctrl-C saved it), is removed, and a line
+// on stdout says so. Left there, the finished run's state would refuse the next run with the same
+// --save ("exists, and this run would replace it"), and it holds nothing the run has not written.
+// A state elsewhere (--resume of a copy) is the user's file, and stays.
+void remove_finished_state(const std::string& resume, const std::string& save, const std::string& program);
 
 // After a first interrupt: save_run to `path`, and say on stderr where the run stopped and the
 // command that continues it (argv with --resume PATH). Returns the exit status to end with:

@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "autograd/io/safetensors.h"
+#include "examples/common/run_state.h"
 
 namespace common {
 
@@ -17,7 +18,7 @@ SavedModel load_saved_model(const std::string& path) {
     if (!f.checksummed) std::fprintf(stderr, "note: '%s' carries no checksums (written before they were recorded): damage to it cannot be detected\n", path.c_str());
     std::unique_ptr<models::Seq2Seq> model = models::model_from_metadata(f, path);   // checks the config against the weights first
     // an interrupted run's state (run_state.h) holds the optimizer's tensors too: its parameters are the model
-    nn::load_parameters(*model, f, path, /*allow_unexpected=*/f.metadata.count("resume") > 0);
+    nn::load_parameters(*model, f, path, /*allow_unexpected=*/note_if_run_state(f, path));
     return {std::move(model), f.metadata};
 }
 

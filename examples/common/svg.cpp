@@ -1,5 +1,6 @@
 #include "examples/common/svg.h"
 
+#include "autograd/io/atomic_file.h"
 #include "autograd/io/utf8.h"
 
 #include <algorithm>
@@ -8,7 +9,6 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <limits>
 #include <sstream>
 #include <stdexcept>
@@ -63,11 +63,7 @@ Rgb heat_color(float value) {
 }
 
 void write_text_file(const std::string& path, const std::string& text) {
-    std::ofstream file(path, std::ios::binary | std::ios::trunc);
-    if (!file) throw std::runtime_error("cannot open '" + path + "' for writing: " + std::strerror(errno));
-    file.write(text.data(), static_cast<std::streamsize>(text.size()));
-    file.close();
-    if (!file) throw std::runtime_error("error while writing '" + path + "'");
+    autograd::io::write_file_atomically(path, {text}, "write_text_file");   // a full disk leaves the old file whole
 }
 
 // =============================================================================================

@@ -108,7 +108,9 @@ private:
     std::string title_, body_;
 };
 
-// Write `text` to `path` in one go. Throws std::runtime_error naming the path on failure.
+// Write `text` to `path`, whole or not at all: to a temporary file beside it, then renamed over
+// it (autograd/io/atomic_file.h), so a full disk leaves an old file there as it was. Throws
+// std::runtime_error naming the path on failure.
 void write_text_file(const std::string& path, const std::string& text);
 
 // ---- text helpers shared by the SVG and terminal writers -----------------------------------

@@ -1,15 +1,13 @@
 #include "examples/common/training_flags.h"
 
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <cstdio>
-#include <cstring>
 #include <filesystem>
 #include <stdexcept>
 
 #include "autograd/autograd.h"
+#include "autograd/io/atomic_file.h"
+#include "examples/common/memory_budget.h"
 #include "models/checkpoint.h"
 
 namespace common {
@@ -74,6 +72,18 @@ std::unique_ptr<models::Seq2Seq> make_model(const TrainingFlags& t, int64_t src_
     return std::make_unique<models::RNNSeq2Seq>(c);
 }
 
+int64_t training_peak_bytes(const TrainingFlags& t, int64_t src_vocab, int64_t tgt_vocab, int64_t B, int64_t S, int64_t T,
+                            bool full_logits) {
+    if (t.model_kind == "transformer") {   // the config make_model builds, without the model
+        models::TransformerConfig c = t.model;
+        c.src_vocab = src_vocab, c.tgt_vocab = tgt_vocab;
+        return training_peak_bytes(c, B, S, T, full_logits);
+    }
+    models::RNNSeq2SeqConfig c = t.rnn;
+    c.src_vocab = src_vocab, c.tgt_vocab = tgt_vocab;
+    return training_peak_bytes(c, B, S, T, full_logits);
+}
+
 std::string model_name(const models::Seq2Seq& model) {
     if (const auto* r = dynamic_cast<const models::RNNSeq2Seq*>(&model)) return r->cfg.attention() ? "rnn-attention" : "rnn";
     return "transformer";
@@ -125,12 +135,9 @@ void check_output_path(const ArgParser& p, const std::string& flag, const std::s
     namespace fs = std::filesystem;
     std::error_code ec;
     if (fs::is_directory(path, ec)) p.fail(flag + " " + path + ": that is a folder; give a file name");
-    const fs::path dir = fs::path(path).parent_path().empty() ? fs::path(".") : fs::path(path).parent_path();
-    const std::string probe = (dir / (".write-probe." + std::to_string(::getpid()))).string();
-    std::FILE* f = std::fopen(probe.c_str(), "w");
-    if (!f) p.fail(flag + " " + path + ": cannot write in '" + dir.string() + "': " + std::strerror(errno));
-    std::fclose(f);
-    std::remove(probe.c_str());
+    // the save's own checks, made now: links that loop or lead to a missing folder, a device or a
+    // FIFO, a name too long for the save's temporary file or for the folder, a folder that takes no file
+    if (const std::string why = autograd::io::why_not_writable(path); !why.empty()) p.fail(flag + " " + path + ": " + why);
 }
 
 void apply_training_flags(const ArgParser& p, TrainingFlags& t) {
@@ -197,6 +204,13 @@ std::unique_ptr<optim::LRSchedule> make_lr_schedule(optim::Optimizer& opt, const
         return std::make_unique<optim::WarmupCosineSchedule>(opt, lr, std::min(warmup, total), total);
     }
     throw std::invalid_argument("unknown learning-rate schedule '" + name + "' (cosine or noam)");
+}
+
+void warn_if_no_decay(const ArgParser& p, int steps, int warmup, const std::string& peak) {
+    if (steps <= 0 || steps > warmup) return;
+    p.warn("--steps " + std::to_string(steps) + " leaves no step after --warmup " + std::to_string(warmup) + ": the warmup is cut to " +
+           std::to_string(steps) + (steps == 1 ? " step" : " steps") + " and the learning rate ends at its peak (" + peak + "), never decayed" +
+           (steps > 1 ? "; give --warmup " + std::to_string(steps - 1) + " or less for a cosine to follow it" : ""));
 }
 
 std::string describe_lr_schedule(const std::string& name, float lr, float lr_factor, int64_t d_model, int warmup,

@@ -54,6 +54,10 @@ void add_model_flags(ArgParser& p, TrainingFlags& t);
 // The model the flags describe, for vocabularies of these sizes: a Transformer (t.model) or a
 // recurrent encoder-decoder (t.rnn), with or without attention.
 std::unique_ptr<models::Seq2Seq> make_model(const TrainingFlags& t, int64_t src_vocab, int64_t tgt_vocab);
+// The peak of one training step (memory_budget.h) of the model make_model would make, from its
+// config alone: checked before the model is built, a model larger than the memory never is.
+int64_t training_peak_bytes(const TrainingFlags& t, int64_t src_vocab, int64_t tgt_vocab, int64_t B, int64_t S, int64_t T,
+                            bool full_logits);
 // "transformer", "rnn" or "rnn-attention": the --model that makes a model of this kind.
 std::string model_name(const models::Seq2Seq& model);
 // With --load: throws std::runtime_error naming both when a --model given on the command line
@@ -66,7 +70,8 @@ void check_model_kind(const TrainingFlags& t, const models::Seq2Seq& loaded, con
 void check_load_flags(const TrainingFlags& t, const models::Seq2Seq& loaded, const std::string& path);
 
 // Before training: a PATH an output flag names must be writable now (its folder exists and takes
-// a new file), so that no hour of training ends in "cannot open". Exits through p.fail otherwise.
+// a new file; no loop of symbolic links, no device or FIFO there, a name that fits), so that no
+// hour of training ends in "cannot write". Exits through p.fail otherwise.
 void check_output_path(const ArgParser& p, const std::string& flag, const std::string& path);
 
 // The width the Noam schedule scales by: d_model, or a recurrent model's Hd.
@@ -100,6 +105,12 @@ std::string describe_compute(int shards);
 // Throws std::invalid_argument for another name.
 std::unique_ptr<optim::LRSchedule> make_lr_schedule(optim::Optimizer& opt, const std::string& name, float lr,
                                                     float lr_factor, int64_t d_model, int warmup, int total_steps);
+
+// A warmup-then-cosine schedule whose --steps leave no step after --warmup is cut short: the
+// warmup is squeezed into the run, and the learning rate ends at its peak, never decayed. Says so
+// in one line on stderr, naming both flags (a warning, not a refusal: such a command is usually a
+// short trial). Nothing for --steps 0, which trains nothing.
+void warn_if_no_decay(const ArgParser& p, int steps, int warmup, const std::string& peak);
 
 // The same schedule in words: "lr = 0.5 * Noam(D=512, warmup=400)", or "lr: 100 warmup steps
 // to 0.003, then a cosine down to 0 at step 600".

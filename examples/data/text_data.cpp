@@ -2,13 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
-#include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <stdexcept>
 #include <unordered_map>
 
 #include "autograd/io/utf8.h"
+#include "examples/common/output_files.h"
 #include "examples/data/tokenizer.h"
 
 namespace data {
@@ -32,14 +30,7 @@ void check_text(std::string_view text, const std::string& name) {
 }
 
 std::string read_text_file(const std::string& path) {
-    std::error_code ec;
-    if (std::filesystem::is_directory(path, ec)) throw std::runtime_error("'" + path + "' is a directory, not a text file");
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw std::runtime_error("cannot open '" + path + "' (missing or unreadable)");
-    std::ostringstream content;
-    content << in.rdbuf();
-    if (in.bad()) throw std::runtime_error("error while reading '" + path + "'");
-    std::string text = content.str();
+    std::string text = common::read_input_file(path, "a text file");   // a regular file, of a bounded size
     check_text(text, path);
     return text;
 }

@@ -19,7 +19,8 @@
 namespace data {
 
 // The file's bytes. Throws std::runtime_error naming the file and the problem: a directory,
-// missing or unreadable, empty, invalid UTF-8 (with the byte offset of the first bad sequence),
+// missing or unreadable, not a regular file (a FIFO, a device), larger than
+// common::kMaxInputBytes (examples/common/output_files.h), empty, invalid UTF-8 (with the byte offset of the first bad sequence),
 // fewer than two characters (nothing to predict).
 std::string read_text_file(const std::string& path);
 // The same checks on text already read (name: what the messages call it).

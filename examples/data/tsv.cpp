@@ -2,15 +2,13 @@
 
 #include <algorithm>
 #include <cmath>
-#include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <stdexcept>
 #include <unordered_map>
 #include <utility>
 
 #include "autograd/io/utf8.h"
 #include "autograd/random.h"
+#include "examples/common/output_files.h"
 
 namespace data {
 
@@ -82,15 +80,13 @@ TsvResult parse_tsv(std::string_view content, const std::string& name_for_messag
 }
 
 TsvResult read_tsv(const std::string& path) {
-    std::error_code ec;
-    if (std::filesystem::is_directory(path, ec))
-        throw std::runtime_error("read_tsv: '" + path + "' is a directory, not a TSV file");
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw std::runtime_error("read_tsv: cannot open '" + path + "' (missing or unreadable)");
-    std::ostringstream content;
-    content << in.rdbuf();
-    if (in.bad()) throw std::runtime_error("read_tsv: error while reading '" + path + "'");
-    return parse_tsv(content.str(), path);
+    std::string content;
+    try {
+        content = common::read_input_file(path, "a TSV file");   // a regular file, of a bounded size
+    } catch (const std::runtime_error& e) {
+        throw std::runtime_error(std::string("read_tsv: ") + e.what());
+    }
+    return parse_tsv(content, path);
 }
 
 DataSplits split_pairs(const std::vector<Pair>& pairs, uint64_t seed, double valid_frac, double test_frac) {

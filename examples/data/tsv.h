@@ -42,7 +42,8 @@ struct TsvResult {
 // Parses TSV text; name_for_messages (usually the path) prefixes warnings and errors.
 TsvResult parse_tsv(std::string_view content, const std::string& name_for_messages);
 
-// Reads and parses a file. Throws std::runtime_error naming the path if it cannot be read.
+// Reads and parses a file. Throws std::runtime_error naming the path if it cannot be read, is not
+// a regular file or is larger than common::kMaxInputBytes (examples/common/output_files.h).
 TsvResult read_tsv(const std::string& path);
 
 struct DataSplits {

@@ -74,6 +74,7 @@ CopyTask parse_copy_task(int argc, char** argv) {
 
     common::apply_training_flags(p, o.train);
     o.train.model.src_vocab = o.train.model.tgt_vocab = o.vocab;
+    if (o.load.empty() && o.schedule == "cosine") common::warn_if_no_decay(p, o.steps, o.train.warmup, "--lr " + common::exact(o.lr));
     return o;
 }
 

@@ -2,6 +2,7 @@
 
 #include <filesystem>
 
+#include "autograd/io/utf8.h"
 #include "examples/common/args.h"
 #include "examples/common/output_files.h"
 #include "examples/common/run_state.h"
@@ -23,8 +24,8 @@ Gpt parse_gpt(int argc, char** argv) {
     Gpt o;
     common::ArgParser p("gpt", "Train a character-level GPT (the Transformer's decoder alone) on a text, "
                                "by default Tiny Shakespeare, then write from a prompt.");
-    p.add("--data", &o.data, "the text to learn, any UTF-8 file (characters are code points); first 90% train, last 10% "
-                             "validation (default: examples/text/tinyshakespeare.txt)", "PATH");
+    p.add("--data", &o.data, "the text to learn, any UTF-8 file (characters are code points; a regular file of at most 2^30 "
+                             "bytes); first 90% train, last 10% validation (default: examples/text/tinyshakespeare.txt)", "PATH");
     p.add("--bpe", &o.bpe, "learn N byte-pair merges and train on subwords instead of characters (0: characters)").range(0, 100000);
     p.add("--layers", &o.model.layers, "blocks N").range(1, 64);
     p.add("--heads", &o.model.heads, "attention heads H (must divide --d-model)").range(1, 256);
@@ -35,7 +36,8 @@ Gpt parse_gpt(int argc, char** argv) {
     p.add("--batch", &o.batch, "windows per batch (B)").min(1);
     p.add("--lr", &o.lr, "peak learning rate, after the warmup").range(0, 1);
     p.add("--min-lr", &o.min_lr, "learning rate at the last step, where the cosine ends").range(0, 1);
-    p.add("--warmup", &o.warmup, "steps of linear warmup from 0 to --lr").min(0);
+    p.add("--warmup", &o.warmup, "steps of linear warmup from 0 to --lr (with --steps at or below it, the warmup is cut to "
+                                 "--steps and the rate ends at its peak: a warning says so)").min(0);
     p.add("--weight-decay", &o.weight_decay, "AdamW's decoupled weight decay, on the matrices only").range(0, 10);
     p.add("--beta2", &o.beta2, "AdamW's beta2").range(0, 0.999999);
     p.add("--clip", &o.clip, "clip the gradients' global norm to this (0: no clipping)").range(0, 1e6);
@@ -69,6 +71,8 @@ Gpt parse_gpt(int argc, char** argv) {
                               "--sample-every", "--save", "--resume", "--plot", "--overwrite"})
             if (p.given(f)) p.fail(std::string(f) + " does nothing with --load (the model comes from the file; nothing trains)");
     for (const auto& [flag, path] : {std::pair{"--save", o.save}, {"--plot", o.plot}}) common::check_output_path(p, flag, path);
+    if (const size_t bad = autograd::io::first_invalid_utf8(o.prompt); bad != std::string::npos)   // (decoded, it would be U+FFFD)
+        p.fail("--prompt is not valid UTF-8: a bad byte sequence at byte offset " + std::to_string(bad));
     if (o.data.empty()) o.data = default_text(argv[0]);
     common::RunFiles files;   // no output may name an input or another output, nor replace a file unasked
     files.input("--load", o.load);
@@ -84,6 +88,7 @@ Gpt parse_gpt(int argc, char** argv) {
     if (o.reference && p.given("--no-kv-cache")) p.fail("--no-kv-cache is what --reference already does");
     if (o.reference) o.no_kv_cache = true;
     common::apply_threads_flag(p, o.threads);
+    if (o.load.empty()) common::warn_if_no_decay(p, o.steps, o.warmup, "--lr " + common::exact(o.lr));
     return o;
 }
 

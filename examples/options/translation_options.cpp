@@ -14,7 +14,8 @@ Translation parse_translation(int argc, char** argv) {
     common::ArgParser p("translation", "Train a translator (the Transformer, or a recurrent encoder-decoder with or without "
                                        "attention) on the toy English->German corpus or a TSV file, report test BLEU, and "
                                        "translate sentences with a saved model.");
-    p.add("--data", &o.corpus.data, "Tatoeba/Anki TSV file (source TAB target); default: the built-in toy corpus", "FILE");
+    p.add("--data", &o.corpus.data, "Tatoeba/Anki TSV file (source TAB target; a regular file of at most 2^30 bytes, as "
+                                    "--valid and --test); default: the built-in toy corpus", "FILE");
     p.add("--valid", &o.corpus.valid, "separate validation TSV (default: split off --data)", "FILE");
     p.add("--test", &o.corpus.test, "separate test TSV (default: split off --data)", "FILE");
     p.flag("--lowercase", &o.corpus.lowercase, "lowercase all text before tokenizing");
@@ -55,7 +56,9 @@ Translation parse_translation(int argc, char** argv) {
     p.add("--top-p", &o.sampling.top_p, "with --sample: draw among the fewest most likely tokens whose probability reaches P "
                                         "(nucleus sampling; 1: all)", "P").range(0, 1);
     p.add("--save", &o.save, "where to keep the best checkpoint (lowest validation loss), written at each epoch that "
-                             "lowers it. A file already there is refused unless --overwrite", "PATH");
+                             "lowers it. A file already there is refused unless --overwrite", "PATH")
+        .if_empty("to save nothing, give --no-save");
+    p.flag("--no-save", &o.no_save, "train and test without writing the model anywhere");
     p.add("--load", &o.load, "use the model saved at PATH instead of training", "PATH");
     p.add("--translate", &o.translate, "translate this sentence (with --load)", "TEXT");
     p.flag("--stdin", &o.use_stdin, "translate standard input, one sentence per line (with --load); reads to the end, "
@@ -75,6 +78,8 @@ Translation parse_translation(int argc, char** argv) {
                                  "--sample and its flags, --no-kv-cache, --bleu-lowercase, --memory-report, --overwrite", "PATH");
     common::add_overwrite_flag(p, &o.overwrite);
     p.parse(argc, argv);
+    if (o.no_save && p.given("--save")) p.fail("--no-save and --save contradict each other: give one");
+    if (o.no_save) o.save.clear();
     if ((!o.translate.empty() || o.use_stdin) && o.load.empty()) p.fail("--translate and --stdin need --load PATH");
     for (const char* f : {"--temperature", "--top-k", "--top-p"})
         if (p.given(f) && !o.sample) p.fail(std::string(f) + " does nothing without --sample");
@@ -86,7 +91,7 @@ Translation parse_translation(int argc, char** argv) {
     if (!o.load.empty())   // the model and its vocabularies come from the file: what would train or read a corpus does nothing
         for (const char* f : {"--data", "--valid", "--test", "--lowercase", "--bleu-lowercase", "--min-freq", "--bpe", "--tie-weights",
                               "--no-tie-weights", "--max-len", "--epochs", "--batch", "--batch-tokens", "--warmup", "--lr-factor",
-                              "--dropout", "--shards", "--seed", "--average-last", "--label-smoothing", "--save", "--plot",
+                              "--dropout", "--shards", "--seed", "--average-last", "--label-smoothing", "--save", "--no-save", "--plot",
                               "--resume", "--memory-report", "--context", "--score", "--reverse-source", "--unidirectional"})
             if (p.given(f) && !(o.sample && f == std::string("--seed")))   // --seed also picks --sample's draws
                 p.fail(std::string(f) + " does nothing with --load (the model comes from the file; nothing trains)");

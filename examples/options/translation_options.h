@@ -31,6 +31,7 @@ struct Translation {
     bool memory_report = false;    // a line of memory figures after each phase of the run
     bool no_tie_weights = false;   // neither it nor --tie-weights: tied exactly when the vocabulary is shared
     std::string save = "translation.safetensors", load, translate, attention, plot, resume;
+    bool no_save = false;          // --no-save: train without writing the model (save is then "")
 };
 
 // --epochs' default for a --data corpus of train_pairs training pairs and --model model_kind.
