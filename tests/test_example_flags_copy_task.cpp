@@ -935,10 +935,11 @@ TEST_CASE("copy_task: Ctrl-C saves the run and says how to continue; --resume en
     const ExampleRun refused = run_example("copy_task", other);
     CHECK(refused.status == 1);
     CHECK(refused.err.find("resume with the flags of the run that wrote it") != std::string::npos);
-    // two signals a moment apart: the one interrupt, and the run saved
+    // two signals a moment apart: the one interrupt, and the run saved. Its status is the signal
+    // the process took first: another thread may take SIGTERM before SIGINT reaches its own.
     const ExampleRun twice = interrupted({SIGINT, SIGTERM});
     INFO(twice.err);
-    CHECK(twice.status == 130);
+    CHECK((twice.status == 130 || twice.status == 143));
     CHECK(twice.err.find("interrupted again") == std::string::npos);
     CHECK(std::filesystem::exists(state));
     std::filesystem::remove_all(dir);
