@@ -329,8 +329,10 @@ TEST_CASE("GPT sampling: every row of a batch is its own prompt sampled alone wi
         for (const auto& [k, temperature] : {std::pair{0, 1.5f}, std::pair{3, 0.9f}}) {
             CAPTURE(k);
             models::GenerateOptions opt{.new_tokens = 17, .temperature = temperature, .top_k = k, .seed = 12};
-            for (const bool cached : {true, false}) {
+            for (const auto& [cached, fused] : {std::pair{true, true}, std::pair{false, true}, std::pair{true, false}}) {
                 CAPTURE(cached);
+                CAPTURE(fused);   // the cache's attention: the kernel reading each row's slot, or the gathered rows' plain form
+                FusedKernelsGuard path(fused);
                 opt.kv_cache = cached;
                 const Tokens out = models::generate(model, prompt, opt);   // (B, T0 + 17)
                 REQUIRE(out.shape == Shape{B, T0 + 17});
