@@ -18,6 +18,7 @@
 #include <sys/sysmacros.h>   // makedev
 #include <unistd.h>
 
+#include "autograd/io/safetensors.h"
 #include "examples/common/memory_budget.h"
 #include "examples/data/text_data.h"
 #include "tests/run_example.h"
@@ -167,6 +168,32 @@ TEST_CASE("gpt: every training flag changes the losses") {
     const std::vector<double> p = val_losses(plain.out);
     REQUIRE(p.size() == base.size());
     for (size_t i = 0; i < p.size(); i++) CHECK(p[i] == doctest::Approx(base[i]).epsilon(1e-3));
+}
+
+// What the example hands AdamW (decay on the parameters of 2 dims or more: docs/10a-gpt.md), seen
+// in what it saves: one step from the same start with --weight-decay 0 and 5. The first step's
+// gradients are the same in both runs, so every vector (a bias, a LayerNorm's gain or bias) comes
+// out bit for bit the same unless weight decay touched it, and every matrix (the embeddings,
+// every weight) differs.
+TEST_CASE("gpt: --weight-decay decays every matrix and no bias or gain") {
+    const std::filesystem::path dir = example_scratch_dir("gpt-decay");
+    std::map<std::string, autograd::io::SafetensorsFile> saved;
+    for (const char* decay : {"0", "5"}) {
+        const std::string path = (dir / (std::string("decay") + decay + ".safetensors")).string();
+        run_gpt({"--steps", "1", "--eval-every", "1", "--tokens", "1", "--weight-decay", decay, "--save", path});
+        saved[decay] = autograd::io::load_safetensors(path);
+    }
+    int matrices = 0, vectors = 0;
+    for (const autograd::io::TensorRecord& t : saved["0"].tensors) {
+        CAPTURE(t.name);
+        const autograd::io::TensorRecord* other = saved["5"].find(t.name);
+        REQUIRE(other != nullptr);
+        const bool matrix = t.shape.size() >= 2;
+        (matrix ? matrices : vectors)++;
+        CHECK((t.bytes != other->bytes) == matrix);
+    }
+    CHECK(matrices == 2 + 6);   // wte, wpe; w_q, w_k, w_v, w_o, w_1, w_2 of the one block
+    CHECK(vectors == 4 + 6 + 2);   // ln_1's and ln_2's gain and bias, the six biases, ln_f's gain and bias
 }
 
 TEST_CASE("gpt: the sampling flags change the sample, and the cache changes nothing but the speed") {

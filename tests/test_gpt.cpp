@@ -1,12 +1,18 @@
 // models/gpt.h and models/gpt_sampling.h: the decoder alone. Its shape and its tie; causality
 // (no logit reads a later token); the fused and the plain layers agree, and the loss's gradients
 // pass gradcheck; the cached sampler draws the recompute's tokens, across new windows; top-k
-// and top-p together, each in turn the one that binds; AdamW's decay on matrices only.
+// and top-p together, each in turn the one that binds; AdamW's decay on matrices only; the spread
+// of every parameter at initialization; every row of a batch sampled as it is alone, with its own
+// draws, from prompts shorter and longer than the window.
 // (Its loss, gradients and one AdamW step against PyTorch: tests/test_reference.cpp.)
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <map>
+#include <set>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "models/decoding.h"
@@ -214,5 +220,144 @@ TEST_CASE("AdamW with decay_matrices_only decays the matrices and leaves vectors
         CHECK(b.to_vector()[1] == doctest::Approx(b0.to_vector()[1]));
         CHECK(b.to_vector()[1] == doctest::Approx(0.9f));
         CHECK(w0.to_vector()[4] == doctest::Approx(0.9f));
+    }
+}
+
+// ---- GPT-2's initialization (docs/10a-gpt.md), read back from the model
+
+namespace {
+
+// The mean, standard deviation and share within one standard deviation of the mean of v.
+struct Spread {
+    double mean = 0, std = 0, within_one_std = 0;
+};
+Spread spread(const std::vector<float>& v) {
+    Spread s;
+    for (float x : v) s.mean += x;
+    s.mean /= static_cast<double>(v.size());
+    for (float x : v) s.std += (x - s.mean) * (x - s.mean);
+    s.std = std::sqrt(s.std / static_cast<double>(v.size()));
+    for (float x : v) s.within_one_std += std::fabs(x - s.mean) < s.std;
+    s.within_one_std /= static_cast<double>(v.size());
+    return s;
+}
+
+}  // namespace
+
+// Every matrix N(0, 0.02), the two projections that write into the residual stream (attn.w_o,
+// mlp.w_2) N(0, 0.02 / sqrt(2N)), every bias 0 and every gain 1, the tied output layer the token
+// embedding itself. At N = 1 and N = 4 (and H = 2, which neither is), so that a divisor of sqrt(N),
+// 2N or sqrt(2H), or another set of matrices, fails at one of them. The expected parameters are
+// listed by name here, not by the rule the code uses. Each matrix has 1,296 draws or more: its
+// sample std is within 2% (one standard error) of the true one, so 10% is a wide margin, and a
+// divisor off by sqrt(2) is 30-40% away. A normal has 68.3% of its draws within one std (a
+// uniform of the same std: 57.7%).
+TEST_CASE("GPT init: every matrix N(0, 0.02), the projections into the residual stream N(0, 0.02/sqrt(2N)), biases 0, gains 1") {
+    for (const int64_t N : {1, 4}) {
+        CAPTURE(N);
+        manual_seed(9);
+        GPT model({.vocab = 41, .block_size = 37, .layers = N, .heads = 2, .d_model = 36});
+        std::map<std::string, double> matrices = {{"wte.weight", 0.02}, {"wpe.weight", 0.02}};   // name -> std
+        std::set<std::string> gains = {"ln_f.gain"}, biases = {"ln_f.bias"};
+        for (int64_t l = 0; l < N; l++) {
+            const std::string h = "h." + std::to_string(l) + ".";
+            for (const char* m : {"attn.w_q", "attn.w_k", "attn.w_v", "mlp.w_1"}) matrices[h + m + ".weight"] = 0.02;
+            for (const char* m : {"attn.w_o", "mlp.w_2"}) matrices[h + m + ".weight"] = 0.02 / std::sqrt(2.0 * N);
+            for (const char* m : {"attn.w_q", "attn.w_k", "attn.w_v", "attn.w_o", "mlp.w_1", "mlp.w_2", "ln_1", "ln_2"})
+                biases.insert(h + m + ".bias");
+            gains.insert({h + "ln_1.gain", h + "ln_2.gain"});
+        }
+        const auto named = model.named_parameters();
+        CHECK(named.size() == matrices.size() + gains.size() + biases.size());   // lm_head's weight is wte's, listed once
+        for (const auto& [name, p] : named) {
+            CAPTURE(name);
+            const std::vector<float> v = p.to_vector();
+            if (gains.count(name) || biases.count(name)) {
+                const float want = gains.count(name) ? 1.0f : 0.0f;
+                CHECK(std::count(v.begin(), v.end(), want) == static_cast<std::ptrdiff_t>(v.size()));
+                continue;
+            }
+            REQUIRE(matrices.count(name) == 1);
+            const double want = matrices[name];
+            const Spread s = spread(v);
+            CAPTURE(s.std);
+            CAPTURE(s.within_one_std);
+            CHECK(std::fabs(s.std / want - 1.0) < 0.1);   // (relative: doctest's Approx adds 1 to its scale)
+            CHECK(std::fabs(s.mean) < 4.0 * want / std::sqrt(static_cast<double>(v.size())));
+            CHECK(std::fabs(s.within_one_std - 0.683) < 0.05);
+        }
+        CHECK(model.lm_head->weight.data() == model.wte->weight.data());   // the output layer drew nothing of its own
+    }
+}
+
+// ---- sampling past the window, many rows at once
+
+namespace {
+
+// models::generate's rule written out plainly, for one row alone: the window starts at the
+// prompt's last whole window (or 0), and once it holds more than block_size tokens it starts
+// again from the last max(1, block_size / 2); each next token is drawn from GPT::logits over the
+// window alone, at its last position, with the draw u = counter_uniform(seed, b * new_tokens + i)
+// of row b's i-th new token.
+std::vector<int32_t> sample_row_by_hand(GPT& model, std::vector<int32_t> text, int64_t b, const models::GenerateOptions& opt) {
+    NoGradGuard no_grad;
+    const int64_t W = model.cfg.block_size, V = model.cfg.vocab;
+    auto length = [&] { return static_cast<int64_t>(text.size()); };
+    int64_t start = std::max<int64_t>(0, length() - W);
+    for (int64_t i = 0; i < opt.new_tokens; i++) {
+        const int64_t t = length() - start;
+        const Tokens window(std::vector<int32_t>(text.begin() + start, text.end()), {1, t});
+        const std::vector<float> z = model.logits(window).to_vector();   // (1, t, V)
+        const std::vector<double> probs =
+            models::sampling_probs(z.data() + (t - 1) * V, V, {.temperature = opt.temperature, .top_k = opt.top_k, .top_p = opt.top_p});
+        text.push_back(models::sample_token(probs, counter_uniform(opt.seed, static_cast<uint64_t>(b * opt.new_tokens + i))));
+        if (length() - start > W) start = length() - std::max<int64_t>(1, W / 2);
+    }
+    return text;
+}
+
+}  // namespace
+
+TEST_CASE("GPT sampling: every row of a batch is its own prompt sampled alone with its own draws, cached and plain, past the "
+          "window and from prompts longer than it") {
+    manual_seed(10);
+    GPT model(tiny());   // block_size 6
+    model.eval();
+    Rng rng(5);
+    const int64_t B = 3;
+    for (const int64_t T0 : {1, 6, 9, 14}) {   // shorter than a window, one whole window, longer, longer than two
+        CAPTURE(T0);
+        const Tokens prompt = random_ids(rng, B, T0, 7);
+        for (const auto& [k, temperature] : {std::pair{0, 1.5f}, std::pair{3, 0.9f}}) {
+            CAPTURE(k);
+            models::GenerateOptions opt{.new_tokens = 17, .temperature = temperature, .top_k = k, .seed = 12};
+            for (const auto& [cached, fused] : {std::pair{true, true}, std::pair{false, true}, std::pair{true, false}}) {
+                CAPTURE(cached);
+                CAPTURE(fused);   // the cache's attention: the kernel reading each row's slot, or the gathered rows' plain form
+                FusedKernelsGuard path(fused);
+                opt.kv_cache = cached;
+                const Tokens out = models::generate(model, prompt, opt);   // (B, T0 + 17)
+                REQUIRE(out.shape == Shape{B, T0 + 17});
+                for (int64_t b = 0; b < B; b++) {
+                    CAPTURE(b);
+                    const std::vector<int32_t> row(out.data.begin() + b * (T0 + 17), out.data.begin() + (b + 1) * (T0 + 17));
+                    const std::vector<int32_t> alone(prompt.data.begin() + b * T0, prompt.data.begin() + (b + 1) * T0);
+                    CHECK(row == sample_row_by_hand(model, alone, b, opt));
+                }
+            }
+        }
+    }
+    // rows do not share draws: one prompt in every row gives rows of different tokens
+    const Tokens same = Tokens::full({B, 2}, 3);
+    const Tokens out = models::generate(model, same, {.new_tokens = 30, .temperature = 2.0f, .seed = 13});
+    CHECK(std::vector<int32_t>(out.data.begin(), out.data.begin() + 32) != std::vector<int32_t>(out.data.begin() + 32, out.data.begin() + 64));
+    // a prompt longer than the window goes on as its last whole window does: 9 tokens in a window of 6 continue as their last 6
+    const Tokens long_prompt = random_ids(rng, 1, 9, 7);
+    const Tokens last_window(std::vector<int32_t>(long_prompt.data.begin() + 3, long_prompt.data.end()), {1, 6});
+    for (const bool cached : {true, false}) {
+        CAPTURE(cached);
+        const models::GenerateOptions opt{.new_tokens = 15, .seed = 14, .kv_cache = cached};
+        const Tokens a = models::generate(model, long_prompt, opt), b = models::generate(model, last_window, opt);
+        CHECK(std::vector<int32_t>(a.data.begin() + 9, a.data.end()) == std::vector<int32_t>(b.data.begin() + 6, b.data.end()));
     }
 }
