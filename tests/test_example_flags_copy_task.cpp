@@ -924,8 +924,9 @@ TEST_CASE("copy_task: Ctrl-C saves the run and says how to continue; --resume en
     }
     // and the model it saves at the end is the uninterrupted run's, byte for byte
     CHECK(read_whole_file(save) == straight_model);
-    // a state made by other flags is refused, naming what differs
-    std::vector<std::string> other = small_copy_task({"--d-model", "32", "--steps", "400", "--resume", state});
+    // a state made by another model (the run's flags but --d-model) is refused, naming what differs
+    std::vector<std::string> other = args;
+    other.insert(other.end(), {"--d-model", "32", "--resume", state});
     const ExampleRun refused = run_example("copy_task", other);
     CHECK(refused.status == 1);
     CHECK(refused.err.find("resume with the flags of the run that wrote it") != std::string::npos);
