@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+#include "autograd/io/crc32c.h"
+#include "autograd/io/json.h"
 #include "autograd/io/safetensors.h"
 #include "examples/common/args.h"
 #include "examples/common/heatmap_terminal.h"
@@ -664,6 +666,52 @@ TEST_CASE("save_run / restore_run: a run stopped before its first epoch ends (be
     CHECK(log2.steps() == 2);
     CHECK(std::isnan(log2.state().window_sum));
     CHECK(log2.state().window_weight == 4.0);
+    std::filesystem::remove_all(dir);
+}
+
+// A data file's fingerprint in a run's identity: its size and the CRC-32C of all its bytes. The
+// file is read in buffers (64 KiB); this one is a few buffers long and ends in a partial one, and
+// one byte changed anywhere, the first buffer or the last, changes the fingerprint, which is
+// always that of the whole file worked out here in one piece.
+TEST_CASE("file_fingerprint: the size and CRC-32C of the whole file, read in buffers; a byte changed past the first changes it") {
+    namespace json = autograd::io::json;
+    const std::filesystem::path dir = std::filesystem::temp_directory_path() / ("fingerprint-" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir);
+    const std::string path = (dir / "data.txt").string();
+    std::string bytes(3 * 65536 + 4099, '\0');   // three whole buffers and a part of a fourth
+    uint32_t x = 12345;
+    for (char& c : bytes) x = x * 1103515245u + 12345u, c = static_cast<char>(x >> 24);
+    auto expected = [](const std::string& b) {
+        return "{\"bytes\":" + std::to_string(b.size()) + ",\"crc32c\":\"" + autograd::io::crc32c_hex(autograd::io::crc32c(b.data(), b.size())) + "\"}";
+    };
+    auto fingerprint_with = [&](const std::string& b) {
+        std::ofstream(path, std::ios::binary | std::ios::trunc) << b;
+        return json::dump(common::file_fingerprint(path));
+    };
+    const std::string whole = fingerprint_with(bytes);
+    CHECK(whole == expected(bytes));
+    for (size_t at : {size_t{10}, size_t{65536 + 7}, bytes.size() - 3}) {   // in the first buffer, the second, the last (partial) one
+        CAPTURE(at);
+        std::string changed = bytes;
+        changed[at] = static_cast<char>(changed[at] ^ 0x20);
+        const std::string other = fingerprint_with(changed);
+        CHECK(other != whole);
+        CHECK(other == expected(changed));
+    }
+    // a file one byte shorter is another file; so is one of whole buffers only, and an empty one
+    for (size_t size : {bytes.size() - 1, size_t{2 * 65536}, size_t{0}}) {
+        CAPTURE(size);
+        CHECK(fingerprint_with(bytes.substr(0, size)) == expected(bytes.substr(0, size)));
+    }
+    CHECK(fingerprint_with("") == "{\"bytes\":0,\"crc32c\":\"00000000\"}");
+    const std::string missing = (dir / "missing.txt").string();
+    std::string message;
+    try {
+        (void)common::file_fingerprint(missing);
+    } catch (const std::runtime_error& e) {
+        message = e.what();
+    }
+    CHECK(message.find("cannot read '" + missing + "'") != std::string::npos);
     std::filesystem::remove_all(dir);
 }
 
