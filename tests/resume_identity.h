@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "autograd/io/crc32c.h"
 #include "autograd/io/json.h"
 #include "autograd/io/safetensors.h"
 #include "tests/run_example.h"
@@ -26,6 +27,13 @@ struct IdentityChange {
     std::vector<std::string> also = {};       // entries the same change may move too (the vocabularies a --bpe makes)
     std::string state = "";                   // another state to resume from ("" : the run's own)
 };
+
+// {"bytes":1497,"crc32c":"a3209f0b"}: the fingerprint of a file holding `bytes`, as a run's identity
+// records it (common::file_fingerprint), worked out here.
+inline std::string fingerprint_of(const std::string& bytes) {
+    return "{\"bytes\":" + std::to_string(bytes.size()) + ",\"crc32c\":\"" +
+           autograd::io::crc32c_hex(autograd::io::crc32c(bytes.data(), bytes.size())) + "\"}";
+}
 
 // The keys of the identity recorded in a run's state.
 inline std::set<std::string> recorded_identity(const std::string& state) {

@@ -15,7 +15,6 @@
 
 #include <signal.h>
 
-#include "autograd/io/crc32c.h"
 #include "examples/common/memory_budget.h"
 #include "examples/data/text_data.h"
 #include "tests/resume_identity.h"
@@ -310,12 +309,6 @@ const InterruptedGpt& interrupted_gpt() {
     static const InterruptedGpt r;
     REQUIRE(std::filesystem::exists(r.state));
     return r;
-}
-
-// {"bytes":1497,"crc32c":"a3209f0b"}: a text's fingerprint as the run's identity records it, worked out here.
-std::string fingerprint_of(const std::string& text) {
-    return "{\"bytes\":" + std::to_string(text.size()) + ",\"crc32c\":\"" +
-           autograd::io::crc32c_hex(autograd::io::crc32c(text.data(), text.size())) + "\"}";
 }
 
 }  // namespace

@@ -19,7 +19,6 @@
 #include <string>
 #include <vector>
 
-#include "autograd/io/crc32c.h"
 #include "autograd/io/safetensors.h"
 #include "autograd/runtime.h"
 #include "autograd/kernels/threads.h"
@@ -1224,13 +1223,6 @@ const InterruptedTranslation& interrupted_translation() {
     return r;
 }
 
-// {"bytes":739,"crc32c":"eb8a8e44"}: a file's fingerprint as the run's identity records it, worked out here.
-std::string fingerprint_of_file(const std::string& path) {
-    const std::string text = read_whole_file(path);
-    return "{\"bytes\":" + std::to_string(text.size()) + ",\"crc32c\":\"" +
-           autograd::io::crc32c_hex(autograd::io::crc32c(text.data(), text.size())) + "\"}";
-}
-
 }  // namespace
 
 // Every entry of translation's identity (examples/translation.cpp), changed alone, makes --resume
@@ -1252,9 +1244,9 @@ TEST_CASE("translation --resume: each setting of the run's identity, changed alo
     const std::string vocab = "vocabularies and merges";
     const bool has_bf16 = read_whole_file("/proc/cpuinfo").find(" avx512_bf16") != std::string::npos;
     check_identity_walk("translation", run.args, run.state,
-                        {{"--data", {"--data", data}, fingerprint_of_file(data), {vocab}},
-                         {"--valid", {"--valid", valid}, fingerprint_of_file(valid)},
-                         {"--test", {"--test", test}, fingerprint_of_file(test)},
+                        {{"--data", {"--data", data}, fingerprint_of(read_whole_file(data)), {vocab}},
+                         {"--valid", {"--valid", valid}, fingerprint_of(read_whole_file(valid))},
+                         {"--test", {"--test", test}, fingerprint_of(read_whole_file(test))},
                          {vocab, {"--save", (run.c.dir / "other-vocab.safetensors").string()}, "", {}, other_vocab},   // its own state
                          {"--seed", {"--seed", "2"}, "2"}, {"--lowercase", {"--lowercase"}, "true", {vocab}},
                          {"--min-freq", {"--min-freq", "2"}, "2", {vocab}}, {"--bpe", {"--bpe", "30"}, "30", {vocab}},
