@@ -17,17 +17,23 @@
 #include <limits>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
+#include "autograd/io/crc32c.h"
+#include "autograd/io/json.h"
 #include "autograd/io/safetensors.h"
 #include "examples/common/args.h"
 #include "examples/common/heatmap_terminal.h"
 #include "examples/common/kept_epochs.h"
+#include "examples/common/memory_budget.h"
 #include "examples/common/progress.h"
 #include "examples/common/run_state.h"
 #include "examples/common/svg.h"
 #include "examples/common/training_flags.h"
 #include "examples/common/training_log.h"
+#include "models/gpt.h"
+#include "models/rnn_seq2seq.h"
 #include "models/transformer.h"
 #include "nn/nn.h"
 #include "optim/optim.h"
@@ -747,6 +753,233 @@ TEST_CASE("save_run / restore_run: a run stopped before its first epoch ends (be
     CHECK(std::isnan(log2.state().window_sum));
     CHECK(log2.state().window_weight == 4.0);
     std::filesystem::remove_all(dir);
+}
+
+// A data file's fingerprint in a run's identity: its size and the CRC-32C of all its bytes. The
+// file is read in buffers (64 KiB); this one is a few buffers long and ends in a partial one, and
+// one byte changed anywhere, the first buffer or the last, changes the fingerprint, which is
+// always that of the whole file worked out here in one piece.
+TEST_CASE("file_fingerprint: the size and CRC-32C of the whole file, read in buffers; a byte changed past the first changes it") {
+    namespace json = autograd::io::json;
+    const std::filesystem::path dir = std::filesystem::temp_directory_path() / ("fingerprint-" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir);
+    const std::string path = (dir / "data.txt").string();
+    std::string bytes(3 * 65536 + 4099, '\0');   // three whole buffers and a part of a fourth
+    uint32_t x = 12345;
+    for (char& c : bytes) x = x * 1103515245u + 12345u, c = static_cast<char>(x >> 24);
+    auto expected = [](const std::string& b) {
+        return "{\"bytes\":" + std::to_string(b.size()) + ",\"crc32c\":\"" + autograd::io::crc32c_hex(autograd::io::crc32c(b.data(), b.size())) + "\"}";
+    };
+    auto fingerprint_with = [&](const std::string& b) {
+        std::ofstream(path, std::ios::binary | std::ios::trunc) << b;
+        return json::dump(common::file_fingerprint(path));
+    };
+    const std::string whole = fingerprint_with(bytes);
+    CHECK(whole == expected(bytes));
+    for (size_t at : {size_t{10}, size_t{65536 + 7}, bytes.size() - 3}) {   // in the first buffer, the second, the last (partial) one
+        CAPTURE(at);
+        std::string changed = bytes;
+        changed[at] = static_cast<char>(changed[at] ^ 0x20);
+        const std::string other = fingerprint_with(changed);
+        CHECK(other != whole);
+        CHECK(other == expected(changed));
+    }
+    // a file one byte shorter is another file; so is one of whole buffers only, and an empty one
+    for (size_t size : {bytes.size() - 1, size_t{2 * 65536}, size_t{0}}) {
+        CAPTURE(size);
+        CHECK(fingerprint_with(bytes.substr(0, size)) == expected(bytes.substr(0, size)));
+    }
+    CHECK(fingerprint_with("") == "{\"bytes\":0,\"crc32c\":\"00000000\"}");
+    const std::string missing = (dir / "missing.txt").string();
+    std::string message;
+    try {
+        (void)common::file_fingerprint(missing);
+    } catch (const std::runtime_error& e) {
+        message = e.what();
+    }
+    CHECK(message.find("cannot read '" + missing + "'") != std::string::npos);
+    std::filesystem::remove_all(dir);
+}
+
+// ---- the memory estimates (memory_budget.h), term by term ----------------------------------------
+//
+// The tests of the examples hold each estimate's total to the peak RSS within a factor of 2, which
+// a term dropped or counted once instead of N times stays inside. Here each estimate is read
+// apart into its terms, by differences of the total at a few shapes (it is a polynomial in the
+// batch and the lengths), and each term is checked against what the shapes say it holds.
+
+namespace {
+
+constexpr int64_t kProgram = 30 << 20;   // the program's own 30 MB, which every estimate adds
+
+// A training estimate, B * (S src + T tgt + S^2 src_src + T S tgt_src + T^2 tgt_tgt) floats
+// besides `fixed` bytes: the floats per source and target token, and per pair of positions of
+// one row (an attention's weights).
+struct TrainingTerms {
+    int64_t fixed = 0;                            // bytes with no batch: weights, gradients, moments, program
+    int64_t src = 0, tgt = 0;                     // floats per token
+    int64_t src_src = 0, tgt_src = 0, tgt_tgt = 0;  // floats per pair
+};
+
+TrainingTerms training_terms(const models::Seq2Seq& m, bool full_logits) {
+    auto at = [&](int64_t B, int64_t S, int64_t T) { return common::training_peak_bytes(m, B, S, T, full_logits); };
+    auto row = [&](int64_t S, int64_t T) { return at(1, S, T) - at(0, S, T); };   // one row's bytes
+    TrainingTerms k;
+    k.fixed = at(0, 0, 0);
+    k.src_src = (row(2, 0) - 2 * row(1, 0)) / 8;
+    k.tgt_tgt = (row(0, 2) - 2 * row(0, 1)) / 8;
+    k.tgt_src = (row(1, 1) - row(1, 0) - row(0, 1)) / 4;
+    k.src = row(1, 0) / 4 - k.src_src;
+    k.tgt = row(0, 1) / 4 - k.tgt_tgt;
+    // nothing else: at other shapes the estimate is these terms added up, B rows of them
+    for (const auto& [B, S, T] : {std::tuple<int64_t, int64_t, int64_t>{3, 7, 5}, {2, 11, 13}, {5, 1, 17}})
+        CHECK(at(B, S, T) == k.fixed + 4 * B * (S * k.src + T * k.tgt + S * S * k.src_src + T * S * k.tgt_src + T * T * k.tgt_tgt));
+    return k;
+}
+
+}  // namespace
+
+// The Transformer (copy_task, translation): every one of the N layers keeps its attention weights,
+// one float per pair of positions and head (the encoder's S x S, the cross-attention's T x S, the
+// decoder's T x T); per token each encoder layer keeps about 12 D + 2 F floats, each decoder layer
+// 18 D + 2 F (memory_budget.h), and the output layer three copies of the V logits when the loss
+// reads them whole, one when it is fused; the weights cost 4 floats each (Adam's two moments).
+TEST_CASE("training memory estimate, Transformer: attention weights per pair, head and layer; activations per token and layer; logits") {
+    for (const auto& [N, D, F, H] : {std::tuple<int64_t, int64_t, int64_t, int64_t>{1, 12, 20, 3}, {2, 12, 20, 3}, {3, 12, 20, 1},
+                                     {3, 20, 44, 2}}) {
+        CAPTURE(N);
+        CAPTURE(H);
+        const int64_t V = 13;
+        const models::Transformer m({.src_vocab = 11, .tgt_vocab = V, .layers = N, .d_model = D, .d_ff = F, .heads = H, .dropout = 0.0f});
+        for (const bool full_logits : {true, false}) {
+            CAPTURE(full_logits);
+            const TrainingTerms k = training_terms(m, full_logits);
+            CHECK(k.src_src == N * H);
+            CHECK(k.tgt_src == N * H);
+            CHECK(k.tgt_tgt == N * H);
+            CHECK(k.src == N * (12 * D + 2 * F));
+            CHECK(k.tgt == N * (18 * D + 2 * F) + (full_logits ? 3 * V : V));
+            CHECK(k.fixed == 16 * m.num_parameters() + kProgram);
+        }
+    }
+}
+
+// A recurrent encoder-decoder (translation --model rnn-...): each layer's step keeps 12 Hd floats
+// per token (gates before and after their nonlinearity, h and c), each direction of the encoder
+// its own; with attention, each (target, source) pair keeps its score (additive: 2 Hd, the others
+// 2); no pair of source positions (a recurrent encoder has no self-attention), no pair of targets.
+TEST_CASE("training memory estimate, recurrent: steps per layer and direction, attention only between target and source") {
+    struct Case {
+        models::Context context;
+        nn::Score score;
+        bool bidirectional;
+        int64_t layers;
+    };
+    for (const Case& c : {Case{models::Context::bahdanau, nn::Score::additive, true, 2}, Case{models::Context::bahdanau, nn::Score::dot, false, 1},
+                          Case{models::Context::bahdanau, nn::Score::general, true, 1}, Case{models::Context::sutskever, nn::Score::additive, false, 3}}) {
+        const int64_t E = 6, Hd = 10, V = 13, dirs = c.bidirectional ? 2 : 1;
+        CAPTURE(c.layers);
+        CAPTURE(dirs);
+        const models::RNNSeq2Seq m({.src_vocab = 11, .tgt_vocab = V, .embed = E, .hidden = Hd, .layers = c.layers, .cell = nn::CellKind::lstm,
+                                    .context = c.context, .bidirectional = c.bidirectional, .score = c.score, .dropout = 0.0f});
+        const TrainingTerms k = training_terms(m, /*full_logits=*/false);
+        const int64_t score = c.context != models::Context::bahdanau ? 0 : c.score == nn::Score::additive ? 2 * Hd : 2;
+        CHECK(k.src_src == 0);
+        CHECK(k.tgt_src == score);
+        CHECK(k.tgt_tgt == 0);
+        CHECK(k.src == E + c.layers * dirs * 12 * Hd);
+        CHECK(k.tgt == E + c.layers * 12 * Hd + 4 * Hd + V);
+        CHECK(k.fixed == 16 * m.num_parameters() + kProgram);
+    }
+}
+
+// The GPT (gpt.cpp): its loss is fused (one slice of V logits per token); each of the N blocks
+// keeps 12 D + 2 F floats per token, F = 4 D, and its attention weights, one float per pair of
+// positions and head.
+TEST_CASE("training memory estimate, GPT: attention weights per pair, head and block; each block's activations; one slice of logits") {
+    for (const auto& [N, H] : {std::pair<int64_t, int64_t>{1, 2}, {2, 2}, {3, 1}, {3, 3}}) {
+        CAPTURE(N);
+        CAPTURE(H);
+        const int64_t D = 12, V = 17;
+        const models::GPT m({.vocab = V, .block_size = 32, .layers = N, .heads = H, .d_model = D});
+        auto at = [&](int64_t B, int64_t T) { return common::gpt_training_peak_bytes(m, B, T); };
+        auto row = [&](int64_t T) { return at(1, T) - at(0, T); };
+        const int64_t pair = (row(2) - 2 * row(1)) / 8, token = row(1) / 4 - pair;
+        CHECK(pair == N * H);
+        CHECK(token == N * (12 * D + 2 * 4 * D) + V);
+        CHECK(at(0, 9) == 16 * m.num_parameters() + kProgram);
+        for (const auto& [B, T] : {std::pair<int64_t, int64_t>{3, 7}, {2, 29}})
+            CHECK(at(B, T) == at(0, T) + 4 * B * (T * token + T * T * pair));
+    }
+}
+
+// Decoding a Transformer (copy_task --eval, translation's test): the decoder runs on rows x beam
+// hypotheses, so every term of the decoder is the beam's multiple of greedy's (greedy: beam 1);
+// with the cache, each of the N layers keeps the keys and values (2 D floats) of every source and
+// every target position of each hypothesis; without it nothing per layer lives on, and each step
+// reruns the prefix: its self-attention's scores and weights, 2 floats per pair of targets and
+// head. The encoder runs once per source, one layer at a time: its S x S scores and weights, 2 per
+// head, do not grow with the beam. (The weights: once, no gradients.)
+TEST_CASE("decoding memory estimate, Transformer: beam k is k times greedy's decoder; the cache per layer; the encoder per source") {
+    const int64_t rows = 5, S = 9, T = 11, D = 12, F = 20, H = 3;
+    auto model = [&](int64_t N, int64_t V) {
+        return models::Transformer({.src_vocab = 11, .tgt_vocab = V, .layers = N, .d_model = D, .d_ff = F, .heads = H, .dropout = 0.0f});
+    };
+    // the decoder's part, which a wide vocabulary makes the larger passing peak: bytes besides the weights
+    auto decoder = [](const models::Transformer& m, int64_t r, int64_t s, int64_t t, int beam, bool kv) {
+        return common::decoding_peak_bytes(m, r, s, t, beam, kv) - common::decoding_peak_bytes(m, 0, s, t, beam, kv);
+    };
+    for (const bool kv : {true, false}) {
+        CAPTURE(kv);
+        int64_t last = 0;   // N - 1 layers' greedy bytes
+        for (const int64_t N : {1, 2, 3}) {
+            CAPTURE(N);
+            const models::Transformer m = model(N, 997);
+            CHECK(common::decoding_peak_bytes(m, 0, S, T, 1, kv) == m.num_parameters() * 4 + kProgram);
+            const int64_t greedy = decoder(m, rows, S, T, 0, kv);
+            CHECK(decoder(m, rows, S, T, 1, kv) == greedy);
+            for (const int beam : {2, 4}) CHECK(decoder(m, rows, S, T, beam, kv) == beam * greedy);
+            if (N > 1) CHECK(greedy - last == (kv ? 4 * rows * 2 * D * (S + T) : 0));   // one more layer's cache
+            last = greedy;
+            // the prefix rerun: 2 floats per pair of targets and head, for each hypothesis
+            const int64_t t_t = decoder(m, rows, S, T + 1, 2, kv) - 2 * decoder(m, rows, S, T, 2, kv) + decoder(m, rows, S, T - 1, 2, kv);
+            CHECK(t_t == (kv ? 0 : 4 * 2 * rows * 2 * H * 2));
+        }
+    }
+    // long sources, few words: the encoder's layer is the larger passing peak, 2 floats per pair of
+    // source positions and head, once per source whatever the beam and however many layers
+    for (const int64_t N : {1, 3}) {
+        const models::Transformer m = model(N, 5);
+        for (const int beam : {1, 4}) {
+            CAPTURE(beam);
+            const int64_t s_s = decoder(m, 2, 201, 1, beam, true) - 2 * decoder(m, 2, 200, 1, beam, true) + decoder(m, 2, 199, 1, beam, true);
+            CHECK(s_s == 4 * 2 * 2 * H * 2);
+        }
+    }
+}
+
+// Decoding a recurrent model: every term is per hypothesis (the encoder's states, which the beam's
+// copies carry; a step's gates, scores and logits), and --no-kv-cache changes nothing (the decoder
+// carries its state). Per source position each hypothesis keeps the encoder's states (dirs x Hd;
+// with attention also their keys) and, with attention, a step's scores; without attention, no score.
+TEST_CASE("decoding memory estimate, recurrent: beam k is k times greedy's; the cache flag changes nothing; scores only with attention") {
+    const int64_t rows = 3, S = 7, T = 9, Hd = 10;
+    for (const auto& [context, bidirectional] : {std::pair{models::Context::bahdanau, true}, {models::Context::sutskever, false}}) {
+        const bool attention = context == models::Context::bahdanau;
+        CAPTURE(attention);
+        const models::RNNSeq2Seq m({.src_vocab = 11, .tgt_vocab = 13, .embed = 6, .hidden = Hd, .layers = 2, .cell = nn::CellKind::gru,
+                                    .context = context, .bidirectional = bidirectional, .score = nn::Score::additive, .dropout = 0.0f});
+        auto decoder = [&](int64_t s, int beam, bool kv) {
+            return common::decoding_peak_bytes(m, rows, s, T, beam, kv) - common::decoding_peak_bytes(m, 0, s, T, beam, kv);
+        };
+        const int64_t greedy = decoder(S, 0, true);
+        CHECK(decoder(S, 1, true) == greedy);
+        CHECK(decoder(S, 0, false) == greedy);
+        for (const int beam : {2, 5}) CHECK(decoder(S, beam, false) == beam * greedy);
+        const int64_t dirs = bidirectional ? 2 : 1;
+        const int64_t per_source = attention ? dirs * Hd * 2 + 2 * Hd : dirs * Hd;   // states (and keys), additive scores
+        CHECK(decoder(S + 1, 3, true) - decoder(S, 3, true) == 4 * 3 * rows * per_source);
+    }
 }
 
 TEST_CASE("describe_lr_schedule: the words for the schedule make_lr_schedule makes") {

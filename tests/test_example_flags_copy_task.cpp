@@ -29,6 +29,7 @@
 #include "autograd/kernels/threads.h"
 #include "models/checkpoint.h"
 #include "models/transformer.h"
+#include "tests/resume_identity.h"
 #include "tests/run_example.h"
 
 namespace {
@@ -930,8 +931,9 @@ TEST_CASE("copy_task: Ctrl-C saves the run and says how to continue; --resume en
     }
     // and the model it saves at the end is the uninterrupted run's, byte for byte
     CHECK(read_whole_file(save) == straight_model);
-    // a state made by other flags is refused, naming what differs
-    std::vector<std::string> other = small_copy_task({"--d-model", "32", "--steps", "400", "--resume", state});
+    // a state made by another model (the run's flags but --d-model) is refused, naming what differs
+    std::vector<std::string> other = args;
+    other.insert(other.end(), {"--d-model", "32", "--resume", state});
     const ExampleRun refused = run_example("copy_task", other);
     CHECK(refused.status == 1);
     CHECK(refused.err.find("resume with the flags of the run that wrote it") != std::string::npos);
@@ -1090,6 +1092,45 @@ TEST_CASE("copy_task --resume: fewer --steps is refused; the run says what it tr
                            std::to_string(run.stopped_at) + ": the run now stands at step 60)") != std::string::npos);
     CHECK(resumed.out.find("saved " + other) != std::string::npos);
     CHECK(loaded_vocab(other) == 11);
+}
+
+// Every entry of copy_task's identity (examples/copy_task.cpp), changed alone, makes --resume
+// refuse the state and name that entry: a setting dropped from identity() would let a resumed run
+// quietly become another run.
+TEST_CASE("copy_task --resume: each setting of the run's identity, changed alone, is refused naming it") {
+    const InterruptedRun& run = interrupted_run();
+    const bool has_bf16 = read_whole_file("/proc/cpuinfo").find(" avx512_bf16") != std::string::npos;
+    check_identity_walk("copy_task", run.args, run.state,
+                        {{"--seed", {"--seed", "2"}, "2"}, {"--batch", {"--batch", "8"}, "8"}, {"--vocab", {"--vocab", "12"}, "12"},
+                         {"--seq-len", {"--seq-len", "9"}, "9"}, {"--schedule", {"--schedule", "noam"}, "noam"},
+                         {"--lr", {"--lr", "0.002"}, "0.002"}, {"--lr-factor", {"--lr-factor", "2"}, "2"},
+                         {"--warmup", {"--warmup", "7"}, "7"}, {"--shards", {"--shards", "3"}, "3"},
+                         {"--bf16", {"--bf16"}, "true"}, {"--reference", {"--reference"}, "true"}},
+                        [&](const IdentityChange& c) { return c.entry == "--bf16" && !has_bf16; });
+}
+
+// The state --resume reads is an input: no output of the run may be it, with --overwrite or not
+// (the run would replace what it resumes from). The run's own state, where its next Ctrl-C saves,
+// may be named in another spelling of its path.
+TEST_CASE("copy_task --resume: its file is an input that --save or --plot may not replace, even with --overwrite") {
+    const InterruptedRun& run = interrupted_run();
+    const std::string before = read_whole_file(run.state), other = (run.dir.path / "elsewhere.safetensors").string();
+    for (const char* flag : {"--save", "--plot"}) {
+        CAPTURE(flag);
+        const ExampleRun r = run_example("copy_task", plus(run.args, {"--save", other, flag, run.state, "--resume", run.state, "--overwrite"}));
+        check_refused_in_one_line(r, std::string(flag) + " " + run.state + " would replace --resume " + run.state + ", which this run reads");
+    }
+    // with the run's own --save, the state is where its next Ctrl-C saves: still no --plot there
+    const ExampleRun plot = run_example("copy_task", plus(run.args, {"--plot", run.state, "--resume", run.state, "--overwrite"}));
+    check_refused_in_one_line(plot, "--plot " + run.state + " would replace the run's state (where Ctrl-C saves it) " + run.state);
+    CHECK(read_whole_file(run.state) == before);
+    CHECK_FALSE(std::filesystem::exists(other));
+    // the run's own state named as ./m.resume.safetensors is still its own: resumed, not "exists"
+    const std::string spelled = (run.dir.path / "." / "m.resume.safetensors").string();
+    const ExampleRun own = run_example("copy_task", plus(run.args, {"--steps", std::to_string(run.stopped_at), "--resume", spelled}));
+    INFO(own.err);
+    CHECK(own.status == 0);
+    CHECK(own.out.find("trained 0 steps (resumed after step " + std::to_string(run.stopped_at)) != std::string::npos);
 }
 
 TEST_CASE("copy_task: a flipped byte in a saved model is refused naming the tensor and file; a file without checksums loads, noted") {

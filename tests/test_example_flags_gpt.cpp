@@ -21,6 +21,7 @@
 #include "autograd/io/safetensors.h"
 #include "examples/common/memory_budget.h"
 #include "examples/data/text_data.h"
+#include "tests/resume_identity.h"
 #include "tests/run_example.h"
 
 namespace {
@@ -79,6 +80,12 @@ std::string final_sample(const std::string& out) {
     std::string s = out.substr(out.find('\n', at) + 1);
     if (!s.empty() && s.back() == '\n') s.pop_back();
     return s;
+}
+
+// `args` and then `more`.
+std::vector<std::string> plus_args(std::vector<std::string> args, const std::vector<std::string>& more) {
+    args.insert(args.end(), more.begin(), more.end());
+    return args;
 }
 
 }  // namespace
@@ -315,6 +322,60 @@ TEST_CASE("gpt: no output names an input or another output, and a file that exis
     CHECK(replaced.out.find("saved " + x) != std::string::npos);
     CHECK(run_example("gpt", {"--load", x, "--tokens", "5"}).status == 0);   // the line is true: the file is the model
     check_refused_in_one_line(run_example("gpt", {"--load", x, "--overwrite"}), "does nothing with --load");
+}
+
+namespace {
+
+// A tiny run's state, written when SIGINT stopped it right after its first evaluation (a long
+// run: the signal always comes first): for the tests of what --resume must match.
+struct InterruptedGpt {
+    std::filesystem::path dir = example_scratch_dir("gpt-interrupted");
+    std::string save = (dir / "m.safetensors").string(), state = (dir / "m.resume.safetensors").string();
+    std::vector<std::string> args = tiny({"--steps", "100000", "--eval-every", "100000", "--save", save});
+    InterruptedGpt() { interrupt_example("gpt", args, "step     0", {SIGINT}); }
+    ~InterruptedGpt() { std::filesystem::remove_all(dir); }
+};
+
+const InterruptedGpt& interrupted_gpt() {
+    static const InterruptedGpt r;
+    REQUIRE(std::filesystem::exists(r.state));
+    return r;
+}
+
+}  // namespace
+
+// Every entry of gpt's identity (examples/gpt.cpp), changed alone, makes --resume refuse the state
+// and name that entry; the text's entry is its size and CRC-32C.
+TEST_CASE("gpt --resume: each setting of the run's identity, changed alone, is refused naming it") {
+    const InterruptedGpt& run = interrupted_gpt();
+    const std::string other_text = small_text() + "the cat ran.\n", other = (run.dir / "other.txt").string();   // the same characters
+    std::ofstream(other, std::ios::binary) << other_text;
+    check_identity_walk("gpt", run.args, run.state,
+                        {{"--data", {"--data", other}, fingerprint_of(other_text)}, {"--bpe", {"--bpe", "20"}, "20"},
+                         {"--seed", {"--seed", "2"}, "2"}, {"--batch", {"--batch", "3"}, "3"}, {"--lr", {"--lr", "0.02"}, "0.02"},
+                         {"--min-lr", {"--min-lr", "0.001"}, "0.001"}, {"--warmup", {"--warmup", "3"}, "3"},
+                         {"--weight-decay", {"--weight-decay", "0.2"}, "0.2"}, {"--beta2", {"--beta2", "0.9"}, "0.9"},
+                         {"--clip", {"--clip", "0.5"}, "0.5"}, {"--eval-batches", {"--eval-batches", "3"}, "3"},
+                         {"--reference", {"--reference"}, "true"}},
+                        [](const IdentityChange&) { return false; });
+    // and the recorded text is this one: the old value named is the fingerprint of the text it read
+    const ExampleRun r = run_example("gpt", plus_args(run.args, {"--data", other, "--resume", run.state}));
+    CHECK(r.err.find("--data " + fingerprint_of(small_text()) + " -> ") != std::string::npos);
+}
+
+// The state --resume reads is an input: no output of the run may be it, with --overwrite or not.
+TEST_CASE("gpt --resume: its file is an input that --save or --plot may not replace, even with --overwrite") {
+    const InterruptedGpt& run = interrupted_gpt();
+    const std::string before = read_whole_file(run.state), elsewhere = (run.dir / "elsewhere.safetensors").string();
+    for (const char* flag : {"--save", "--plot"}) {
+        CAPTURE(flag);
+        const ExampleRun r = run_example("gpt", plus_args(run.args, {"--save", elsewhere, flag, run.state, "--resume", run.state, "--overwrite"}));
+        check_refused_in_one_line(r, std::string(flag) + " " + run.state + " would replace --resume " + run.state + ", which this run reads");
+    }
+    const ExampleRun plot = run_example("gpt", plus_args(run.args, {"--plot", run.state, "--resume", run.state, "--overwrite"}));
+    check_refused_in_one_line(plot, "--plot " + run.state + " would replace the run's state (where Ctrl-C saves it) " + run.state);
+    CHECK(read_whole_file(run.state) == before);
+    CHECK_FALSE(std::filesystem::exists(elsewhere));
 }
 
 // The estimate gpt checks before training (examples/common/memory_budget.h) against the peak RSS a

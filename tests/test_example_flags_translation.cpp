@@ -30,6 +30,7 @@
 #include "models/checkpoint.h"
 #include "models/transformer.h"
 #include "nn/nn.h"
+#include "tests/resume_identity.h"
 #include "tests/run_example.h"
 
 namespace fs = std::filesystem;
@@ -1208,6 +1209,79 @@ TEST_CASE("translation: SIGINT saves the run, --resume continues it to the unint
     const ExampleRun refused = run_example("translation", other);
     CHECK(refused.status == 1);
     CHECK(refused.err.find("resume with the flags of the run that wrote it") != std::string::npos);
+}
+
+namespace {
+
+// A tiny run's state, written when SIGINT stopped it after its first epoch (a long run: the
+// signal always comes first): for the tests of what --resume must match.
+struct InterruptedTranslation {
+    Corpus c = write_corpus("translation-interrupted");
+    RemoveOnExit cleanup{c.dir};
+    std::string save = (c.dir / "m.safetensors").string(), state = (c.dir / "m.resume.safetensors").string();
+    std::vector<std::string> args = tiny_run(c, {"--epochs", "10000", "--save", save});
+    InterruptedTranslation() { interrupt_example("translation", args, "epoch  1 ", {SIGINT}); }
+};
+
+const InterruptedTranslation& interrupted_translation() {
+    static const InterruptedTranslation r;
+    REQUIRE(fs::exists(r.state));
+    return r;
+}
+
+}  // namespace
+
+// Every entry of translation's identity (examples/translation.cpp), changed alone, makes --resume
+// refuse the state and name that entry: each file by its size and CRC-32C, each flag by its value.
+// A flag that changes the vocabularies may name them too. The vocabularies and merges the data
+// made are an entry of their own (another build's tokenizer could make others from the same
+// files): a state that recorded others is refused, naming them.
+TEST_CASE("translation --resume: each setting of the run's identity, changed alone, is refused naming it") {
+    const InterruptedTranslation& run = interrupted_translation();
+    const std::string data = (run.c.dir / "reordered.tsv").string(), valid = (run.c.dir / "valid2.tsv").string(),
+                      test = (run.c.dir / "test2.tsv").string(), other_vocab = (run.c.dir / "other-vocab.resume.safetensors").string();
+    write_tsv(data, std::vector<data::Pair>(run.c.train.rbegin(), run.c.train.rend()));   // the same vocabulary
+    std::vector<data::Pair> v, t;
+    for (int i = 0; i < 13; i++) v.push_back(sentence(11 * i + 4));
+    for (int i = 0; i < 7; i++) t.push_back(sentence(19 * i + 6));
+    write_tsv(valid, v);
+    write_tsv(test, t);
+    write_with_identity_entry(run.state, other_vocab, "vocabularies and merges", "crc32c 00000000");
+    const std::string vocab = "vocabularies and merges";
+    const bool has_bf16 = read_whole_file("/proc/cpuinfo").find(" avx512_bf16") != std::string::npos;
+    check_identity_walk("translation", run.args, run.state,
+                        {{"--data", {"--data", data}, fingerprint_of(read_whole_file(data)), {vocab}},
+                         {"--valid", {"--valid", valid}, fingerprint_of(read_whole_file(valid))},
+                         {"--test", {"--test", test}, fingerprint_of(read_whole_file(test))},
+                         {vocab, {"--save", (run.c.dir / "other-vocab.safetensors").string()}, "", {}, other_vocab},   // its own state
+                         {"--seed", {"--seed", "2"}, "2"}, {"--lowercase", {"--lowercase"}, "true", {vocab}},
+                         {"--min-freq", {"--min-freq", "2"}, "2", {vocab}}, {"--bpe", {"--bpe", "30"}, "30", {vocab}},
+                         {"--max-len", {"--max-len", "12"}, "12", {vocab}}, {"--batch", {"--batch", "8"}, "8"},
+                         {"--batch-tokens", {"--batch-tokens", "200"}, "200"}, {"--label-smoothing", {"--label-smoothing", "0.2"}, "0.2"},
+                         {"--warmup", {"--warmup", "7"}, "7"}, {"--lr-factor", {"--lr-factor", "2"}, "2"},
+                         {"--shards", {"--shards", "3"}, "3"}, {"--bf16", {"--bf16"}, "true"}, {"--reference", {"--reference"}, "true"},
+                         {"--average-last", {"--average-last", "2"}, "2"}},
+                        [&](const IdentityChange& c) { return c.entry == "--bf16" && !has_bf16; });
+}
+
+// The state --resume reads is an input: no output of the run may be it, with --overwrite or not;
+// --attention, which only a --load'ed model draws, is refused beside --resume.
+TEST_CASE("translation --resume: its file is an input that --save, --plot or --attention may not replace, even with --overwrite") {
+    const InterruptedTranslation& run = interrupted_translation();
+    const std::string before = read_whole_file(run.state), elsewhere = (run.c.dir / "elsewhere.safetensors").string();
+    for (const char* flag : {"--save", "--plot"}) {
+        CAPTURE(flag);
+        const ExampleRun r = run_example("translation", plus(run.args, {"--save", elsewhere, flag, run.state, "--resume", run.state, "--overwrite"}));
+        check_refused_in_one_line(r, std::string(flag) + " " + run.state + " would replace --resume " + run.state + ", which this run reads");
+    }
+    const ExampleRun plot = run_example("translation", plus(run.args, {"--plot", run.state, "--resume", run.state, "--overwrite"}));
+    check_refused_in_one_line(plot, "--plot " + run.state + " would replace the run's state (where Ctrl-C saves it) " + run.state);
+    const ExampleRun attention = run_example("translation", plus(run.args, {"--attention", run.state, "--translate", "The cat sees the cup .",
+                                                                           "--resume", run.state, "--overwrite"}));
+    CHECK(attention.status == 2);
+    CHECK(attention.out.empty());
+    CHECK(read_whole_file(run.state) == before);
+    CHECK_FALSE(fs::exists(elsewhere));
 }
 
 // Every output is checked before the corpus is read; with --load nothing trains, so training flags

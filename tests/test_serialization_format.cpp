@@ -10,6 +10,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -1011,4 +1012,95 @@ TEST_CASE("safetensors: each tensor's CRC-32C is recorded; a changed byte is ref
     // written by hand, as before checksums: loads, and says it was not checked
     write_bytes(path, make_file(R"({"a": {"dtype": "U8", "shape": [2], "data_offsets": [0, 2]}})", {7, 8}));
     CHECK_FALSE(autograd::io::load_safetensors(path).checksummed);
+}
+
+namespace {
+
+const char* const kChecksummedV1 = "tests/reference/checksummed_v1.safetensors";
+
+// The fixture's header text and data section, apart.
+std::pair<std::string, std::vector<uint8_t>> header_and_data(const std::vector<uint8_t>& file) {
+    uint64_t n = 0;
+    for (int i = 0; i < 8; i++) n |= static_cast<uint64_t>(file[i]) << (8 * i);
+    return {std::string(file.begin() + 8, file.begin() + 8 + static_cast<std::ptrdiff_t>(n)),
+            std::vector<uint8_t>(file.begin() + 8 + static_cast<std::ptrdiff_t>(n), file.end())};
+}
+
+// `text` with its one `from` replaced by `to`.
+std::string replaced(std::string text, const std::string& from, const std::string& to) {
+    const size_t at = text.find(from);
+    REQUIRE(at != std::string::npos);
+    REQUIRE(text.find(from, at + 1) == std::string::npos);
+    return text.replace(at, from.size(), to);
+}
+
+}  // namespace
+
+// A file an earlier build wrote must still load: tests/reference/checksummed_v1.safetensors is a
+// checkpoint of the first format with checksums, written by hand from the format by
+// tests/reference/make_checksummed_v1.py (see its header). Its tensor "w" has the checksum
+// 0x0b07c051, whose text keeps its leading zero: "0b07c051" (and an empty tensor's is "00000000").
+// It loads, checked, to its values; and today's save of the same tensors and metadata writes its
+// very bytes, so a change of the format (the checksum's text, the header's order or padding) fails
+// here the day it is made.
+TEST_CASE("safetensors: a checksummed file of the first format loads to its values, and today's save writes its very bytes") {
+    const autograd::io::SafetensorsFile f = autograd::io::load_safetensors(kChecksummedV1);
+    CHECK(f.checksummed);
+    CHECK(f.metadata == std::map<std::string, std::string>{{"note", "checksummed_v1"}, {"step", "7"}});
+    REQUIRE(f.tensors.size() == 4);
+    CHECK(f.tensors[0].name == "w");
+    CHECK(f.tensors[0].shape == std::vector<int64_t>{2, 3});
+    CHECK(autograd::io::as_f32(f.tensors[0]) == std::vector<float>{0.5f, -1.25f, 2.0f, 3.0f, -0.125f, 0.125f});
+    CHECK(f.tensors[1].name == "ids");
+    CHECK(autograd::io::as_i64(f.tensors[1]) == std::vector<int64_t>{7, -1, (int64_t{1} << 40) + 3});
+    CHECK(f.tensors[2].name == "flags");
+    CHECK(f.tensors[2].dtype == "U8");
+    CHECK(f.tensors[2].bytes == std::vector<uint8_t>{0, 1, 2, 254, 255});
+    CHECK(f.tensors[3].name == "empty");
+    CHECK(f.tensors[3].shape == std::vector<int64_t>{2, 0});
+    CHECK(f.tensors[3].bytes.empty());
+    const std::vector<uint8_t> file = read_bytes(kChecksummedV1);
+    const std::string header = header_and_data(file).first;
+    CHECK(autograd::io::crc32c_hex(autograd::io::crc32c(f.tensors[0].bytes.data(), 24)) == "0b07c051");
+    CHECK(header.find(R"({\"w\":\"0b07c051\",\"ids\":\")") != std::string::npos);   // the leading zero kept, as the file holds it
+    CHECK(header.find(R"(\"empty\":\"00000000\"})") != std::string::npos);           // no bytes: eight zeros
+    TempDir dir;
+    const std::string again = dir.file("again.safetensors");
+    autograd::io::save_safetensors(again, f.tensors, f.metadata);
+    CHECK(read_bytes(again) == file);
+}
+
+// The format defines a checksum as the text of eight lowercase hex digits, compared as text: the
+// same number written another way (without its leading zero, in capitals, as a JSON number) is
+// not what any build wrote, and is refused naming the tensor. So is a checksum list that names a
+// tensor the file does not hold (a list copied from another file, a tensor cut out of this one).
+TEST_CASE("safetensors: a checksum in another text form, or for a tensor the file lacks, is refused naming the tensor") {
+    const auto [header, data] = header_and_data(read_bytes(kChecksummedV1));
+    TempDir dir;
+    const std::string path = dir.file("m.safetensors");
+    auto load_error = [&](const std::string& h) {
+        write_bytes(path, make_file(h, data));
+        return error_of([&] { autograd::io::load_safetensors(path); });
+    };
+    REQUIRE(load_error(header).empty());   // as written, it loads
+    const std::string prefix = "load_safetensors: '" + path + "': ";
+    for (const char* other : {"b07c051", "0B07C051", " 0b07c051", "0x0b07c051"}) {
+        CAPTURE(other);
+        CHECK(load_error(replaced(header, R"(\"w\":\"0b07c051\")", std::string(R"(\"w\":\")") + other + R"(\")")) ==
+              prefix + "tensor \"w\" fails its CRC-32C check (the file says " + other + ", its bytes give 0b07c051): the file is damaged");
+    }
+    CHECK(load_error(replaced(header, R"(\"w\":\"0b07c051\")", R"(\"w\":185057361)")) ==
+          prefix + "tensor \"w\" has no checksum in metadata 'crc32c'");   // 0x0b07c051 as a number
+    // one more checksum, for a tensor "ghost" the file does not hold; and "ids" cut out of the file
+    // (its header entry gone, the data after it moved up) with its checksum left in the list
+    CHECK(load_error(replaced(header, R"(\"empty\":\"00000000\"})", R"(\"empty\":\"00000000\",\"ghost\":\"00000000\"})")) ==
+          prefix + "metadata 'crc32c' names tensor \"ghost\", which the file does not hold");
+    std::string cut = replaced(header, R"("ids":{"dtype":"I64","shape":[3],"data_offsets":[24,48]},)", "");
+    cut = replaced(cut, R"("data_offsets":[48,53])", R"("data_offsets":[24,29])");
+    cut = replaced(cut, R"("data_offsets":[53,53])", R"("data_offsets":[29,29])");
+    std::vector<uint8_t> without_ids(data.begin(), data.begin() + 24);
+    without_ids.insert(without_ids.end(), data.begin() + 48, data.end());
+    write_bytes(path, make_file(cut, without_ids));
+    CHECK(error_of([&] { autograd::io::load_safetensors(path); }) ==
+          prefix + "metadata 'crc32c' names tensor \"ids\", which the file does not hold");
 }

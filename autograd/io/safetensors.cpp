@@ -190,7 +190,8 @@ static std::map<std::string, std::string> parse_metadata(const json::Value& v) {
 }
 
 // A file whose metadata has "crc32c" (every file save_safetensors writes): each tensor's bytes
-// must give the checksum recorded for it, and every tensor must have one. The entry then leaves
+// must give the checksum recorded for it, every tensor must have one, and it names no other
+// tensor (a list from another file, or a tensor cut out of this one). The entry then leaves
 // the metadata (it describes the bytes, not the model), and the file counts as checked. Files
 // written before checksums, or by other programs, have none: they load unchecked.
 static void check_checksums(SafetensorsFile& f) {
@@ -211,7 +212,8 @@ static void check_checksums(SafetensorsFile& f) {
             bad("tensor " + name_text(r.name) + " fails its CRC-32C check (the file says " + stored->as_string() +
                 ", its bytes give " + computed + "): the file is damaged");
     }
-    if (sums.as_object().size() != f.tensors.size()) bad(std::string("metadata '") + kChecksumKey + "' names a tensor the file does not hold");
+    for (const auto& [name, value] : sums.as_object())   // (JSON keys are unique: one name per tensor)
+        if (!f.find(name)) bad(std::string("metadata '") + kChecksumKey + "' names tensor " + name_text(name) + ", which the file does not hold");
     f.metadata.erase(entry);
     f.checksummed = true;
 }

@@ -66,7 +66,8 @@ struct SafetensorsFile {
 // message starting "load_safetensors: '<path>': ". Never reads outside the file, and reads only
 // `path`: never a temporary file a killed save left beside it. A file with checksums ("crc32c",
 // as save_safetensors writes) must match them: "load_safetensors: 'm.safetensors': tensor
-// "w" fails its CRC-32C check (...): the file is damaged"; the entry is not in the metadata
+// "w" fails its CRC-32C check (...): the file is damaged", and name no tensor the file lacks;
+// a checksum is compared as its text, eight lowercase hex digits; the entry is not in the metadata
 // returned, and `checksummed` says it was there. A file without loads unchecked.
 SafetensorsFile load_safetensors(const std::string& path);
 

@@ -23,7 +23,8 @@ constexpr double kProgramBytes = 30.0 * (1 << 20);   // the program, its librari
 // Floats per token and per pair of positions that one training step keeps, by kind of model.
 struct PerToken {
     double src = 0, tgt = 0;   // per source token, per target token
-    double pair = 0;           // per (target or source position, source position) pair of one row
+    double src_pair = 0;       // per (source, source) pair of one row: the encoder's self-attention
+    double pair = 0;           // per (target, source) pair: the decoder's attention over the source
     double self_pair = 0;      // per (target, target) pair: the decoder's self-attention
 };
 
@@ -36,7 +37,8 @@ PerToken floats_kept(const models::TransformerConfig& t, bool full_logits) {
     const double N = static_cast<double>(t.layers), H = static_cast<double>(t.heads);
     k.src = N * (12 * D + 2 * F);            // LayerNorms, Q K V, context, projections, FFN hidden before and after
     k.tgt = N * (18 * D + 2 * F) + logit_floats(t.tgt_vocab, full_logits);   // the same with a second attention, over the memory
-    k.pair = N * H;                          // the encoder's weights (S x S) and the cross-attention's (T x S), per head
+    k.src_pair = N * H;                      // the encoder's weights (S x S), per head
+    k.pair = N * H;                          // the cross-attention's (T x S)
     k.self_pair = N * H;                     // the decoder's (T x T)
     return k;
 }
@@ -49,6 +51,7 @@ PerToken floats_kept(const models::RNNSeq2SeqConfig& r, bool full_logits) {
     k.src = E + L * dirs * 12 * Hd;                  // each step's gates before and after their nonlinearity, h and c
     k.tgt = E + L * 12 * Hd + 4 * Hd + logits;       // the same, the context and the output layer
     if (r.attention()) k.pair = r.score == nn::Score::additive ? 2 * Hd : 2;   // additive: tanh(W s + U h) for every pair
+    // (a recurrent encoder has no self-attention: no S x S pairs)
     return k;
 }
 
@@ -73,7 +76,7 @@ int64_t training_peak_bytes(int64_t parameters, const PerToken& k, int64_t B, in
     const double b = static_cast<double>(B), s = static_cast<double>(S), t = static_cast<double>(T);
     const double floats = 4.0 * static_cast<double>(parameters)   // weights, gradients, Adam's m and v
                           + b * (s * k.src + t * k.tgt)                         // what each layer keeps per token
-                          + b * (s * s + t * s) * k.pair + b * t * t * k.self_pair;   // the attention weights
+                          + b * (s * s * k.src_pair + t * s * k.pair + t * t * k.self_pair);   // the attention weights
     return static_cast<int64_t>(std::min(4.0 * floats + kProgramBytes, 9e18));
 }
 
@@ -111,7 +114,8 @@ int64_t decoding_peak_bytes(const models::Seq2Seq& model, int64_t rows, int64_t 
         const double Hd = static_cast<double>(c.hidden), L = static_cast<double>(c.layers), dirs = c.bidirectional ? 2 : 1;
         kept = hyps * s * dirs * Hd * (c.attention() ? 2 : 1) + hyps * t;   // the encoder's states (and their keys); the outputs
         // a step's gates, scores and logits; kv_cache changes nothing: a recurrent decoder carries its state, no prefix is rerun
-        transient = hyps * (L * 8 * Hd + s * (c.score == nn::Score::additive ? 2 * Hd : 2) + 2 * V);
+        const double scores = !c.attention() ? 0 : c.score == nn::Score::additive ? 2 * Hd : 2;   // per source position
+        transient = hyps * (L * 8 * Hd + s * scores + 2 * V);
     }
     const double floats = static_cast<double>(model.num_parameters()) + kept + transient;
     return static_cast<int64_t>(std::min(4.0 * floats + kProgramBytes, 9e18));

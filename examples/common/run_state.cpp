@@ -231,6 +231,10 @@ void restore_run(const std::string& path, RunState& run) {
     if (!f.metadata.count("resume"))
         throw std::runtime_error("'" + path + "' is not a run's state (it has no 'resume' metadata): --resume takes the file an " +
                                  "interrupted run wrote");
+    // the same run: first the flags and files, so that a flag which also changes the model (copy_task's
+    // --vocab, gpt's --bpe) is named as the flag, not as two configs
+    const json::Value resume = models::metadata_json(f.metadata, "resume", path);
+    check_same_run(resume, run.identity, path);
     // the same model: the flags must make the model the run trained
     for (const auto& [key, value] : run.model_metadata) {
         const std::string mine = json::dump(value), theirs = f.metadata.count(key) ? f.metadata.at(key) : "(none)";
@@ -238,8 +242,6 @@ void restore_run(const std::string& path, RunState& run) {
             throw std::runtime_error("'" + path + "': its " + key + " is " + theirs + ", the flags make " + mine +
                                      ": resume with the flags of the run that wrote it");
     }
-    const json::Value resume = models::metadata_json(f.metadata, "resume", path);
-    check_same_run(resume, run.identity, path);
     if (!f.checksummed) std::fprintf(stderr, "note: '%s' carries no checksums (written before they were recorded): damage to it cannot be detected\n", path.c_str());
     auto at = [&](const json::Value& object, const std::string& key) -> const json::Value& {
         const json::Value* v = object.find(key);
