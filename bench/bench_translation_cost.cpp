@@ -8,10 +8,11 @@
 // For the Transformer and rnn-attention as translation --data builds them by default (N=2 D=128
 // F=512 h=4 tied; a GRU of E=128 Hd=256, 2 layers, bidirectional, additive score), and for
 // batches of about 1000 source and 1000 target tokens (the example's --batch-tokens default) at
-// sentence lengths from 4 to 60, one line each: B, S, T, the forward pass's multiply-adds and
-// sequential steps (training_work.h), and the median milliseconds of a training step (forward,
-// backward and Adam, 2 shards as the example runs them). The families are alternated shape by
-// shape, so that a drift of the machine's speed falls on both.
+// sentence lengths from 4 to 60, one line each: B, S, T, the forward pass's work
+// (training_work.h: multiply-adds, the output layer's, attention scores, sequential steps), and
+// the mean milliseconds of a training step (forward, backward and Adam, 2 shards as the example
+// runs them). The families are alternated shape by shape, so that a drift of the machine's speed
+// falls on both.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -36,7 +37,7 @@ models::Batch random_batch(autograd::Rng& rng, int64_t B, int64_t S, int64_t T, 
     return models::make_batch(src, tgt, 0);
 }
 
-double median_step_ms(models::Seq2Seq& model, optim::Adam& opt, const models::Batch& b, int steps) {
+double mean_step_ms(models::Seq2Seq& model, optim::Adam& opt, const models::Batch& b, int steps) {
     std::vector<double> ms;
     for (int i = 0; i < steps + 1; i++) {   // the first step warms the allocator and is not counted
         const auto t0 = std::chrono::steady_clock::now();
@@ -47,8 +48,9 @@ double median_step_ms(models::Seq2Seq& model, optim::Adam& opt, const models::Ba
         opt.step();
         if (i > 0) ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
     }
-    std::sort(ms.begin(), ms.end());
-    return ms[ms.size() / 2];
+    double sum = 0;   // the mean, not the median: an epoch's time is the sum of its steps, the slow ones too
+    for (double m : ms) sum += m;
+    return sum / static_cast<double>(ms.size());
 }
 
 }  // namespace
@@ -66,16 +68,17 @@ int main(int argc, char** argv) {
                                                   std::make_unique<models::RNNSeq2Seq>(rnn)};
     std::unique_ptr<optim::Adam> opts[2];
     for (int f = 0; f < 2; f++) opts[f] = std::make_unique<optim::Adam>(models[f]->parameters(), optim::AdamOptions{.lr = 1e-4f});
-    std::printf("family B S T multiply_adds sequential_steps ms_per_step (V=%lld, %d threads)\n", (long long)V, autograd::num_threads());
+    std::printf("family B S T multiply_adds output_multiply_adds attention_scores sequential_steps ms_per_step (V=%lld, %d threads)\n",
+                (long long)V, autograd::num_threads());
     autograd::Rng rng(7);
     for (const int64_t L : {4, 6, 8, 12, 16, 24, 32, 45, 60}) {
         const int64_t S = L, T = L + 2, B = std::max<int64_t>(1, 1000 / (T + 1));
         const models::Batch b = random_batch(rng, B, S, T, V);
         for (int f = 0; f < 2; f++) {
             const common::StepWork w = common::forward_work(*models[f], B, S, T + 1);
-            const double ms = median_step_ms(*models[f], *opts[f], b, steps);
-            std::printf("%s %lld %lld %lld %.0f %.0f %.2f\n", f == 0 ? "transformer" : "rnn-attention", (long long)B, (long long)S,
-                        (long long)T + 1, w.multiply_adds, w.sequential_steps, ms);
+            const double ms = mean_step_ms(*models[f], *opts[f], b, steps);
+            std::printf("%s %lld %lld %lld %.0f %.0f %.0f %.0f %.2f\n", f == 0 ? "transformer" : "rnn-attention", (long long)B,
+                        (long long)S, (long long)T + 1, w.multiply_adds, w.output_multiply_adds, w.attention_scores, w.sequential_steps, ms);
             std::fflush(stdout);
         }
     }

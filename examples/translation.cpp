@@ -45,7 +45,8 @@ using Options = options::Translation;
 
 namespace {
 
-void print_setup(const data::TranslationData& d, const models::Seq2Seq& model, size_t batches, const Options& o) {
+void print_setup(const data::TranslationData& d, const models::Seq2Seq& model, size_t batches, const Options& o,
+                 const std::optional<options::EpochBudget>& budget) {
     std::printf("data: %s | train %zu pairs (%zu over --max-len dropped), valid %zu, test %zu | vocab %zu source, %zu target\n",
                 d.name.c_str(), d.train.size(), d.dropped, d.text.valid.size(), d.text.test.size(), d.codec.src_vocab.size(),
                 d.codec.tgt_vocab.size());
@@ -56,6 +57,9 @@ void print_setup(const data::TranslationData& d, const models::Seq2Seq& model, s
     std::printf("model: %s, %lld parameters | %zu batches/epoch, %d epochs | %s\n", common::describe(model, o.train.bf16).c_str(),
                 (long long)model.num_parameters(), batches, o.epochs, common::describe_compute(o.train.shards).c_str());
     if (o.batch_tokens > 0) std::printf("batches of about %d source and %d target tokens (padding included)\n", o.batch_tokens, o.batch_tokens);
+    if (budget)
+        std::printf("epochs: %d, to fit an estimated %.0f s of training on this corpus at %.1f s an epoch (both on 2 cores of "
+                    "the reference machine; --epochs sets them)\n", budget->epochs, budget->budget_seconds, budget->epoch_seconds);
     std::printf("training: Adam(0.9, 0.98), %s, label smoothing %g\n",
                 common::describe_lr_schedule("noam", 0, o.train.lr_factor, common::model_width(o.train), o.train.warmup, 0).c_str(),
                 o.label_smoothing);
@@ -247,7 +251,6 @@ int main(int argc, char** argv) {
         // 1) data: sentence pairs -> vocabularies -> id sequences -> batches of similar length
         const data::TranslationData d = data::load_translation_data(o.corpus);   // refuses splits too small to mean anything
         if (o.batch_tokens == 0) data::check_batch_fits(d, o.corpus, o.batch);
-        if (o.epochs < 0) o.epochs = o.corpus.data.empty() ? 10 : options::default_epochs(o.train.model_kind, d.train.size());
         autograd::Rng shuffle_rng(o.train.seed ^ 0x5eedULL);   // batch composition and order, as the current epoch begins
         autograd::Rng first_epoch = shuffle_rng;
         std::vector<std::vector<size_t>> batches = epoch_batches(d, o, first_epoch);   // how many, for the lines below
@@ -260,9 +263,12 @@ int main(int argc, char** argv) {
         const std::unique_ptr<models::Seq2Seq> made = common::make_model(o.train, d.codec.src_vocab.size(), d.codec.tgt_vocab.size());
         models::Seq2Seq& model = *made;   // --model: the Transformer or a recurrent encoder-decoder
         data::check_eval_lengths(d, o.corpus, model.max_len());   // a sentence too long to validate or test on: now, not later
+        std::optional<options::EpochBudget> budget;   // --data: the epochs that fit the time every family gets (translation_options.h)
+        if (o.epochs < 0 && !o.corpus.data.empty()) budget = options::default_epochs(model, d, batches);
+        if (o.epochs < 0) o.epochs = budget ? budget->epochs : 10;
         optim::Adam opt(model.parameters(), {.lr = 0.0f, .beta1 = 0.9f, .beta2 = 0.98f, .eps = 1e-9f});
         optim::NoamSchedule sched(opt, common::model_width(o.train), o.train.warmup, o.train.lr_factor);   // sets opt's lr every step
-        print_setup(d, model, batches.size(), o);
+        print_setup(d, model, batches.size(), o, budget);
         memory.phase("model");
 
         // 3) train; keep the parameters of the epoch with the best validation loss, and the last --average-last

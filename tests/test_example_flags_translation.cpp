@@ -24,10 +24,12 @@
 #include "autograd/io/safetensors.h"
 #include "autograd/runtime.h"
 #include "autograd/kernels/threads.h"
+#include "examples/common/training_work.h"
 #include "examples/data/translation_data.h"
 #include "examples/eval/translation_eval.h"
 #include "examples/options/translation_options.h"
 #include "models/checkpoint.h"
+#include "models/rnn_seq2seq.h"
 #include "models/transformer.h"
 #include "nn/nn.h"
 #include "tests/resume_identity.h"
@@ -1444,18 +1446,110 @@ TEST_CASE("translation --load: a recurrent model's decoding is named as the recu
     CHECK(r.err.find("decoder positions (the recurrent state)") != std::string::npos);
 }
 
-// --epochs' default with --data: S / sqrt(training pairs) between 1 and 30, S the family's. The
-// Transformer's epochs cost about a third of a recurrent model's and it needs more of them
-// (bench/RESULTS.md, "The fair fight on real text"): on the 41,808-pair corpus 15 against 6.
-TEST_CASE("translation --data: --epochs' default by model family") {
-    CHECK(options::default_epochs("transformer", 41808) == 15);    // 3000 / 204.5 = 14.7
-    CHECK(options::default_epochs("rnn-attention", 41808) == 6);
-    CHECK(options::default_epochs("rnn", 41808) == 6);
-    CHECK(options::default_epochs("transformer", 4519) == 30);     // 44.6, clamped
-    CHECK(options::default_epochs("rnn-attention", 4519) == 19);
-    CHECK(options::default_epochs("transformer", 500000) == 4);
-    CHECK(options::default_epochs("rnn", 500000) == 2);
-    CHECK(options::default_epochs("rnn", 100000000) == 1);         // at least one pass
+// --epochs' default with --data: each family gets the same estimated time, kBudgetSeconds x
+// (training tokens / 10^6)^kBudgetExponent, and as many epochs as fit in it at its own estimated
+// epoch (examples/common/training_work.h). So the budget follows the corpus's work (its tokens,
+// not its pairs), the families meet at equal time, and the recurrent model, whose steps cost more
+// as sentences grow (its positions run one after another), gets fewer epochs of long sentences
+// than the Transformer does, relative to short ones.
+namespace {
+// n pairs of sources of `len` tokens and targets of len + 1 (<bos>, len - 1 words, <eos>), in
+// batches of `rows`; ids from 4 in a vocabulary of 1000.
+struct EpochCase {
+    data::TranslationData d;
+    std::vector<std::vector<size_t>> batches;
+};
+EpochCase pairs_of(int n, int len, size_t rows) {
+    EpochCase c;
+    for (int i = 0; i < n; i++) {
+        data::Example e{std::vector<int32_t>(len, 4 + i % 900), std::vector<int32_t>(len + 1, 5 + i % 900)};
+        c.d.train.push_back(e);
+        if (c.batches.empty() || c.batches.back().size() == rows) c.batches.emplace_back();
+        c.batches.back().push_back(static_cast<size_t>(i));
+    }
+    return c;
+}
+}  // namespace
+
+TEST_CASE("translation --data: --epochs' default gives every family the same estimated time, which follows the corpus's tokens") {
+    autograd::manual_seed(1);
+    models::Transformer transformer({.src_vocab = 1000, .tgt_vocab = 1000, .layers = 2, .d_model = 128, .d_ff = 512, .heads = 4,
+                                     .max_len = 512, .tie_weights = true});
+    models::RNNSeq2Seq rnn_attention({.src_vocab = 1000, .tgt_vocab = 1000, .embed = 128, .hidden = 256, .layers = 2,
+                                      .cell = nn::CellKind::gru, .context = models::Context::bahdanau, .bidirectional = true});
+    models::RNNSeq2Seq rnn({.src_vocab = 1000, .tgt_vocab = 1000, .embed = 128, .hidden = 256, .layers = 2});
+    const EpochCase short_pairs = pairs_of(40000, 8, 100), long_pairs = pairs_of(10000, 32, 25);   // 680,000 and 650,000 tokens
+    std::map<std::string, std::pair<options::EpochBudget, options::EpochBudget>> got;
+    for (const auto& [name, model] : std::vector<std::pair<std::string, const models::Seq2Seq*>>{
+             {"transformer", &transformer}, {"rnn-attention", &rnn_attention}, {"rnn", &rnn}}) {
+        CAPTURE(name);
+        for (const EpochCase* c : {&short_pairs, &long_pairs}) {
+            const options::EpochBudget e = options::default_epochs(*model, c->d, c->batches);
+            // the budget, from the training set's tokens, both sides
+            double tokens = 0;
+            for (const data::Example& x : c->d.train) tokens += static_cast<double>(x.src.size() + x.tgt.size());
+            CHECK(e.budget_seconds == doctest::Approx(options::kBudgetSeconds * std::pow(tokens / 1e6, options::kBudgetExponent)));
+            // the epoch, from each batch's padded shape: the decoder reads every target token but the last
+            std::vector<common::BatchShape> shapes;
+            for (const auto& b : c->batches)
+                shapes.push_back({static_cast<int64_t>(b.size()), static_cast<int64_t>(c->d.train[b[0]].src.size()),
+                                  static_cast<int64_t>(c->d.train[b[0]].tgt.size()) - 1});
+            CHECK(e.epoch_seconds == doctest::Approx(common::estimated_epoch_seconds(*model, shapes)));
+            CHECK(e.epochs == options::epochs_that_fit(e.budget_seconds, e.epoch_seconds));
+        }
+        got[name] = {options::default_epochs(*model, short_pairs.d, short_pairs.batches),
+                     options::default_epochs(*model, long_pairs.d, long_pairs.batches)};
+    }
+    // the same corpus, the same budget for every family; their epochs x epoch time meet it within half an epoch
+    for (const auto& [name, e] : got) {
+        CAPTURE(name);
+        CHECK(e.first.budget_seconds == got["transformer"].first.budget_seconds);
+        CHECK(std::abs(e.first.epochs * e.first.epoch_seconds - e.first.budget_seconds) <= 0.5 * e.first.epoch_seconds);
+        CHECK(std::abs(e.second.epochs * e.second.epoch_seconds - e.second.budget_seconds) <= 0.5 * e.second.epoch_seconds);
+    }
+    // a recurrent model's epoch of long sentences costs more than one of short ones with as many
+    // tokens (2 x 10,000 x 32 positions read one by one in the encoder, against 2 x 40,000 x 8 spread
+    // over 4 times the batches): relative to the Transformer, it gets fewer epochs of them
+    const auto ratio = [&](const options::EpochBudget& r, const options::EpochBudget& t) { return r.epoch_seconds / t.epoch_seconds; };
+    CHECK(ratio(got["rnn-attention"].second, got["transformer"].second) > ratio(got["rnn-attention"].first, got["transformer"].first));
+    // the budget follows the tokens: twice the text, 2^0.8 the time, whatever the pairs
+    const EpochCase twice = pairs_of(80000, 8, 100);
+    CHECK(options::default_epochs(transformer, twice.d, twice.batches).budget_seconds ==
+          doctest::Approx(got["transformer"].first.budget_seconds * std::pow(2.0, options::kBudgetExponent)));
+    // the epochs closest to the budget, at least one and at most kMostDefaultEpochs
+    CHECK(options::epochs_that_fit(100, 30) == 3);
+    CHECK(options::epochs_that_fit(100, 28) == 4);
+    CHECK(options::epochs_that_fit(100, 1000) == 1);
+    CHECK(options::epochs_that_fit(1e6, 1) == options::kMostDefaultEpochs);
+    const EpochCase tiny = pairs_of(10, 4, 10);
+    CHECK(options::default_epochs(transformer, tiny.d, tiny.batches).epochs == options::kMostDefaultEpochs);
+}
+
+// Through the example: the header says the epochs and the two estimates they come from, and the
+// run trains that many; --epochs overrides them. (32 training pairs of a model 16 wide: a small
+// corpus gets many epochs, here the most, 200 of 2 steps each.)
+TEST_CASE("translation --data: the header gives the default epochs and their estimates, and the run trains them") {
+    Corpus c = write_corpus("translation-default-epochs");
+    const RemoveOnExit cleanup{c.dir};
+    c.train.resize(32);
+    write_tsv(c.train_tsv, c.train);
+    const ExampleRun r = run_example("translation", without(tiny_run(c, {}), "--epochs"));
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+    const std::smatch m = [&] {
+        std::smatch found;
+        std::regex_search(r.out, found, std::regex(R"(epochs: (\d+), to fit an estimated (\d+) s of training on this corpus at ([0-9.]+) s an epoch)"));
+        return found;
+    }();
+    REQUIRE(m.size() == 4);
+    const int epochs = std::stoi(m[1]);
+    CHECK(epochs == options::kMostDefaultEpochs);
+    CHECK(r.out.find(", " + std::to_string(epochs) + " epochs |") != std::string::npos);
+    CHECK(r.out.find("epoch " + std::string(epochs < 10 ? " " : "") + std::to_string(epochs) + "  train loss") != std::string::npos);
+    CHECK(r.out.find("epoch " + std::string(epochs + 1 < 10 ? " " : "") + std::to_string(epochs + 1) + "  train loss") == std::string::npos);
+    const ExampleRun given = run_example("translation", tiny_run(c, {}));   // --epochs 1
+    CHECK(given.out.find("epochs: ") == std::string::npos);
+    CHECK(given.out.find(", 1 epochs |") != std::string::npos);
 }
 
 // --save has a default (translation.safetensors), so "save nothing" has a flag of its own: an

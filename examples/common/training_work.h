@@ -22,13 +22,32 @@
 namespace common {
 
 struct StepWork {
-    double multiply_adds = 0;      // of the forward pass's matrix products
-    double sequential_steps = 0;   // positions a recurrent model reads one after another (encoder layers and decoder)
+    double multiply_adds = 0;          // of the forward pass's matrix products
+    double output_multiply_adds = 0;   // of those, the output layer's: B T X V (X its input's width), a softmax over V behind it
+    double attention_scores = 0;       // scores the attention computes, each an elementwise chain (softmax; tanh for an additive one)
+    double sequential_steps = 0;       // positions a recurrent model reads one after another (encoder layers and decoder)
 };
 
 // One forward pass of `model` (a models::Transformer or models::RNNSeq2Seq) over a padded batch
 // of B rows, sources of S tokens and targets of T (teacher forcing, the loss's output layer
 // included). Throws std::invalid_argument for another kind of model.
 StepWork forward_work(const models::Seq2Seq& model, int64_t B, int64_t S, int64_t T);
+
+// A padded batch's shape: rows, source length and target length (the decoder's input, <bos> and
+// the tokens), each the longest row's.
+struct BatchShape {
+    int64_t rows = 0, src_len = 0, tgt_len = 0;
+};
+
+// The estimated seconds of one training step (forward, backward and Adam) of `model` on a batch
+// of that shape, on the machine the constants were measured on (bench/RESULTS.md, "The fair
+// fight on text not tuned on": 2 cores of a Zen 4, bench/bench_translation_cost): each family's
+// products at the rate they reach there (a recurrent model's are many small ones, a position at a
+// time), plus a fixed time for each sequential step and each batch. Another machine's seconds
+// differ, but hardly the families' ratio, which is what the estimate is for.
+double estimated_step_seconds(const models::Seq2Seq& model, const BatchShape& b);
+
+// The sum over an epoch's batches.
+double estimated_epoch_seconds(const models::Seq2Seq& model, const std::vector<BatchShape>& batches);
 
 }  // namespace common

@@ -290,10 +290,6 @@ std::vector<size_t> shuffled_indices(size_t n, autograd::Rng& rng) {
     return order;
 }
 
-int default_epochs(size_t train_pairs, double scale) {
-    return std::clamp(static_cast<int>(std::lround(scale / std::sqrt(static_cast<double>(train_pairs)))), 1, 30);
-}
-
 models::Batch make_batch(const std::vector<Example>& examples, const std::vector<size_t>& idx) {
     std::vector<std::vector<int32_t>> src, tgt;
     for (size_t i : idx) {

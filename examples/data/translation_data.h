@@ -115,12 +115,6 @@ std::vector<std::vector<size_t>> token_batches(const std::vector<Example>& examp
 // 0..n-1 in a fresh random order (Fisher-Yates): e.g. the order of the batches in one epoch.
 std::vector<size_t> shuffled_indices(size_t n, autograd::Rng& rng);
 
-// --epochs' default for --data: scale / sqrt(training pairs), between 1 and 30. A small corpus
-// needs many passes, a large one learns more per pass, and the steps still grow with the data.
-// The scale is the model family's (translation_options.h): a Transformer epoch costs about a
-// third of a recurrent one and it needs more of them.
-int default_epochs(size_t train_pairs, double scale);
-
 // examples[idx...] padded with Vocab::PAD into one batch.
 models::Batch make_batch(const std::vector<Example>& examples, const std::vector<size_t>& idx);
 

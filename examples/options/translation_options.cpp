@@ -1,11 +1,13 @@
 #include "examples/options/translation_options.h"
 
 #include <algorithm>
+#include <cmath>
 #include <utility>
 
 #include "examples/common/args.h"
 #include "examples/common/output_files.h"
 #include "examples/common/run_state.h"
+#include "examples/common/training_work.h"
 
 namespace options {
 
@@ -32,9 +34,8 @@ Translation parse_translation(int argc, char** argv) {
     p.flag("--no-tie-weights", &o.no_tie_weights, "separate embedding and projection matrices even with --bpe");
     p.add("--max-len", &o.corpus.max_len, "skip training pairs longer than this many tokens").range(1, data::kLongestMaxLen);
     p.add("--epochs", &o.epochs,
-          "passes over the training set. Default: 10 for the toy corpus; with --data, S / sqrt(training pairs) between 1 "
-          "and 30, S = 3000 for the Transformer (30 epochs for 5,000 training pairs, 13 for 50,000, 4 for 500,000) and "
-          "1300 for the recurrent models (18, 6, 2), whose epochs cost about three times as much").min(-1);
+          "passes over the training set. Default: 10 for the toy corpus; with --data, as many as fit the same estimated "
+          "time for every --model, a time that grows with the corpus's tokens (the header says both estimates)").min(-1);
     p.add("--batch", &o.batch, "sentence pairs per batch (B), when not batching by --batch-tokens").min(1);
     p.add("--batch-tokens", &o.batch_tokens,
           "batches of similar-length pairs with about this many source and target tokens each, padding included "
@@ -128,8 +129,27 @@ Translation parse_translation(int argc, char** argv) {
     return o;
 }
 
-int default_epochs(const std::string& model_kind, size_t train_pairs) {
-    return data::default_epochs(train_pairs, model_kind == "transformer" ? kTransformerEpochScale : kRecurrentEpochScale);
+EpochBudget default_epochs(const models::Seq2Seq& model, const data::TranslationData& d,
+                           const std::vector<std::vector<size_t>>& batches) {
+    double tokens = 0;   // the training set's work: its tokens, both sides
+    for (const data::Example& e : d.train) tokens += static_cast<double>(e.src.size() + e.tgt.size());
+    std::vector<common::BatchShape> shapes;
+    for (const std::vector<size_t>& batch : batches) {
+        common::BatchShape b{static_cast<int64_t>(batch.size()), 0, 0};
+        for (size_t i : batch)   // src: tokens <eos>; tgt: <bos> tokens <eos>, of which the decoder reads all but the last
+            b.src_len = std::max<int64_t>(b.src_len, static_cast<int64_t>(d.train[i].src.size())),
+            b.tgt_len = std::max<int64_t>(b.tgt_len, static_cast<int64_t>(d.train[i].tgt.size()) - 1);
+        shapes.push_back(b);
+    }
+    EpochBudget e;
+    e.budget_seconds = kBudgetSeconds * std::pow(tokens / 1e6, kBudgetExponent);
+    e.epoch_seconds = common::estimated_epoch_seconds(model, shapes);
+    e.epochs = epochs_that_fit(e.budget_seconds, e.epoch_seconds);
+    return e;
+}
+
+int epochs_that_fit(double budget_seconds, double epoch_seconds) {
+    return static_cast<int>(std::clamp(std::round(budget_seconds / epoch_seconds), 1.0, double(kMostDefaultEpochs)));
 }
 
 }  // namespace options
